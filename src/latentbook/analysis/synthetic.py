@@ -1,0 +1,222 @@
+"""Generators with known answers: the ground truth every estimator in ``latentbook.analysis`` is tested on.
+
+Each generator is seeded (``numpy.random.default_rng(seed)``) and returns plain arrays or a small dataclass
+that carries the planted answer next to the data, so a test or a chapter reads both from one object:
+
+- ``gaussian(n, d)``: i.i.d. isotropic Gaussian tokens, the pure Marchenko–Pastur null (chapter 4);
+- ``spiked_covariance(n, d, spikes)``: isotropic noise plus a few planted population eigenvalues (chapter 4);
+- ``mixture(n, d, k, separation)``: ``k`` equiprobable prototypes plus isotropic noise
+  (Theorem 6.3, chapter 6);
+- ``contraction_chain(n, d, n_steps, q)``: a linear depth chain that contracts a transverse subspace by ``q``
+  per step (Theorem 6.1, chapter 5);
+- ``order_parameter_curve(gamma_c, width, amplitude)``: a sigmoid ``m(gamma)`` with noise (chapter 3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InvalidInputError
+
+
+def _positive_int(name: str, value: int) -> int:
+    if not isinstance(value, (int, np.integer)) or value < 1:
+        raise InvalidInputError(f"{name} must be a positive integer, got {value!r}.")
+    return int(value)
+
+
+def _positive(name: str, value: float) -> float:
+    if not np.isfinite(value) or value <= 0:
+        raise InvalidInputError(f"{name} must be a positive finite number, got {value!r}.")
+    return float(value)
+
+
+def random_orthonormal(d: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """``k`` random orthonormal columns in ``R^d``, shape ``(d, k)`` (Haar: QR of a Gaussian matrix)."""
+    if k > d:
+        raise InvalidInputError(f"Cannot draw {k} orthonormal directions in dimension {d}: use k <= d.")
+    q, r = np.linalg.qr(rng.standard_normal((d, k)))
+    return q * np.sign(np.diag(r))
+
+
+def gaussian(n: int, d: int, sigma2: float = 1.0, seed: int = 0) -> np.ndarray:
+    """``n`` tokens ``h ~ N(0, sigma2 I_d)``, shape ``(n, d)``.
+
+    Their sample covariance follows the Marchenko–Pastur law with ratio ``q = d/n`` and scale ``sigma2``;
+    their Omega concentrates at ``1 - sqrt(2/pi)`` for large ``d`` (PAPER.md, "Order parameter").
+    Introduced in: chapter 3 (Omega reference) and chapter 4 (MP null).
+    """
+    n, d = _positive_int("n", n), _positive_int("d", d)
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, d)) * np.sqrt(_positive("sigma2", sigma2))
+
+
+@dataclass(frozen=True)
+class Spiked:
+    """Tokens ``x`` (n, d) with population covariance ``sigma2 I + sum_i (spikes_i - sigma2) u_i u_i^T``."""
+
+    x: np.ndarray
+    spikes: np.ndarray  # planted population eigenvalues, descending
+    directions: np.ndarray  # (d, n_spikes), orthonormal columns u_i
+    sigma2: float
+
+
+def spiked_covariance(
+    n: int, d: int, spikes: list[float] | np.ndarray, sigma2: float = 1.0, seed: int = 0
+) -> Spiked:
+    """Isotropic noise of variance ``sigma2`` plus planted population eigenvalues ``spikes`` (each > sigma2).
+
+    ``h = sqrt(sigma2) z + sum_i sqrt(spikes_i - sigma2) g_i u_i`` with ``z, g`` standard normal and random
+    orthonormal ``u_i``. With ``q = d/n``, a spike ``ell = sigma2 (1 + theta)`` separates from the MP bulk iff
+    ``theta > sqrt(q)`` (BBP) and then sits near ``sigma2 (1 + theta)(1 + q/theta)``
+    (see ``spectra.spike_location``).
+    Introduced in: chapter 4.
+    """
+    n, d = _positive_int("n", n), _positive_int("d", d)
+    sigma2 = _positive("sigma2", sigma2)
+    ell = np.sort(np.asarray(spikes, dtype=np.float64).ravel())[::-1]
+    if np.any(~np.isfinite(ell)) or np.any(ell <= sigma2):
+        raise InvalidInputError(
+            f"Every spike must be a population eigenvalue above sigma2={sigma2}; got {ell}."
+        )
+    rng = np.random.default_rng(seed)
+    u = random_orthonormal(d, len(ell), rng)
+    x = rng.standard_normal((n, d)) * np.sqrt(sigma2)
+    x += (rng.standard_normal((n, len(ell))) * np.sqrt(ell - sigma2)) @ u.T
+    return Spiked(x, ell, u, sigma2)
+
+
+@dataclass(frozen=True)
+class Mixture:
+    """Tokens of a k-prototype mixture: ``x = prototypes[labels] + noise``."""
+
+    x: np.ndarray  # (n, d)
+    labels: np.ndarray  # (n,) ints in 0..k-1
+    prototypes: np.ndarray  # (k, d)
+    sigma2: float
+    signal_eigenvalue: float  # each of the k-1 nonzero eigenvalues of the between-class covariance
+
+
+def mixture(n: int, d: int, k: int, separation: float, sigma2: float = 1.0, seed: int = 0) -> Mixture:
+    """``k`` equiprobable prototypes ``separation * sqrt(sigma2)`` apart, plus ``N(0, sigma2 I)``.
+
+    Prototypes are ``r e_i`` for ``k`` random orthonormal ``e_i`` with ``r = separation sqrt(sigma2 / 2)``, so
+    every pair is ``separation`` noise standard deviations apart. The between-class covariance
+    ``(r^2/k)(I_k - J/k)`` (in the prototype basis, equal weights) has exactly ``k - 1`` nonzero eigenvalues,
+    all ``r^2 / k``: the population covariance is isotropic noise plus ``k - 1`` spikes at
+    ``sigma2 + r^2/k`` (Theorem 6.3: at most ``k - 1`` signal eigenvalues). Labels are balanced
+    (``n // k`` or one more each), then shuffled.
+    Introduced in: chapter 6.
+    """
+    n, d, k = _positive_int("n", n), _positive_int("d", d), _positive_int("k", k)
+    sigma2 = _positive("sigma2", sigma2)
+    if not np.isfinite(separation) or separation < 0:
+        raise InvalidInputError(f"separation must be a finite number >= 0, got {separation!r}.")
+    rng = np.random.default_rng(seed)
+    r = float(separation) * np.sqrt(sigma2 / 2.0)
+    prototypes = r * random_orthonormal(d, k, rng).T
+    labels = rng.permutation(np.arange(n) % k)
+    x = prototypes[labels] + rng.standard_normal((n, d)) * np.sqrt(sigma2)
+    return Mixture(x, labels, prototypes, sigma2, r**2 / k)
+
+
+@dataclass(frozen=True)
+class Chain:
+    """States of a linear depth chain ``h^(l+1) = A h^(l) + eps^(l)``, with ``A`` planted."""
+
+    states: np.ndarray  # (n_steps + 1, n, d)
+    q: float  # transverse contraction factor per step
+    signal_basis: np.ndarray  # (d, k_signal) orthonormal: the relevant subspace, kept (factor 1)
+    transverse_basis: np.ndarray  # (d, d - k_signal) orthonormal complement, contracted by q
+    maps: np.ndarray  # (d, d) the map A (same at every step)
+
+
+def contraction_chain(
+    n: int,
+    d: int,
+    n_steps: int,
+    q: float,
+    k_signal: int = 4,
+    noise: float = 0.0,
+    signal_scale: float = 3.0,
+    seed: int = 0,
+) -> Chain:
+    """A chain whose map keeps a ``k_signal``-dim subspace and contracts its complement by ``q`` per step.
+
+    ``A = U_s R U_s^T + q U_t O U_t^T`` with random orthonormal ``[U_s, U_t]`` and random rotations ``R, O``
+    inside each subspace, so ``A`` is not diagonal in the coordinates; ``h^(0)`` has variance
+    ``signal_scale^2`` along the signal subspace and 1 transversally; ``eps ~ N(0, noise^2 I)``.
+    Without noise the transverse covariance after ``n`` steps is ``q^(2n)`` times its start (Theorem 6.1).
+    Introduced in: chapter 5.
+    """
+    n, d, n_steps = _positive_int("n", n), _positive_int("d", d), _positive_int("n_steps", n_steps)
+    k_signal = _positive_int("k_signal", k_signal)
+    if k_signal >= d:
+        raise InvalidInputError(f"k_signal={k_signal} must be below d={d} so a transverse subspace remains.")
+    if not 0 <= q < np.inf or noise < 0:
+        raise InvalidInputError(f"Need q >= 0 and noise >= 0, got q={q!r}, noise={noise!r}.")
+    rng = np.random.default_rng(seed)
+    basis = random_orthonormal(d, d, rng)
+    u_s, u_t = basis[:, :k_signal], basis[:, k_signal:]
+    rot_s = random_orthonormal(k_signal, k_signal, rng)
+    rot_t = random_orthonormal(d - k_signal, d - k_signal, rng)
+    a = u_s @ rot_s @ u_s.T + q * (u_t @ rot_t @ u_t.T)
+    h = (
+        signal_scale * rng.standard_normal((n, k_signal)) @ u_s.T
+        + rng.standard_normal((n, d - k_signal)) @ u_t.T
+    )
+    states = np.empty((n_steps + 1, n, d))
+    states[0] = h
+    for step in range(1, n_steps + 1):
+        states[step] = states[step - 1] @ a.T + noise * rng.standard_normal((n, d))
+    return Chain(states, float(q), u_s, u_t, a)
+
+
+def sigmoid_profile(
+    gamma: np.ndarray, gamma_c: float, width: float, amplitude: float, base: float
+) -> np.ndarray:
+    """``m(gamma) = base + amplitude / (1 + exp(-(gamma - gamma_c) / width))`` (the transition model)."""
+    z = np.clip((np.asarray(gamma, dtype=np.float64) - gamma_c) / width, -500, 500)
+    return base + amplitude / (1.0 + np.exp(-z))
+
+
+@dataclass(frozen=True)
+class Curve:
+    """An order-parameter curve ``m(gamma)`` with its planted transition."""
+
+    gamma: np.ndarray
+    m: np.ndarray
+    gamma_c: float
+    width: float
+    amplitude: float
+    base: float
+    noise: float
+
+
+def order_parameter_curve(
+    gamma_c: float = 0.42,
+    width: float = 0.03,
+    amplitude: float = 0.2,
+    base: float = 0.69,
+    noise: float = 0.01,
+    n_layers: int = 40,
+    seed: int = 0,
+) -> Curve:
+    """``m(gamma_l) = sigmoid_profile(gamma_l) + N(0, noise^2)`` at ``gamma_l = l / n_layers``, ``l = 0..L``.
+
+    ``amplitude = 0`` gives a flat curve (no transition). Defaults echo the paper's claim 1
+    (m from ~0.69 to ~0.89 at gamma_c ~ 0.42).
+    Introduced in: chapter 3.
+    """
+    n_layers = _positive_int("n_layers", n_layers)
+    if not 0.0 <= gamma_c <= 1.0:
+        raise InvalidInputError(f"gamma_c must lie in [0, 1], got {gamma_c!r}.")
+    width = _positive("width", width)
+    if noise < 0:
+        raise InvalidInputError(f"noise must be >= 0, got {noise!r}.")
+    rng = np.random.default_rng(seed)
+    gamma = np.arange(n_layers + 1) / n_layers
+    m = sigmoid_profile(gamma, gamma_c, width, amplitude, base) + noise * rng.standard_normal(gamma.shape)
+    return Curve(gamma, m, float(gamma_c), width, float(amplitude), float(base), float(noise))
