@@ -5,6 +5,7 @@ that carries the planted answer next to the data, so a test or a chapter reads b
 
 - ``gaussian(n, d)``: i.i.d. isotropic Gaussian tokens, the pure Marchenko–Pastur null (chapter 4);
 - ``spiked_covariance(n, d, spikes)``: isotropic noise plus a few planted population eigenvalues (chapter 4);
+- ``clustered_tokens(n_prompts, m, d, rho)``: tokens correlated within a prompt, the null of real captures;
 - ``mixture(n, d, k, separation)``: ``k`` equiprobable prototypes plus isotropic noise
   (Theorem 6.3, chapter 6);
 - ``contraction_chain(n, d, n_steps, q)``: a linear depth chain that contracts a transverse subspace by ``q``
@@ -86,6 +87,42 @@ def spiked_covariance(
     x = rng.standard_normal((n, d)) * np.sqrt(sigma2)
     x += (rng.standard_normal((n, len(ell))) * np.sqrt(ell - sigma2)) @ u.T
     return Spiked(x, ell, u, sigma2)
+
+
+@dataclass(frozen=True)
+class Clustered:
+    """Tokens grouped in prompts, correlated within a prompt: ``x = sqrt(rho) b_prompt + sqrt(1 - rho) w``."""
+
+    x: np.ndarray  # (n_prompts * tokens_per_prompt, d)
+    prompt_ids: np.ndarray  # (n,) prompt of each token
+    positions: np.ndarray  # (n,) position of each token in its prompt
+    rho: float  # intra-prompt correlation of every coordinate
+
+
+def clustered_tokens(
+    n_prompts: int, tokens_per_prompt: int, d: int, rho: float, sigma2: float = 1.0, seed: int = 0
+) -> Clustered:
+    """Prompt-correlated tokens: a shared ``b ~ N(0, sigma2 I)`` per prompt, ``w ~ N(0, sigma2 I)`` per token.
+
+    Every coordinate has variance ``sigma2`` and correlation ``rho`` between two tokens of one prompt (the
+    intraclass correlation), 0 across prompts. The sample covariance of these ``N`` tokens spreads like
+    i.i.d. data of ``N / (1 + (m - 1) rho^2)`` tokens (``m`` tokens per prompt; see
+    ``spectra.effective_sample_size``): the null model for real captures, whose tokens share a prompt.
+    Introduced in: chapter 4.
+    """
+    n_prompts, m = (
+        _positive_int("n_prompts", n_prompts),
+        _positive_int("tokens_per_prompt", tokens_per_prompt),
+    )
+    d, sigma2 = _positive_int("d", d), _positive("sigma2", sigma2)
+    if not 0.0 <= rho <= 1.0:
+        raise InvalidInputError(f"rho is a correlation in [0, 1], got {rho!r}.")
+    rng = np.random.default_rng(seed)
+    shared = np.repeat(rng.standard_normal((n_prompts, d)), m, axis=0)
+    x = np.sqrt(sigma2) * (
+        np.sqrt(rho) * shared + np.sqrt(1.0 - rho) * rng.standard_normal((n_prompts * m, d))
+    )
+    return Clustered(x, np.repeat(np.arange(n_prompts), m), np.tile(np.arange(m), n_prompts), float(rho))
 
 
 @dataclass(frozen=True)

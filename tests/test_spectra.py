@@ -1,0 +1,230 @@
+"""Marchenko–Pastur law, robust bulk fit, spikes and effective sample size against planted spectra."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.integrate import quad
+
+import latentbook as lb
+from latentbook.analysis import spectra, synthetic
+from latentbook.capturing.accumulators import LayerStats, TokenReservoir, token_keys
+from latentbook.capturing.results import Capture
+
+
+def _eigvals(x: np.ndarray) -> np.ndarray:
+    centred = x - x.mean(0)
+    return np.linalg.eigvalsh(centred.T @ centred / len(x))[::-1]
+
+
+# --- the law -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("q", [0.05, 0.3, 1.0, 2.5])
+def test_density_integrates_to_the_continuous_mass_and_the_cdf_is_its_integral(q):
+    lo, hi = spectra.mp_edges(q, 2.0)
+    assert lo == pytest.approx(2.0 * (1 - np.sqrt(q)) ** 2) and hi == pytest.approx(
+        2.0 * (1 + np.sqrt(q)) ** 2
+    )
+    mass = quad(lambda x: spectra.mp_density(x, q, 2.0), lo, hi, limit=200)[0]
+    assert mass == pytest.approx(min(1.0, 1.0 / q), abs=1e-8)
+    for x in np.linspace(lo, hi, 7)[1:-1]:
+        integral = quad(lambda t: spectra.mp_density(t, q, 2.0), lo, x, limit=200)[0]
+        assert spectra.mp_cdf(x, q, 2.0) == pytest.approx(max(0.0, 1 - 1 / q) + integral, abs=1e-8)
+    assert spectra.mp_cdf(hi * 1.01, q, 2.0) == pytest.approx(1.0)
+    assert spectra.mp_cdf(-1e-9, q, 2.0) == 0.0
+    assert spectra.mp_density(hi * 1.01, q, 2.0) == 0.0
+
+
+def test_density_matches_a_histogram_of_simulated_eigenvalues_and_a_wrong_law_does_not():
+    d, n, sigma2 = 300, 1200, 2.0  # q = 0.25
+    lam = np.concatenate([_eigvals(synthetic.gaussian(n, d, sigma2, seed=s)) for s in range(4)])
+    q = d / n
+    lo, hi = spectra.mp_edges(q, sigma2)
+    counts, edges = np.histogram(lam, bins=30, range=(lo, hi))
+    mids = (edges[1:] + edges[:-1]) / 2
+    expected = spectra.mp_density(mids, q, sigma2) * np.diff(edges)
+    assert np.max(np.abs(counts / len(lam) - expected)) < 0.006
+    # every eigenvalue inside the edges up to a few Tracy–Widom units
+    margin = 6 * spectra.tracy_widom_scale(sigma2, q, n)
+    assert lo - margin < lam.min() and lam.max() < hi + margin
+    ks_right = np.max(np.abs(np.arange(1, len(lam) + 1) / len(lam) - spectra.mp_cdf(np.sort(lam), q, sigma2)))
+    assert ks_right < 0.01
+    for wrong_q, wrong_s2 in [(2 * q, sigma2), (q, 1.05 * sigma2), (q**2, sigma2)]:
+        cdf = spectra.mp_cdf(np.sort(lam), wrong_q, wrong_s2)
+        assert np.max(np.abs(np.arange(1, len(lam) + 1) / len(lam) - cdf)) > 0.03
+
+
+def test_rank_deficient_spectrum_has_the_atom_at_zero():
+    d, n = 400, 160  # q = 2.5: 60 % of the eigenvalues are zero
+    x = synthetic.gaussian(n, d, seed=1)
+    lam = np.linalg.eigvalsh(x.T @ x / n)
+    assert np.mean(lam < 1e-10) == pytest.approx(1 - 1 / 2.5, abs=0.01)
+    fit = spectra.mp_fit(lam, n)
+    assert fit.sigma2 == pytest.approx(1.0, rel=0.02) and fit.n_spikes == 0 and len(fit.bulk) == n
+
+
+def test_tracy_widom_quantiles_match_johnstones_table():
+    for p, value in [(0.90, 0.4501), (0.95, 0.9793), (0.99, 2.0234)]:
+        assert spectra.tracy_widom1_quantile(p) == pytest.approx(value, abs=2e-4)
+    s = np.linspace(-8, 8, 161)
+    cdf = np.array([spectra.tracy_widom1_cdf(v) for v in s])
+    assert 8 - np.trapezoid(cdf, s) == pytest.approx(-1.2065, abs=1e-3)  # mean of TW1
+
+
+def test_bbp_threshold_and_spike_location_are_inverse_maps():
+    q, sigma2 = 0.04, 1.5
+    assert spectra.bbp_threshold(sigma2, q) == pytest.approx(1.5 * 1.2)
+    ell = np.array([1.9, 3.0, 12.0])
+    lam = spectra.spike_location(ell, sigma2, q)
+    np.testing.assert_allclose(lam, ell * (1 + q * sigma2 / (ell - sigma2)))
+    np.testing.assert_allclose(spectra.spike_population(lam, sigma2, q), ell)
+    below = spectra.spike_location(1.7, sigma2, q)  # theta = 0.133 < sqrt(q) = 0.2
+    assert below == pytest.approx(spectra.mp_edges(q, sigma2)[1])
+    assert np.isnan(spectra.spike_population(1.0, sigma2, q))
+
+
+# --- the fit -----------------------------------------------------------------------------------------------
+
+
+def test_gaussian_data_gives_sigma2_within_2_percent_and_no_spikes():
+    lam = _eigvals(synthetic.gaussian(20000, 500, sigma2=1.7, seed=0))
+    fit = spectra.mp_fit(lam, 20000)
+    assert fit.sigma2 == pytest.approx(1.7, rel=0.02)
+    assert abs(fit.sigma2 / 1.7 - 1) < 0.005  # in fact much tighter
+    assert fit.n_spikes == 0 and fit.spikes.size == 0
+    assert fit.ks < 0.02
+    assert fit.ratio == pytest.approx(500 / 20000) and fit.n_samples == 20000
+    assert fit.edges == pytest.approx(spectra.mp_edges(500 / 20000, fit.sigma2))
+
+
+def test_five_spikes_above_bbp_are_found_exactly_and_sub_threshold_ones_are_not_claimed():
+    q = 500 / 20000
+    bbp = spectra.bbp_threshold(1.0, q)  # 1.158
+    planted = [1.6, 2.0, 3.0, 5.0, 10.0]
+    weak = [1.05, 1.1]  # below the BBP threshold: invisible in principle
+    assert min(planted) > 1 + 2 * np.sqrt(q) and max(weak) < bbp
+    for seed in range(3):
+        s = synthetic.spiked_covariance(20000, 500, planted + weak, seed=seed)
+        fit = spectra.mp_fit(_eigvals(s.x), 20000)
+        assert fit.n_spikes == 5
+        assert fit.sigma2 == pytest.approx(1.0, rel=0.01)
+        np.testing.assert_allclose(fit.spike_population, planted[::-1], rtol=0.1)
+        np.testing.assert_allclose(fit.spikes, spectra.spike_location(planted[::-1], 1.0, q), rtol=0.05)
+
+
+def test_spikes_below_the_bbp_threshold_alone_are_not_claimed():
+    s = synthetic.spiked_covariance(20000, 500, [1.08, 1.1, 1.12, 1.14], seed=4)
+    assert spectra.mp_fit(_eigvals(s.x), 20000).n_spikes == 0
+
+
+def test_huge_outliers_do_not_inflate_sigma2():
+    s = synthetic.spiked_covariance(4000, 200, [1000.0] * 10 + [50.0] * 10, seed=5)
+    lam = _eigvals(s.x)
+    fit = spectra.mp_fit(lam, 4000)
+    assert fit.n_spikes == 20
+    assert fit.sigma2 == pytest.approx(1.0, rel=0.01)
+    assert lam.mean() > 50  # what a non-robust fit (the mean eigenvalue) would have said
+
+
+def test_false_alarm_rate_under_the_null_is_near_alpha():
+    alarms = sum(
+        spectra.mp_fit(_eigvals(synthetic.gaussian(1000, 60, seed=s)), 1000).n_spikes > 0 for s in range(150)
+    )
+    assert alarms / 150 <= 0.05
+
+
+@pytest.mark.parametrize("k", [2, 3, 5, 8])
+def test_a_well_separated_mixture_of_k_prototypes_gives_k_minus_1_spikes(k):
+    m = synthetic.mixture(4000, 200, k, separation=6.0, seed=10 + k)
+    fit = spectra.mp_fit(_eigvals(m.x), 4000)
+    assert fit.n_spikes == k - 1
+    np.testing.assert_allclose(fit.spike_population, 1.0 + m.signal_eigenvalue, rtol=0.25)
+
+
+def test_bad_spectra_are_refused_with_a_clear_error():
+    with pytest.raises(lb.InvalidInputError, match="1-D"):
+        spectra.mp_fit(np.eye(3), 100)
+    with pytest.raises(lb.InvalidInputError, match=">= 0"):
+        spectra.mp_fit(np.array([1.0, 0.5, -2.0]), 100)
+    with pytest.raises(lb.InvalidInputError, match="n_samples"):
+        spectra.mp_fit(np.array([1.0, 0.5, 0.2]), 0)
+    with pytest.raises(lb.InvalidInputError, match="ratio"):
+        spectra.mp_edges(-1.0)
+
+
+# --- summaries ---------------------------------------------------------------------------------------------
+
+
+def test_effective_rank_participation_ratio_and_stable_rank_on_known_spectra():
+    flat = np.ones(50)
+    assert spectra.effective_rank(flat) == pytest.approx(50)
+    assert spectra.participation_ratio(flat) == pytest.approx(50)
+    assert spectra.stable_rank(flat) == pytest.approx(50)
+    one = np.r_[1.0, np.zeros(9)]
+    assert spectra.effective_rank(one) == pytest.approx(1) and spectra.participation_ratio(
+        one
+    ) == pytest.approx(1)
+    lam = np.array([4.0, 2.0, 1.0, 1.0])
+    p = lam / 8
+    assert spectra.effective_rank(lam) == pytest.approx(np.exp(-np.sum(p * np.log(p))))
+    assert spectra.participation_ratio(lam) == pytest.approx(64 / 22)
+    assert spectra.stable_rank(lam) == pytest.approx(2.0)
+    assert spectra.effective_rank(lam[::-1]) == spectra.effective_rank(lam)  # order does not matter
+
+
+# --- effective sample size ---------------------------------------------------------------------------------
+
+
+def _capture_of(x: np.ndarray, prompt_ids: np.ndarray, positions: np.ndarray, n_vectors: int) -> Capture:
+    """A one-layer Capture of given token vectors (both depths hold the same tokens)."""
+    d = x.shape[1]
+    tensor = torch.from_numpy(x).float()
+    layers = [LayerStats(d), LayerStats(d)]
+    for stats in layers:
+        stats.add(tensor)
+    vectors = TokenReservoir(n_vectors, 2, d)
+    vectors.offer(token_keys(prompt_ids, positions), prompt_ids, positions, torch.stack([tensor, tensor]))
+    omega = TokenReservoir(16, 2, 1)
+    return Capture(
+        "synthetic", 1, d, layers, None, vectors, omega, {"prompts_done": int(prompt_ids.max()) + 1}
+    )
+
+
+@pytest.mark.parametrize("rho", [0.0, 0.2, 0.4])
+def test_intra_prompt_correlation_is_recovered_from_a_token_sample(rho):
+    c = synthetic.clustered_tokens(200, 40, 100, rho, seed=1)
+    idx = np.random.default_rng(0).choice(len(c.x), 512, replace=False)
+    assert spectra.intra_prompt_correlation(c.x[idx], c.prompt_ids[idx]) == pytest.approx(rho, abs=0.03)
+
+
+def test_effective_sample_size_matches_the_spread_of_a_clustered_spectrum():
+    rho, n_prompts, m, d = 0.4, 200, 40, 100
+    c = synthetic.clustered_tokens(n_prompts, m, d, rho, seed=2)
+    cap = _capture_of(c.x, c.prompt_ids, c.positions, n_vectors=512)
+    ess = spectra.effective_sample_size(cap, 1)
+    assert ess.n_tokens == n_prompts * m and ess.n_prompts == n_prompts
+    assert ess.design_effect == pytest.approx(1 + (m - 1) * rho**2, rel=0.15)
+    lam = cap.eigvals(1)
+    spread = lam.var() / lam.mean() ** 2  # = q for an MP law
+    assert spread == pytest.approx(d / ess.n_eff, rel=0.15)
+    assert abs(spread - d / ess.n_tokens) > 3 * abs(spread - d / ess.n_eff)
+    naive, fair = spectra.mp_fit(lam, ess.n_tokens), spectra.fit_layer(cap, 1)
+    assert fair.n_samples == pytest.approx(ess.n_eff)
+    assert naive.n_spikes > 20 and fair.n_spikes <= naive.n_spikes // 4 and fair.ks < naive.ks
+
+
+def test_depth_profile_has_one_row_per_depth():
+    c = synthetic.clustered_tokens(60, 20, 30, 0.0, seed=3)
+    table = spectra.depth_profile(_capture_of(c.x, c.prompt_ids, c.positions, n_vectors=400))
+    assert list(table["gamma"]) == [0.0, 1.0]
+    assert set(table.columns) >= {
+        "effective_rank",
+        "participation_ratio",
+        "stable_rank",
+        "sigma2",
+        "n_spikes",
+        "ks",
+    }
+    assert (table["n_spikes"] == 0).all() and np.allclose(table["sigma2"], 1.0, rtol=0.1)
