@@ -8,6 +8,7 @@ attention sink). Memory is fixed by ``d`` and the reservoir sizes, not by the nu
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import platform
@@ -21,6 +22,7 @@ import torch
 from ..errors import CheckpointMismatchError, InvalidInputError, NonFiniteActivationError
 from ..models.zoo import LoadedModel, load_model
 from .accumulators import LayerStats, TokenReservoir, token_keys
+from .attention import AttentionStats, attention_recorder
 from .hooks import residual_hooks
 from .results import Capture, load_capture
 
@@ -89,6 +91,7 @@ class _Streamer:
         self.batch_vectors: list[torch.Tensor] = []
         self.batch_omega: list[torch.Tensor] = []
         self.nonfinite: dict[int | str, torch.Tensor] = {}
+        self.attention: AttentionStats | None = None  # set when capturing with attention=True
 
     def on_depth(self, depth, hidden: torch.Tensor) -> None:
         x = hidden[self.mask]
@@ -139,12 +142,15 @@ def capture(
     strict: bool = False,
     progress: bool = True,
     prompt_set: str | None = None,
+    attention: bool = False,
 ) -> Capture:
     """Stream per-depth statistics of ``model`` on ``prompts`` into a ``Capture``.
 
     ``precision`` is the dtype of each batch's scatter matrix ("float32": fast, relative error ~1e-7;
     "float64": exact to rounding); running sums are always float64. Prompts longer than ``max_length``
-    tokens are truncated with a warning, or refused when ``strict=True``.
+    tokens are truncated with a warning, or refused when ``strict=True``. ``attention=True`` also streams
+    per-head attention statistics from the model's actual logits into ``Capture.attention``
+    (``capturing/attention.py``; slower: attention runs eagerly, materialising the ``T x T`` logits).
     """
     loaded = load_model(model) if isinstance(model, str) else model
     prompts = _check_prompts(prompts)
@@ -173,6 +179,7 @@ def capture(
         precision=precision,
         n_vectors=n_vectors,
         n_omega_samples=n_omega_samples,
+        attention=attention,
     )
     device = loaded.device
     streamer = _Streamer(
@@ -184,6 +191,8 @@ def capture(
         n_omega_samples,
         loaded.anatomy.final_norm is not None,
     )
+    if attention:
+        streamer.attention = AttentionStats(loaded.n_layers)
     done = 0
     if checkpoint is not None and Path(checkpoint).exists():
         done = _resume(streamer, Path(checkpoint), settings)
@@ -191,7 +200,8 @@ def capture(
     remaining = order[done:]
     batches = [remaining[i : i + batch_size] for i in range(0, len(remaining), batch_size)]
     bar = _progress_bar(int(np.minimum(lengths, max_length)[order[done:]].sum()), progress, loaded.name)
-    with torch.inference_mode(), residual_hooks(loaded.anatomy, streamer.on_depth):
+    recording = attention_recorder(loaded, streamer.attention) if attention else contextlib.nullcontext()
+    with torch.inference_mode(), residual_hooks(loaded.anatomy, streamer.on_depth), recording as recorder:
         for batch_number, ids in enumerate(batches, start=1):
             texts = [prompts[i] for i in ids]
             enc = tokenizer(texts, return_tensors="pt", padding=True, truncation=True, max_length=max_length)
@@ -202,6 +212,8 @@ def capture(
             prompt_ids = np.repeat(ids, mask.sum(1).numpy())
             positions = np.nonzero(mask.numpy())[1]
             streamer.start_batch(mask.to(device), prompt_ids, positions, token_keys(prompt_ids, positions))
+            if attention:
+                recorder.set_rows(mask.to(device))
             kwargs = {k: v.to(device) for k, v in enc.items()}
             if loaded.kind == "causal":
                 kwargs["use_cache"] = False
@@ -241,11 +253,12 @@ def _to_capture(loaded: LoadedModel, streamer: _Streamer, settings: dict, done: 
         streamer.vectors,
         streamer.omega_sample,
         provenance,
+        streamer.attention,
     )
 
 
 _RESUME_KEYS = ("model", "model_sha256", "prompt_set_sha256", "n_prompts", "max_length", "exclude_first",
-                "precision", "n_vectors", "n_omega_samples")
+                "precision", "n_vectors", "n_omega_samples", "attention")
 
 
 def _resume(streamer: _Streamer, path: Path, settings: dict) -> int:
@@ -263,4 +276,6 @@ def _resume(streamer: _Streamer, path: Path, settings: dict) -> int:
         streamer.final_norm.merge(saved.final_norm)
     streamer.vectors.merge(saved.vectors)
     streamer.omega_sample.merge(saved.omega_sample)
+    if streamer.attention is not None and saved.attention is not None:
+        streamer.attention.merge(saved.attention)
     return int(saved.provenance["prompts_done"])

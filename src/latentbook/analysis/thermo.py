@@ -1,0 +1,187 @@
+"""Attention thermodynamics: the free energy of an attention row, its minimiser, and "cooling" with depth.
+
+An attention row over keys ``j`` is a distribution ``p`` on the simplex. With energies ``E_j`` and inverse
+temperature ``beta`` (PAPER.md, "Attention thermodynamics"):
+
+- free energy ``F(p) = sum_j p_j E_j + (1/beta) sum_j p_j log p_j``;
+- its minimiser, the Gibbs distribution ``p* = softmax(-beta E)``;
+- the minimum ``F_min = F(p*) = -(1/beta) log Z`` with ``Z = sum_j exp(-beta E_j)``;
+- the variational identity ``F(p) - F_min = KL(p || p*) / beta >= 0``.
+
+A transformer's logits ``z_j = q.k_j * scaling`` are ``-beta E_j`` with ``beta = 1``: the architecture fixes
+``beta``, and the *scale* of the logits (their standard deviation over keys, ``beta_eff``) plays the role of
+an inverse temperature. Growing query and key norms raise it: attention sharpens, entropy falls ("cooling").
+The per-head statistics of real models come from ``lb.capture(..., attention=True)``
+(``capturing/attention.py``); ``cooling`` turns them into a table against depth.
+
+Introduced in: chapter 2.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from scipy import optimize, special, stats
+
+from ..errors import InvalidInputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+SIMPLEX_TOL = 1e-8
+
+
+def _beta(beta: float) -> float:
+    if not np.isfinite(beta) or beta <= 0:
+        raise InvalidInputError(
+            f"beta (the inverse temperature) must be a positive finite number, got {beta!r}."
+        )
+    return float(beta)
+
+
+def _simplex(p: np.ndarray) -> np.ndarray:
+    p = np.asarray(p, dtype=np.float64)
+    if np.any(p < -SIMPLEX_TOL) or np.any(np.abs(p.sum(-1) - 1.0) > 1e-6):
+        raise InvalidInputError(
+            "p must be probability rows (entries >= 0 summing to 1 along the last axis); "
+            "normalise with p / p.sum(-1, keepdims=True)."
+        )
+    return np.clip(p, 0.0, None)
+
+
+def free_energy(p: np.ndarray, energies: np.ndarray, beta: float = 1.0) -> np.ndarray:
+    """``F(p) = sum_j p_j E_j + (1/beta) sum_j p_j log p_j`` along the last axis (``0 log 0 = 0``).
+
+    PAPER.md, "Attention thermodynamics". Introduced in: chapter 2.
+    """
+    p, energies = _simplex(p), np.asarray(energies, dtype=np.float64)
+    return (p * energies).sum(-1) + special.xlogy(p, p).sum(-1) / _beta(beta)
+
+
+def gibbs(energies: np.ndarray, beta: float = 1.0) -> np.ndarray:
+    """The minimiser of ``F``: ``p* = softmax(-beta E)`` along the last axis (computed stably).
+
+    Introduced in: chapter 2.
+    """
+    return special.softmax(-_beta(beta) * np.asarray(energies, dtype=np.float64), axis=-1)
+
+
+def f_min(energies: np.ndarray, beta: float = 1.0) -> np.ndarray:
+    """``F_min = -(1/beta) log sum_j exp(-beta E_j)`` along the last axis (a stable logsumexp).
+
+    Introduced in: chapter 2.
+    """
+    beta = _beta(beta)
+    return -special.logsumexp(-beta * np.asarray(energies, dtype=np.float64), axis=-1) / beta
+
+
+def entropy(p: np.ndarray) -> np.ndarray:
+    """Shannon entropy ``H(p) = -sum_j p_j log p_j`` in nats, along the last axis.
+
+    Uniform attention over ``n`` keys gives ``log n``; a one-hot row gives 0. Introduced in: chapter 2.
+    """
+    p = _simplex(p)
+    return -special.xlogy(p, p).sum(-1)
+
+
+def kl_divergence(p: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """``KL(p || r) = sum_j p_j log(p_j / r_j)`` along the last axis (infinite where ``r_j = 0 < p_j``)."""
+    p, r = _simplex(p), _simplex(r)
+    with np.errstate(divide="ignore"):
+        return (special.xlogy(p, p) - special.xlogy(p, r)).sum(-1)
+
+
+def variational_gap(p: np.ndarray, energies: np.ndarray, beta: float = 1.0) -> np.ndarray:
+    """``F(p) - F_min``; equals ``KL(p || softmax(-beta E)) / beta`` and is zero only at the Gibbs row."""
+    return free_energy(p, energies, beta) - f_min(energies, beta)
+
+
+def logit_scale(logits: np.ndarray) -> np.ndarray:
+    """Effective inverse temperature of logit rows: ``beta_eff = std_j(z_j)`` along the last axis.
+
+    With ``z = -beta E`` and energies standardised to unit spread, ``beta_eff`` is the ``beta`` that scales
+    them; it is what ``lb.capture(..., attention=True)`` averages per head. Introduced in: chapter 2.
+    """
+    return np.asarray(logits, dtype=np.float64).std(-1)
+
+
+def fit_beta(p: np.ndarray, energies: np.ndarray, bounds: tuple[float, float] = (1e-6, 1e6)) -> float:
+    """The ``beta`` whose Gibbs rows fit the observed rows: ``argmin_beta sum KL(p || softmax(-beta E))``.
+
+    The cross-entropy ``beta <E>_p + log Z(beta)`` is convex in ``beta``; its stationary point solves
+    ``<E>_p = <E>_{gibbs(beta)}`` (moment matching), found by a bracketed root search on ``log beta``.
+    Rows may be stacked along leading axes. Raises if the observed rows are no sharper than uniform.
+    Introduced in: chapter 2.
+    """
+    p = _simplex(p).reshape(-1, np.shape(p)[-1])
+    energies = np.broadcast_to(np.asarray(energies, dtype=np.float64), np.shape(p)).reshape(p.shape)
+    target = (p * energies).sum()
+
+    def excess(log_beta: float) -> float:
+        return float((gibbs(energies, np.exp(log_beta)) * energies).sum() - target)
+
+    lo, hi = np.log(bounds[0]), np.log(bounds[1])
+    if excess(lo) <= 0 or excess(hi) >= 0:
+        raise InvalidInputError(
+            "No beta in the bounds fits these rows: their mean energy must lie between the uniform row's and "
+            "the minimum energy. Check that p and E belong together (E = -logits), or widen bounds."
+        )
+    return float(np.exp(optimize.brentq(excess, lo, hi, xtol=1e-12)))
+
+
+def cooling(attention) -> pd.DataFrame:
+    """Head-averaged attention statistics against depth, one row per layer (l = 1..L, ``gamma = l / L``).
+
+    Columns: ``entropy`` (nats), ``normalized_entropy`` (entropy / mean log(number of keys): 1 = uniform),
+    ``max_weight``, ``beta_eff`` (mean logit std), ``free_energy`` (mean ``F_min`` with ``beta = 1``),
+    ``query_norm``, ``key_norm`` and their product ``qk_norm``. Takes a ``Capture`` made with
+    ``attention=True`` or its ``AttentionStats``. Cooling: entropy falls and ``beta_eff`` rises with depth.
+    Introduced in: chapter 2.
+    """
+    import pandas as pd
+
+    stats = _attention_stats(attention)
+    n_layers = stats.n_layers
+    frame = pd.DataFrame(
+        {
+            "layer": np.arange(1, n_layers + 1),
+            "gamma": np.arange(1, n_layers + 1) / n_layers,
+            "entropy": stats.entropy().mean(1),
+            "normalized_entropy": (stats.entropy() / np.maximum(stats.log_keys(), 1e-300)).mean(1),
+            "max_weight": stats.max_weight().mean(1),
+            "beta_eff": stats.beta_eff().mean(1),
+            "free_energy": stats.free_energy().mean(1),
+            "query_norm": stats.query_norm().mean(1),
+            "key_norm": stats.key_norm().mean(1),
+        }
+    )
+    frame["qk_norm"] = frame["query_norm"] * frame["key_norm"]
+    return frame
+
+
+def cooling_trend(gamma: np.ndarray, values: np.ndarray) -> dict[str, float]:
+    """Monotone trend of a quantity against depth: Spearman ``rho`` (with its p-value) and the OLS slope.
+
+    ``rho < 0`` for entropy, or ``rho > 0`` for ``beta_eff``, is cooling. Introduced in: chapter 2.
+    """
+    gamma, values = np.asarray(gamma, dtype=np.float64), np.asarray(values, dtype=np.float64)
+    if gamma.shape != values.shape or gamma.ndim != 1 or len(gamma) < 3:
+        raise InvalidInputError("gamma and values must be 1-d arrays of the same length, at least 3 depths.")
+    rho, p_value = stats.spearmanr(gamma, values)
+    slope = np.polyfit(gamma, values, 1)[0]
+    return {"rho": float(rho), "p_value": float(p_value), "slope": float(slope)}
+
+
+def _attention_stats(attention):
+    from ..capturing.attention import AttentionStats
+
+    if isinstance(attention, AttentionStats):
+        return attention
+    stats = getattr(attention, "attention", None)
+    if isinstance(stats, AttentionStats):
+        return stats
+    raise InvalidInputError(
+        "cooling needs attention statistics: capture with lb.capture(model, prompts, attention=True) "
+        "and pass the Capture (or its .attention)."
+    )
