@@ -194,7 +194,9 @@ class LayerStats:
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         for prefix, stat in (("moments", self.moments), ("omega", self.omega), ("abs", self.abs)):
-            stat.load_state_dict({k.split(".", 1)[1]: v for k, v in state.items() if k.startswith(prefix + ".")})
+            stat.load_state_dict(
+                {k.split(".", 1)[1]: v for k, v in state.items() if k.startswith(prefix + ".")}
+            )
 
 
 def token_keys(prompt_ids: np.ndarray, positions: np.ndarray, seed: int = 0) -> np.ndarray:
@@ -227,14 +229,18 @@ class TokenReservoir:
         """Tokens with a key at or above this cannot enter the sample."""
         return float(self.keys.max()) if len(self.keys) >= self.capacity else math.inf
 
-    def offer(self, keys: np.ndarray, prompt_ids: np.ndarray, positions: np.ndarray, values: torch.Tensor) -> None:
+    def offer(
+        self, keys: np.ndarray, prompt_ids: np.ndarray, positions: np.ndarray, values: torch.Tensor
+    ) -> None:
         """Offer tokens (``values`` of shape ``(n_depths, n, width)``); keep the ``capacity`` smallest keys."""
         all_keys = np.concatenate([self.keys, keys])
         keep = np.argsort(all_keys, kind="stable")[: self.capacity]
         self.keys = all_keys[keep]
         self.prompt_ids = np.concatenate([self.prompt_ids, prompt_ids])[keep]
         self.positions = np.concatenate([self.positions, positions])[keep]
-        self.values = torch.cat([self.values, values.detach().float().cpu()], dim=1)[:, torch.from_numpy(keep)]
+        self.values = torch.cat([self.values, values.detach().float().cpu()], dim=1)[
+            :, torch.from_numpy(keep)
+        ]
 
     def merge(self, other: TokenReservoir) -> None:
         self.offer(other.keys, other.prompt_ids, other.positions, other.values)

@@ -80,7 +80,9 @@ def run_settings(loaded: LoadedModel, prompts: list[str], **settings) -> dict:
 class _Streamer:
     """The per-batch state the hooks write into: token mask, reservoir candidates, non-finite counts."""
 
-    def __init__(self, d: int, n_layers: int, device, precision, n_vectors: int, n_omega: int, has_norm: bool):
+    def __init__(
+        self, d: int, n_layers: int, device, precision, n_vectors: int, n_omega: int, has_norm: bool
+    ):
         self.layers = [LayerStats(d, device, precision) for _ in range(n_layers + 1)]
         self.final_norm = LayerStats(d, device, precision) if has_norm else None
         self.vectors = TokenReservoir(n_vectors, n_layers + 1, d)
@@ -102,7 +104,9 @@ class _Streamer:
             self.batch_vectors.append(x[self.vector_idx])
             self.batch_omega.append(omega[self.omega_idx])
 
-    def start_batch(self, mask: torch.Tensor, prompt_ids: np.ndarray, positions: np.ndarray, keys: np.ndarray):
+    def start_batch(
+        self, mask: torch.Tensor, prompt_ids: np.ndarray, positions: np.ndarray, keys: np.ndarray
+    ):
         self.mask = mask
         self.keys, self.prompt_ids, self.positions = keys, prompt_ids, positions
         self.vector_sel = np.flatnonzero(keys < self.vectors.threshold())
@@ -167,7 +171,9 @@ def capture(
     if too_long:
         message = f"{too_long} of {len(prompts)} prompts are longer than max_length={max_length} tokens"
         if strict:
-            raise InvalidInputError(message + ": shorten them or raise max_length (strict=True refuses to truncate).")
+            raise InvalidInputError(
+                message + ": shorten them or raise max_length (strict=True refuses to truncate)."
+            )
         warnings.warn(message + " and were truncated.", stacklevel=2)
     order = np.argsort(np.minimum(lengths, max_length), kind="stable")  # similar lengths batch together
 
@@ -233,7 +239,9 @@ def _progress_bar(total_tokens: int, enabled: bool, name: str):
     return tqdm(total=total_tokens, unit="tok", unit_scale=True, desc=f"capture {name}", disable=not enabled)
 
 
-def _to_capture(loaded: LoadedModel, streamer: _Streamer, settings: dict, done: int, prompt_set=None) -> Capture:
+def _to_capture(
+    loaded: LoadedModel, streamer: _Streamer, settings: dict, done: int, prompt_set=None
+) -> Capture:
     provenance = {
         **settings,
         "prompt_set": prompt_set,
@@ -257,8 +265,18 @@ def _to_capture(loaded: LoadedModel, streamer: _Streamer, settings: dict, done: 
     )
 
 
-_RESUME_KEYS = ("model", "model_sha256", "prompt_set_sha256", "n_prompts", "max_length", "exclude_first",
-                "precision", "n_vectors", "n_omega_samples", "attention")
+_RESUME_KEYS = (
+    "model",
+    "model_sha256",
+    "prompt_set_sha256",
+    "n_prompts",
+    "max_length",
+    "exclude_first",
+    "precision",
+    "n_vectors",
+    "n_omega_samples",
+    "attention",
+)
 
 
 def _resume(streamer: _Streamer, path: Path, settings: dict) -> int:

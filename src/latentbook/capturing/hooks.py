@@ -34,7 +34,9 @@ def residual_hooks(anatomy: Anatomy, on_depth: DepthCallback) -> Iterator[None]:
     handles = [anatomy.layers[0].register_forward_pre_hook(before_first, with_kwargs=True)]
     handles += [layer.register_forward_hook(after(i + 1)) for i, layer in enumerate(anatomy.layers)]
     if anatomy.final_norm is not None:
-        handles.append(anatomy.final_norm.register_forward_hook(lambda m, a, out: on_depth("final", _first(out))))
+        handles.append(
+            anatomy.final_norm.register_forward_hook(lambda m, a, out: on_depth("final", _first(out)))
+        )
     try:
         yield
     finally:

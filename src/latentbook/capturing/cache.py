@@ -1,0 +1,64 @@
+"""Captures cached on disk, keyed on everything they depend on, including the package's own source.
+
+The book and the widgets call ``cached_capture`` so that an unchanged rebuild loads captures in seconds,
+while any change of model, prompts, settings or latentbook code captures again. The folder is
+``$LATENTBOOK_CAPTURE_CACHE`` or ``cache_dir()/captures``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from .._files import cache_dir
+from ..models.zoo import load_model
+from .capture import capture, prompt_set_hash
+from .results import Capture, load_capture
+
+
+@lru_cache(maxsize=1)
+def package_source_hash() -> str:
+    """sha256 over the path and bytes of every .py and data file of the installed latentbook package."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and path.suffix in {".py", ".jsonl", ".json"} and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def capture_cache_dir() -> Path:
+    folder = Path(os.environ.get("LATENTBOOK_CAPTURE_CACHE") or cache_dir() / "captures")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def cache_key(model_name: str, prompts: list[str], settings: dict) -> str:
+    payload = {
+        "model": model_name,
+        "prompts": prompt_set_hash(prompts),
+        "settings": settings,
+        "source": package_source_hash(),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def cached_capture(
+    model_name: str, prompts: list[str], *, prompt_set: str | None = None, **settings
+) -> Capture:
+    """``capture(load_model(model_name), prompts, **settings)``, read from the cache when it was done before.
+
+    Writes are atomic, so two processes filling the same key leave one valid file.
+    """
+    path = (
+        capture_cache_dir()
+        / f"{model_name.replace(':', '_').replace('/', '_')}-{cache_key(model_name, prompts, settings)}.safetensors"
+    )
+    if path.is_file():
+        return load_capture(path)
+    result = capture(load_model(model_name), prompts, prompt_set=prompt_set, progress=False, **settings)
+    result.save(path)
+    return result

@@ -1,0 +1,122 @@
+"""Command line: ``latentbook models | capture | report``, so a GPU box can produce ``results/`` files.
+
+latentbook models
+latentbook capture smollm2-135m --prompts general --out results/smollm2.safetensors
+latentbook report results/smollm2.safetensors
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .errors import InvalidInputError, LatentbookError
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="latentbook", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("models", help="list the model zoo")
+
+    cap = sub.add_parser("capture", help="capture per-depth statistics of a model on a prompt set")
+    cap.add_argument("model", help="zoo name (see `latentbook models`), local folder or cached hub id")
+    cap.add_argument("--prompts", default="general", help="shipped prompt set name, or a .txt/.jsonl file")
+    cap.add_argument("--out", required=True, type=Path, help="where to write the capture (.safetensors)")
+    cap.add_argument("--max-prompts", type=int, default=None)
+    cap.add_argument("--batch-size", type=int, default=16)
+    cap.add_argument("--max-length", type=int, default=128)
+    cap.add_argument("--exclude-first", action="store_true", help="drop the first (BOS / sink) position")
+    cap.add_argument(
+        "--attention", action="store_true", help="also stream attention statistics (eager attention)"
+    )
+    cap.add_argument("--precision", choices=["float32", "float64"], default="float32")
+    cap.add_argument("--device", default="auto")
+    cap.add_argument("--dtype", default="auto")
+    cap.add_argument("--checkpoint-every", type=int, default=8, help="batches between checkpoints")
+    cap.add_argument("--resume", action="store_true", help="continue from OUT.partial after an interruption")
+    cap.add_argument("--strict", action="store_true", help="refuse prompts longer than --max-length")
+
+    rep = sub.add_parser("report", help="summarise a capture file")
+    rep.add_argument("path", type=Path)
+    return parser
+
+
+def read_prompts(spec: str, limit: int | None = None) -> list[str]:
+    """A shipped prompt set by name, or a file: ``.jsonl`` with ``{"text": ...}`` per line, or ``.txt`` (one per line)."""
+    import json
+
+    from . import prompts as prompt_sets
+
+    if spec in prompt_sets.names():
+        return prompt_sets.load(spec, limit)
+    path = Path(spec)
+    if not path.is_file():
+        raise InvalidInputError(
+            f"--prompts {spec!r} is neither a shipped set {prompt_sets.names()} nor a file."
+        )
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    texts = [json.loads(line)["text"] for line in lines] if path.suffix == ".jsonl" else lines
+    return texts[:limit] if limit is not None else texts
+
+
+def _capture(args: argparse.Namespace) -> None:
+    from .capturing import capture
+    from .models import load_model
+
+    partial = args.out.with_name(args.out.name + ".partial")
+    if partial.exists() and not args.resume:
+        raise InvalidInputError(
+            f"An interrupted capture left {partial}. Pass --resume to continue it, or delete it to start over."
+        )
+    texts = read_prompts(args.prompts, args.max_prompts)
+    model = load_model(args.model, device=args.device, dtype=args.dtype)
+    result = capture(
+        model,
+        texts,
+        max_length=args.max_length,
+        batch_size=args.batch_size,
+        exclude_first=args.exclude_first,
+        attention=args.attention,
+        precision=args.precision,
+        checkpoint=partial,
+        checkpoint_every=args.checkpoint_every,
+        strict=args.strict,
+        prompt_set=args.prompts,
+    )
+    result.save(args.out)
+    partial.unlink(missing_ok=True)
+    print(f"Captured {result.n_tokens} tokens of {model.name} at {result.n_layers + 1} depths -> {args.out}")
+
+
+def _report(args: argparse.Namespace) -> None:
+    from .capturing import load_capture
+
+    cap = load_capture(args.path)
+    print(f"{cap.model_name}: {cap.n_layers} layers, d={cap.d_model}, {cap.n_tokens} tokens")
+    print(f"captured {cap.provenance.get('date')} with {cap.provenance.get('versions')}")
+    print(" depth  gamma   mean Omega")
+    for depth, (g, m) in enumerate(zip(cap.gamma, cap.omega_mean())):
+        print(f"{depth:6d}  {g:5.3f}   {m:.4f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "models":
+            from .models import models
+
+            print(models().to_string(index=False))
+        elif args.command == "capture":
+            _capture(args)
+        elif args.command == "report":
+            _report(args)
+    except LatentbookError as exc:
+        print(f"latentbook: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

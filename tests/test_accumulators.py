@@ -1,0 +1,120 @@
+"""Streaming accumulators against the batch computation on the same data."""
+
+import numpy as np
+import pytest
+import torch
+
+from latentbook.capturing.accumulators import (
+    LayerStats,
+    Moments,
+    OmegaStats,
+    TokenReservoir,
+    omega_of,
+    token_keys,
+)
+
+
+def _data(n=3000, d=24, seed=0):
+    rng = np.random.default_rng(seed)
+    # a large mean and unequal scales: centring after the fact would lose digits here, Chan's update does not
+    x = rng.normal(size=(n, d)) * rng.uniform(0.1, 5, size=d) + 40.0
+    return torch.from_numpy(x)
+
+
+def _rel(a, b):
+    return float(np.abs(np.asarray(a) - np.asarray(b)).max() / np.abs(np.asarray(b)).max())
+
+
+@pytest.mark.parametrize("splits", [[3000], [1, 999, 2000], [7] * 428 + [4]])
+def test_moments_merge_equals_batch(splits):
+    x = _data()
+    whole = Moments(x.shape[1], precision=torch.float64)
+    whole.add(x)
+    parts = []
+    for chunk in torch.split(x, splits):
+        m = Moments(x.shape[1], precision=torch.float64)
+        m.add(chunk)
+        parts.append(m)
+    merged = parts[0]
+    for m in parts[1:]:
+        merged.merge(m)
+    xn = x.numpy()
+    assert merged.n == whole.n == len(xn)
+    assert _rel(merged.mean, xn.mean(0)) < 1e-12
+    assert _rel(merged.covariance(), np.cov(xn.T, bias=True)) < 1e-10
+    assert _rel(merged.second_moment(), xn.T @ xn / len(xn)) < 1e-10
+    assert _rel(merged.covariance(), whole.covariance()) < 1e-10
+
+
+def test_float32_batches_are_close_to_float64():
+    x = _data()
+    m32, m64 = Moments(x.shape[1], precision=torch.float32), Moments(x.shape[1], precision=torch.float64)
+    for chunk in torch.split(x, 128):
+        m32.add(chunk.float())
+        m64.add(chunk)
+    assert _rel(m32.covariance(), m64.covariance()) < 1e-5
+
+
+def test_omega_reference_values():
+    d = 256
+    one_hot = torch.zeros(d)
+    one_hot[3] = 5.0
+    assert omega_of(one_hot).item() == pytest.approx(1 - 1 / np.sqrt(d), abs=1e-6)
+    assert omega_of(torch.full((d,), -2.0)).item() == pytest.approx(0.0, abs=1e-6)
+    gauss = torch.randn(20000, 4096, generator=torch.Generator().manual_seed(0))
+    assert omega_of(gauss).mean().item() == pytest.approx(1 - np.sqrt(2 / np.pi), abs=2e-3)
+    assert omega_of(torch.zeros(d)).item() == 0.0
+
+
+def test_omega_stats_moments_and_histogram():
+    values = torch.from_numpy(np.random.default_rng(1).beta(2, 5, size=5000))
+    a, b = OmegaStats(), OmegaStats()
+    a.add_values(values[:1234])
+    b.add_values(values[1234:])
+    a.merge(b)
+    v = values.numpy()
+    var, skew, kurt = a.central_moments()
+    assert a.n == 5000 and a.mean == pytest.approx(v.mean(), rel=1e-12)
+    assert var == pytest.approx(v.var(), rel=1e-9)
+    assert skew == pytest.approx(((v - v.mean()) ** 3).mean() / v.std() ** 3, rel=1e-8)
+    assert kurt == pytest.approx(((v - v.mean()) ** 4).mean() / v.var() ** 2, rel=1e-8)
+    assert np.array_equal(a.counts.numpy(), np.histogram(v, bins=200, range=(0, 1))[0])
+
+
+def test_layer_stats_state_round_trip():
+    x = _data(200, 8).float()
+    s = LayerStats(8)
+    s.add(x)
+    t = LayerStats(8)
+    t.load_state_dict(s.state_dict())
+    assert torch.equal(t.moments.m2, s.moments.m2) and torch.equal(t.abs.max, s.abs.max)
+    assert t.omega.mean == s.omega.mean
+
+
+def test_reservoir_is_independent_of_batching():
+    rng = np.random.default_rng(2)
+    prompt_ids = np.repeat(np.arange(50), 20)
+    positions = np.tile(np.arange(20), 50)
+    values = torch.from_numpy(rng.normal(size=(3, 1000, 4))).float()
+    keys = token_keys(prompt_ids, positions)
+    whole = TokenReservoir(64, 3, 4)
+    whole.offer(keys, prompt_ids, positions, values)
+    pieces = [TokenReservoir(64, 3, 4) for _ in range(3)]
+    for i, piece in enumerate(pieces):
+        sel = np.arange(i, 1000, 3)
+        piece.offer(keys[sel], prompt_ids[sel], positions[sel], values[:, sel])
+    pieces[0].merge(pieces[1])
+    pieces[0].merge(pieces[2])
+    assert np.array_equal(pieces[0].keys, whole.keys)
+    assert torch.equal(pieces[0].values, whole.values)
+    # the kept tokens are those of smallest key: a uniform sample
+    assert np.array_equal(np.sort(whole.keys), np.sort(keys)[:64])
+
+
+def test_token_keys_are_uniform_and_deterministic():
+    ids, pos = np.repeat(np.arange(300), 100), np.tile(np.arange(100), 300)
+    keys = token_keys(ids, pos)
+    assert np.array_equal(keys, token_keys(ids, pos))
+    assert len(np.unique(keys)) == len(keys)
+    counts = np.histogram(keys, bins=10, range=(0, 1))[0]
+    assert np.all(np.abs(counts - 3000) < 300)

@@ -1,0 +1,65 @@
+"""The command line: models, capture (with its final line) and report, as a user runs them."""
+
+import subprocess
+import sys
+
+import numpy as np
+
+import latentbook as lb
+from latentbook.cli import main
+
+
+def test_models_lists_the_zoo(capsys):
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    assert "smollm2-135m" in out and "random:llama-tiny" in out
+
+
+def test_capture_writes_a_result_and_says_where(tmp_path):
+    out = tmp_path / "tiny.safetensors"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "latentbook",
+            "capture",
+            "random:llama-tiny",
+            "--prompts",
+            "general",
+            "--max-prompts",
+            "12",
+            "--batch-size",
+            "4",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert str(out) in proc.stdout.strip().splitlines()[-1]
+    cap = lb.load_capture(out)
+    assert cap.provenance["n_prompts"] == 12 and cap.provenance["prompt_set"] == "general"
+    assert not out.with_name(out.name + ".partial").exists()
+    ref = lb.capture(
+        lb.load_model("random:llama-tiny"), lb.prompts.load("general", 12), batch_size=4, progress=False
+    )
+    np.testing.assert_allclose(cap.covariance(1), ref.covariance(1), rtol=1e-6, atol=1e-9)
+
+
+def test_report_prints_the_profile(tmp_path, capsys, tiny):
+    path = lb.capture(tiny, ["one prompt", "and another one"], progress=False).save(
+        tmp_path / "c.safetensors"
+    )
+    assert main(["report", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "random:llama-tiny" in out and "mean Omega" in out
+
+
+def test_unknown_model_is_a_clear_error(capsys, tmp_path):
+    assert (
+        main(["capture", "smollm-135m", "--out", str(tmp_path / "x.safetensors"), "--max-prompts", "2"]) == 2
+    )
+    err = capsys.readouterr().err
+    assert "Unknown model" in err and "smollm2-135m" in err

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Build the book into _build/html. Extra arguments go to `jupyter-book build`.
+# The execution cache of jupyter-book is keyed on cell source only, so it is cleared whenever the package's
+# source changes; captures are cached separately, keyed on the same source hash (latentbook.capturing.cache).
+# LATENTBOOK_BOOK_FRESH=1 executes everything from scratch (CI).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=.venv/bin
+source_hash=$($BIN/python -c "from latentbook.capturing.cache import package_source_hash; print(package_source_hash())")
+mkdir -p _build
+if [ "${LATENTBOOK_BOOK_FRESH:-0}" = 1 ] || [ "$(cat _build/.package-source-hash 2>/dev/null)" != "$source_hash" ]; then
+  rm -rf _build/.jupyter_cache _build/html _build/jupyter_execute
+fi
+if [ "${LATENTBOOK_BOOK_FRESH:-0}" = 1 ]; then
+  export LATENTBOOK_CAPTURE_CACHE="$(mktemp -d)"
+fi
+$BIN/python tools/vendor_js.py
+PATH="$PWD/$BIN:$PATH" $BIN/jupyter-book build . "$@"
+echo "$source_hash" > _build/.package-source-hash
+echo "Book built: $PWD/_build/html/index.html"
