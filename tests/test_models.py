@@ -66,3 +66,12 @@ def test_second_gguf_load_uses_the_safetensors_cache(smollm2):
     again = lb.load_model("smollm2-135m")
     assert time.perf_counter() - start < 20
     assert again.sha == smollm2.sha
+
+
+def test_random_twin_has_the_embedded_config_and_other_weights(smollm2):
+    twin = lb.load_model("random:smollm2-135m")
+    assert twin.model.config.to_diff_dict()["num_hidden_layers"] == smollm2.n_layers
+    assert (twin.n_layers, twin.d_model, twin.family) == (smollm2.n_layers, smollm2.d_model, smollm2.family)
+    w, v = twin.anatomy.layers[0].mlp.up_proj.weight, smollm2.anatomy.layers[0].mlp.up_proj.weight
+    assert w.shape == v.shape and not torch.allclose(w, v)
+    assert len(twin.tokenizer) == len(smollm2.tokenizer)

@@ -62,3 +62,27 @@ def cached_capture(
     result = capture(load_model(model_name), prompts, prompt_set=prompt_set, progress=False, **settings)
     result.save(path)
     return result
+
+
+BOOK_N_PROMPTS = 128
+BOOK_SETTINGS = dict(max_length=128, batch_size=16)
+
+
+def book_capture(
+    model_name: str, *, attention: bool = False, shuffle: bool = False, n_prompts: int = BOOK_N_PROMPTS
+) -> Capture:
+    """The capture every chapter shares: the first ``n_prompts`` of the ``general`` set at the book's settings.
+
+    ``shuffle=True`` shuffles the words of each prompt (the shuffled-tokens null); ``attention=True`` adds
+    attention statistics. Cached, so chapters asking for the same capture share one file.
+    """
+    from .. import prompts as prompt_sets
+
+    texts = prompt_sets.load("general", limit=n_prompts)
+    name = "general"
+    if shuffle:
+        texts, name = prompt_sets.shuffled(texts), "general-shuffled"
+    settings = dict(BOOK_SETTINGS)
+    if attention:
+        settings["attention"] = True
+    return cached_capture(model_name, texts, prompt_set=name, **settings)

