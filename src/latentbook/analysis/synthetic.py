@@ -257,3 +257,77 @@ def order_parameter_curve(
     gamma = np.arange(n_layers + 1) / n_layers
     m = sigmoid_profile(gamma, gamma_c, width, amplitude, base) + noise * rng.standard_normal(gamma.shape)
     return Curve(gamma, m, float(gamma_c), width, float(amplitude), float(base), float(noise))
+
+
+# --- sequences and labelled reasoning states (flow.py, classes.py) ---------------------------------------
+
+
+def correlated_sequences(n_prompts: int, length: int, d: int, rho: float, seed: int = 0) -> np.ndarray:
+    """Token vectors along positions with correlation ``rho^r`` at distance ``r``, shape ``(n_prompts, length, d)``.
+
+    A stationary AR(1) chain per prompt: ``h_0 ~ N(0, I)``, ``h_(t+1) = rho h_t + sqrt(1 - rho^2) eps_t``, so
+    ``E[h_t . h_(t+r)] / d = rho^r`` and the correlation length is ``-1 / log rho``.
+    Introduced in: chapter 5.
+    """
+    n_prompts, length = _positive_int("n_prompts", n_prompts), _positive_int("length", length)
+    d = _positive_int("d", d)
+    if not 0 <= rho < 1:
+        raise InvalidInputError(f"rho must lie in [0, 1), got {rho!r}.")
+    rng = np.random.default_rng(seed)
+    eps = rng.standard_normal((n_prompts, length, d))
+    h = np.empty_like(eps)
+    h[:, 0] = eps[:, 0]
+    for t in range(1, length):
+        h[:, t] = rho * h[:, t - 1] + np.sqrt(1 - rho**2) * eps[:, t]
+    return h
+
+
+@dataclass(frozen=True)
+class LabelledStates:
+    """Token states of labelled items at several reasoning steps and depths (the layout of ``token_states``)."""
+
+    states: np.ndarray  # (n_items * n_steps, n_depths, d)
+    labels: np.ndarray  # (n_items * n_steps,) class of each token, fixed per item
+    steps: np.ndarray  # (n_items * n_steps,) reasoning step of each token
+    items: np.ndarray  # (n_items * n_steps,) item each token belongs to
+    prototypes: np.ndarray  # (k, d)
+
+
+def class_trajectories(
+    n_items: int,
+    n_steps: int,
+    n_depths: int,
+    d: int,
+    k: int,
+    separation: float | np.ndarray = 4.0,
+    persistent: bool = True,
+    seed: int = 0,
+) -> LabelledStates:
+    """Each item carries a class through ``n_steps`` steps: ``h = r(l) e_c + N(0, I)``, ``r(l) = sep(l)/sqrt(2)``.
+
+    ``separation`` (a number or one per depth) is the distance between prototypes in noise units, as in
+    ``mixture``. With ``persistent=True`` the item's class ``c`` shows at every step (a Transient Class
+    Object: class stability 1 for large separation); with ``persistent=False`` steps after 0 show an
+    independent random class, so centroids fitted at step 0 predict later steps at chance (``1/k``).
+    Introduced in: chapter 6.
+    """
+    n_items, n_steps = _positive_int("n_items", n_items), _positive_int("n_steps", n_steps)
+    n_depths, d, k = _positive_int("n_depths", n_depths), _positive_int("d", d), _positive_int("k", k)
+    sep = np.broadcast_to(np.asarray(separation, dtype=np.float64), (n_depths,))
+    if np.any(sep < 0) or not np.all(np.isfinite(sep)):
+        raise InvalidInputError(f"separation must be finite and >= 0, got {separation!r}.")
+    rng = np.random.default_rng(seed)
+    prototypes = random_orthonormal(d, k, rng).T
+    labels = rng.permutation(np.arange(n_items) % k)
+    shown = np.repeat(labels[:, None], n_steps, axis=1)
+    if not persistent:
+        shown[:, 1:] = rng.integers(0, k, size=(n_items, n_steps - 1))
+    signal = prototypes[shown][:, :, None, :] * (sep / np.sqrt(2.0))[None, None, :, None]
+    states = signal + rng.standard_normal((n_items, n_steps, n_depths, d))
+    return LabelledStates(
+        states.reshape(n_items * n_steps, n_depths, d),
+        np.repeat(labels, n_steps),
+        np.tile(np.arange(n_steps), n_items),
+        np.repeat(np.arange(n_items), n_steps),
+        prototypes,
+    )

@@ -1,0 +1,250 @@
+"""The RG view of depth: layer-to-layer linear maps, transverse contraction, correlation against token distance.
+
+Theorem 6.1 (PAPER.md): if the linearised dynamics over a depth interval contracts the transverse
+("irrelevant") subspace by a factor ``q < 1`` per layer, the transverse covariance decays like ``q^(2n)``
+over ``n`` layers. Here:
+
+- ``layer_map(x, y)``: the least-squares linear map ``A`` with ``y - mean(y) ~ A (x - mean(x))`` between the
+  same tokens at two depths (``Capture.token_vectors(l)`` holds the same tokens at every depth);
+- the *relevant* subspace is the top-``k`` principal subspace of a depth (or the class-centroid subspace
+  when labels are given); the *transverse* subspace is its orthogonal complement;
+- ``contraction_factor(states, k)``: the per-layer transverse factor ``q`` over a depth interval, by one of
+  two documented estimators (``method="map"`` or ``"variance"``);
+- ``transverse_variance``: the mean eigenvalue outside the top ``k`` at each depth (decays like ``q^(2n)``);
+- ``distance_correlation``: mean cosine of centred token vectors ``r`` positions apart, per depth, and
+  ``correlation_length`` from its exponential decay (the RG picture: depth integrates out short-range
+  structure and keeps long-range operators).
+
+Introduced in: chapter 5.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InvalidInputError
+
+
+def _matrix(name: str, x) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2 or x.shape[0] < 2:
+        raise InvalidInputError(f"{name} must be a 2-d array (n_tokens >= 2, d), got shape {x.shape}.")
+    if not np.all(np.isfinite(x)):
+        raise InvalidInputError(f"{name} contains NaN or Inf: drop those tokens first.")
+    return x
+
+
+def _states(states) -> np.ndarray:
+    states = np.asarray(states, dtype=np.float64)
+    if states.ndim != 3 or states.shape[0] < 2:
+        raise InvalidInputError(
+            f"states must have shape (n_depths >= 2, n_tokens, d): the same tokens at every depth (stack "
+            f"Capture.token_vectors(l) over l); got shape {states.shape}."
+        )
+    return states
+
+
+def layer_map(x: np.ndarray, y: np.ndarray, ridge: float = 1e-8) -> np.ndarray:
+    """Least-squares map ``A`` (``d_y x d_x``) minimising ``sum_i ||(y_i - ybar) - A (x_i - xbar)||^2``.
+
+    ``A^T = (Xc^T Xc + lambda I)^-1 Xc^T Yc`` with ``lambda = ridge * n * trace(C_x) / d_x``: a relative ridge
+    (default: numerical only). With fewer tokens than dimensions the plain problem has no unique answer:
+    raise ``ridge`` (e.g. 1e-2, shrinking ``A`` towards 0 along poorly sampled directions) or use more tokens.
+    Introduced in: chapter 5.
+    """
+    x, y = _matrix("x", x), _matrix("y", y)
+    if x.shape[0] != y.shape[0]:
+        raise InvalidInputError(f"x and y must hold the same tokens: {x.shape[0]} vs {y.shape[0]} rows.")
+    n, d = x.shape
+    if n <= d and ridge <= 1e-6:
+        raise InvalidInputError(
+            f"{n} tokens for a {d}-dimensional map: underdetermined. Use more tokens (n > d; e.g. a capture "
+            "with larger n_vectors) or pass ridge=1e-2 to shrink the unsampled directions."
+        )
+    xc, yc = x - x.mean(0), y - y.mean(0)
+    gram = xc.T @ xc
+    lam = ridge * np.trace(gram) / d
+    return np.linalg.solve(gram + lam * np.eye(d), xc.T @ yc).T
+
+
+def principal_basis(x: np.ndarray, k: int) -> np.ndarray:
+    """The top-``k`` principal directions of the centred tokens ``x``, orthonormal columns ``(d, k)``."""
+    x = _matrix("x", x)
+    _check_k(k, x.shape[1])
+    _, _, vt = np.linalg.svd(x - x.mean(0), full_matrices=False)
+    return vt[:k].T
+
+
+def class_basis(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Orthonormal basis ``(d, c-1)`` of the span of class-centroid differences (the between-class subspace)."""
+    x, labels = _matrix("x", x), np.asarray(labels)
+    if labels.shape != (x.shape[0],):
+        raise InvalidInputError(
+            f"labels must have one entry per token ({x.shape[0]}), got shape {labels.shape}."
+        )
+    classes = np.unique(labels)
+    if len(classes) < 2:
+        raise InvalidInputError("class_basis needs at least two classes in labels.")
+    centroids = np.stack([x[labels == c].mean(0) for c in classes])
+    u, s, _ = np.linalg.svd((centroids - centroids.mean(0)).T, full_matrices=False)
+    return u[:, : int(np.sum(s > s[0] * 1e-10))]
+
+
+def complement(basis: np.ndarray) -> np.ndarray:
+    """Orthonormal basis ``(d, d - k)`` of the orthogonal complement of the columns of ``basis`` ``(d, k)``."""
+    basis = np.asarray(basis, dtype=np.float64)
+    d, k = basis.shape
+    q, _ = np.linalg.qr(np.concatenate([basis, np.eye(d)], axis=1))
+    return q[:, k:d]
+
+
+def _check_k(k: int, d: int) -> None:
+    if not isinstance(k, (int, np.integer)) or not 0 <= k < d:
+        raise InvalidInputError(f"k (the relevant dimensions) must be an integer in [0, {d}), got {k!r}.")
+
+
+def _transverse(x: np.ndarray, k: int, labels: np.ndarray | None) -> np.ndarray:
+    if labels is not None:
+        return complement(class_basis(x, labels))
+    return complement(principal_basis(x, k)) if k else np.eye(x.shape[1])
+
+
+@dataclass(frozen=True)
+class Contraction:
+    """Per-layer transverse factor ``q`` over an interval, with the step-by-step factors behind it."""
+
+    q: float  # geometric mean of per_step
+    per_step: np.ndarray  # q_l for the steps l -> l+1 in [start, stop)
+    start: int
+    stop: int
+    method: str
+
+
+def contraction_factor(
+    states: np.ndarray,
+    k: int = 0,
+    start: int = 0,
+    stop: int | None = None,
+    method: str = "map",
+    labels: np.ndarray | None = None,
+    norm: str = "rms",
+    ridge: float = 1e-8,
+) -> Contraction:
+    """Transverse contraction factor ``q`` per layer over depths ``[start, stop]`` (Theorem 6.1).
+
+    ``states`` is ``(n_depths, n_tokens, d)``, the same tokens at every depth. At each depth ``l`` the
+    transverse basis ``T_l`` is the complement of the top-``k`` principal subspace (or of the class subspace
+    when ``labels`` are given). Estimators, per step ``l -> l+1``:
+
+    - ``"map"``: ``B_l = T_{l+1}^T A_l T_l`` with ``A_l = layer_map(h^(l), h^(l+1))``, and ``q_l`` its RMS
+      singular value ``||B_l||_F / sqrt(d-k)`` (``norm="rms"``) or its largest (``norm="spectral"``, the
+      worst-case factor). Unbiased by noise injected between layers (it is not regressed on).
+    - ``"variance"``: ``q_l = sqrt(v_{l+1} / v_l)`` with ``v_l`` the transverse variance per dimension
+      (``transverse_variance``). Needs no map, but noise injected between layers props ``v`` up.
+
+    ``q`` is the geometric mean of the ``q_l``. Introduced in: chapter 5.
+    """
+    states = _states(states)
+    n_depths, _, d = states.shape
+    stop = n_depths - 1 if stop is None else stop
+    if not 0 <= start < stop <= n_depths - 1:
+        raise InvalidInputError(f"Need 0 <= start < stop <= {n_depths - 1}, got start={start}, stop={stop}.")
+    if method not in ("map", "variance") or norm not in ("rms", "spectral"):
+        raise InvalidInputError(
+            f"method must be 'map' or 'variance' and norm 'rms' or 'spectral'; got {method!r}, {norm!r}."
+        )
+    _check_k(k, d)
+    bases = [_transverse(states[depth], k, labels) for depth in range(start, stop + 1)]
+    steps = []
+    for i, depth in enumerate(range(start, stop)):
+        t0, t1 = bases[i], bases[i + 1]
+        if method == "variance":
+            v0 = np.var(states[depth] @ t0, axis=0).mean()
+            v1 = np.var(states[depth + 1] @ t1, axis=0).mean()
+            steps.append(np.sqrt(v1 / v0))
+        else:
+            b = t1.T @ layer_map(states[depth], states[depth + 1], ridge) @ t0
+            sv = np.linalg.svd(b, compute_uv=False)
+            steps.append(sv[0] if norm == "spectral" else np.sqrt(np.mean(sv**2)))
+    per_step = np.array(steps)
+    return Contraction(float(np.exp(np.mean(np.log(per_step)))), per_step, start, stop, method)
+
+
+def transverse_variance(source, k: int) -> np.ndarray:
+    """Transverse variance per dimension at each depth: the mean covariance eigenvalue outside the top ``k``.
+
+    ``source``: a ``Capture`` (all its captured tokens), eigenvalues ``(n_depths, d)`` sorted descending,
+    or states ``(n_depths, n_tokens, d)``. Under Theorem 6.1 it decays like ``q^(2n)`` over ``n`` layers.
+    Introduced in: chapter 5.
+    """
+    if hasattr(source, "all_eigvals"):
+        eig = source.all_eigvals()
+    else:
+        array = np.asarray(source, dtype=np.float64)
+        if array.ndim == 3:
+            eig = np.stack([np.linalg.eigvalsh(np.cov(s, rowvar=False, bias=True))[::-1] for s in array])
+        elif array.ndim == 2:
+            eig = array
+        else:
+            raise InvalidInputError(
+                f"source must be a Capture, eigenvalues (n_depths, d) or states (n_depths, n, d); got {array.shape}."
+            )
+    _check_k(k, eig.shape[1])
+    return np.sort(eig, axis=1)[:, ::-1][:, k:].mean(1)
+
+
+def distance_correlation(
+    hidden: np.ndarray, mask: np.ndarray | None = None, max_distance: int = 16
+) -> np.ndarray:
+    """Mean cosine of centred token vectors ``r`` positions apart in the same prompt, ``r = 0..max_distance``.
+
+    ``C(r) = mean_{prompts, t} cos(h_t - mu, h_{t+r} - mu)`` over pairs where both positions are real
+    (``mask``, ``(n_prompts, T)``), ``mu`` the mean over all real tokens of that depth; ``C(0) = 1``.
+    ``hidden`` is ``(n_prompts, T, d)`` for one depth or ``(n_depths, n_prompts, T, d)`` for many (then the
+    result is ``(n_depths, max_distance + 1)``). Get such arrays with ``capturing.states.sequence_states``.
+    Introduced in: chapter 5.
+    """
+    hidden = np.asarray(hidden, dtype=np.float64)
+    if hidden.ndim == 4:
+        return np.stack([distance_correlation(h, mask, max_distance) for h in hidden])
+    if hidden.ndim != 3:
+        raise InvalidInputError(
+            f"hidden must be (n_prompts, T, d) or (n_depths, n_prompts, T, d), got {hidden.shape}."
+        )
+    n, t, _ = hidden.shape
+    mask = np.ones((n, t), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    if mask.shape != (n, t):
+        raise InvalidInputError(f"mask must have shape (n_prompts, T) = {(n, t)}, got {mask.shape}.")
+    if not 1 <= max_distance < t:
+        raise InvalidInputError(f"max_distance must be in [1, {t - 1}] (T = {t}), got {max_distance}.")
+    centred = hidden - hidden[mask].mean(0)
+    norms = np.linalg.norm(centred, axis=-1, keepdims=True)
+    unit = np.divide(centred, norms, out=np.zeros_like(centred), where=norms > 0)
+    out = np.ones(max_distance + 1)
+    for r in range(1, max_distance + 1):
+        both = mask[:, :-r] & mask[:, r:]
+        if not both.any():
+            raise InvalidInputError(f"No prompt has two real tokens {r} apart: lower max_distance.")
+        out[r] = np.sum(unit[:, :-r] * unit[:, r:], axis=-1)[both].mean()
+    return out
+
+
+def correlation_length(corr: np.ndarray, floor: float = 0.05) -> float | np.ndarray:
+    """``xi`` of ``C(r) ~ exp(-r / xi)``: least-squares slope of ``log C(r)`` on ``r`` through the origin.
+
+    Uses ``r >= 1`` up to the first ``C(r) <= floor`` (noise dominates below it). Returns ``inf`` for a
+    curve that does not decay and one value per row for ``(n_depths, R)`` input. Introduced in: chapter 5.
+    """
+    corr = np.asarray(corr, dtype=np.float64)
+    if corr.ndim == 2:
+        return np.array([correlation_length(c, floor) for c in corr])
+    values = corr[1:]
+    below = np.flatnonzero(values <= floor)
+    values = values[: below[0]] if len(below) else values
+    if len(values) == 0:
+        return 0.0
+    r = np.arange(1, len(values) + 1)
+    slope = np.sum(r * np.log(values)) / np.sum(r * r)
+    return float(-1.0 / slope) if slope < 0 else float("inf")
