@@ -1,0 +1,235 @@
+"""Mixtures and Transient Class Objects: spikes of a k-class mixture, class separability, class stability.
+
+- Theorem 6.3 (PAPER.md): tokens clustered around ``k`` prototypes with isotropic noise have a covariance
+  "low rank + isotropic", so **at most k-1** eigenvalues leave the Marchenko–Pastur bulk.
+  ``mixture_spikes`` counts them with ``spectra.mp_fit`` and compares with the bound.
+- Separability per depth: the Fisher ratio ``tr(S_between) / tr(S_within)`` and cross-validated
+  nearest-centroid accuracy (``separability``).
+- Class stability across reasoning steps, the TCO measure (claim 5): centroids fitted on the tokens of one
+  step, tested on the tokens of every step, at every depth (``class_stability``). A class object that
+  persists gives high accuracy at later steps; one that does not falls to chance.
+
+Arrays of labelled token states come from ``capturing.states.token_states`` (shape ``(n, L+1, d)``) or
+``synthetic.class_trajectories``. Cross-validation folds are drawn by *item* (``groups``), so tokens of one
+prompt never sit on both sides of a split.
+Introduced in: chapter 6.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from . import spectra
+
+
+def _labels(labels, n: int) -> np.ndarray:
+    labels = np.asarray(labels)
+    if labels.shape != (n,):
+        raise InvalidInputError(f"labels must have one entry per token ({n}), got shape {labels.shape}.")
+    if len(np.unique(labels)) < 2:
+        raise InvalidInputError("Need at least two classes among the labels.")
+    return labels
+
+
+def _tokens(x, min_ndim: int = 2) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim not in (min_ndim, 3) or x.shape[0] < 2:
+        raise InvalidInputError(
+            f"Token states must be (n, d) or (n, n_depths, d) with n >= 2; got {x.shape}."
+        )
+    if not np.all(np.isfinite(x)):
+        raise InvalidInputError("Token states contain NaN or Inf: drop those tokens first.")
+    return x
+
+
+@dataclass(frozen=True)
+class MixtureSpikes:
+    """Spikes above the MP bulk of a labelled (or k-class) token cloud, against Theorem 6.3's bound."""
+
+    n_spikes: int
+    n_classes: int
+    bound: int  # k - 1
+    within_bound: bool  # n_spikes <= k - 1
+    spikes: np.ndarray  # eigenvalues above the MP threshold, descending
+    fit: spectra.MPFit
+
+
+def mixture_spikes(
+    x: np.ndarray,
+    labels: np.ndarray | None = None,
+    n_classes: int | None = None,
+    n_samples: float | None = None,
+    alpha: float = 0.01,
+) -> MixtureSpikes:
+    """Count covariance eigenvalues above the MP edge (``spectra.mp_fit``) and compare with ``k - 1``.
+
+    ``x`` is ``(n, d)``; ``k`` comes from ``labels`` or ``n_classes``. ``n_samples`` is the effective sample
+    size for the MP law (default ``n``; pass ``spectra.effective_sample_size`` for correlated tokens).
+    Theorem 6.3: a k-prototype mixture with isotropic noise has at most ``k - 1`` spikes.
+    Introduced in: chapter 6.
+    """
+    x = _tokens(x)
+    if x.ndim != 2:
+        raise InvalidInputError("mixture_spikes takes the tokens of one depth, shape (n, d).")
+    if labels is not None:
+        n_classes = len(np.unique(_labels(labels, x.shape[0])))
+    if not isinstance(n_classes, (int, np.integer)) or n_classes < 1:
+        raise InvalidInputError("Give labels, or n_classes (the number of prototypes k >= 1).")
+    eigvals = np.linalg.eigvalsh(np.cov(x, rowvar=False, bias=True))[::-1]
+    fit = spectra.mp_fit(eigvals, x.shape[0] if n_samples is None else n_samples, alpha=alpha)
+    bound = int(n_classes) - 1
+    return MixtureSpikes(fit.n_spikes, int(n_classes), bound, fit.n_spikes <= bound, fit.spikes, fit)
+
+
+def fisher_ratio(x: np.ndarray, labels: np.ndarray) -> float | np.ndarray:
+    """``tr(S_b) / tr(S_w)``: between-class over within-class scatter (class weights ``n_c / n``).
+
+    ``S_b = sum_c (n_c/n) (mu_c - mu)(mu_c - mu)^T``, ``S_w = sum_c (n_c/n) Cov_c``; traces only, so no
+    ``d x d`` matrix is formed. For ``(n, n_depths, d)`` input, one ratio per depth. A k-prototype mixture at
+    pairwise distance ``s`` noise units in ``d`` dimensions gives ``(k-1) s^2 / (2 k d)``.
+    Introduced in: chapter 6.
+    """
+    x = _tokens(x)
+    labels = _labels(labels, x.shape[0])
+    mu = x.mean(0)
+    between = within = 0.0
+    for c in np.unique(labels):
+        xc = x[labels == c]
+        weight = len(xc) / len(x)
+        mu_c = xc.mean(0)
+        between = between + weight * np.sum((mu_c - mu) ** 2, axis=-1)
+        within = within + weight * np.sum((xc - mu_c) ** 2, axis=-1).mean(0)
+    ratio = between / within
+    return float(ratio) if np.ndim(ratio) == 0 else ratio
+
+
+def _fold_of(groups: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
+    unique = np.unique(groups)
+    if not 2 <= n_folds <= len(unique):
+        raise InvalidInputError(
+            f"n_folds must be in [2, {len(unique)}] (the number of items/groups), got {n_folds}."
+        )
+    order = np.random.default_rng(seed).permutation(len(unique))
+    fold_of_group = np.empty(len(unique), dtype=np.int64)
+    fold_of_group[order] = np.arange(len(unique)) % n_folds
+    return fold_of_group[np.searchsorted(unique, groups)]
+
+
+def _predict(train: np.ndarray, train_labels: np.ndarray, test: np.ndarray) -> np.ndarray:
+    """Nearest centroid per depth: ``train`` ``(m, D, d)``, ``test`` ``(t, D, d)`` -> labels ``(t, D)``."""
+    classes = np.unique(train_labels)
+    centroids = np.stack([train[train_labels == c].mean(0) for c in classes])  # (k, D, d)
+    dist = (
+        np.sum(test**2, -1)[:, None, :]
+        - 2 * np.einsum("tDd,kDd->tkD", test, centroids)
+        + np.sum(centroids**2, -1)[None]
+    )
+    return classes[np.argmin(dist, axis=1)]
+
+
+def nearest_centroid_accuracy(
+    x: np.ndarray, labels: np.ndarray, groups: np.ndarray | None = None, n_folds: int = 5, seed: int = 0
+) -> float | np.ndarray:
+    """Cross-validated accuracy of the nearest-centroid classifier (Euclidean), folds drawn by ``groups``.
+
+    ``x`` is ``(n, d)`` or ``(n, n_depths, d)`` (then one accuracy per depth). ``groups`` (e.g. the item of
+    each token) keeps all tokens of a group in one fold; default: each token its own group.
+    Introduced in: chapter 6.
+    """
+    x = _tokens(x)
+    labels = _labels(labels, x.shape[0])
+    groups = np.arange(len(x)) if groups is None else np.asarray(groups)
+    stacked = x if x.ndim == 3 else x[:, None, :]
+    folds = _fold_of(groups, n_folds, seed)
+    correct = np.zeros(stacked.shape[1])
+    for fold in range(n_folds):
+        test = folds == fold
+        predicted = _predict(stacked[~test], labels[~test], stacked[test])
+        correct += (predicted == labels[test][:, None]).sum(0)
+    accuracy = correct / len(x)
+    return float(accuracy[0]) if x.ndim == 2 else accuracy
+
+
+@dataclass(frozen=True)
+class Separability:
+    """Class separability at each depth."""
+
+    fisher: np.ndarray  # (n_depths,) tr(S_b) / tr(S_w)
+    accuracy: np.ndarray  # (n_depths,) cross-validated nearest-centroid accuracy
+    chance: float  # accuracy of always answering the most frequent class
+
+
+def separability(
+    states: np.ndarray, labels: np.ndarray, groups: np.ndarray | None = None, n_folds: int = 5, seed: int = 0
+) -> Separability:
+    """Fisher ratio and nearest-centroid accuracy per depth of ``states`` ``(n, n_depths, d)``.
+
+    Introduced in: chapter 6.
+    """
+    states = _tokens(states, min_ndim=3)
+    labels = _labels(labels, states.shape[0])
+    chance = float(np.max(np.unique(labels, return_counts=True)[1]) / len(labels))
+    return Separability(
+        np.atleast_1d(fisher_ratio(states, labels)),
+        np.atleast_1d(nearest_centroid_accuracy(states, labels, groups, n_folds, seed)),
+        chance,
+    )
+
+
+@dataclass(frozen=True)
+class Stability:
+    """Accuracy of centroids fitted at ``fit_step``, tested at every step and depth (the TCO measure)."""
+
+    accuracy: np.ndarray  # (n_steps, n_depths)
+    steps: np.ndarray  # the step values, rows of accuracy
+    fit_step: int
+    chance: float  # most frequent class among the tested tokens
+
+
+def class_stability(
+    states: np.ndarray,
+    labels: np.ndarray,
+    steps: np.ndarray,
+    items: np.ndarray | None = None,
+    fit_step: int = 0,
+    n_folds: int = 5,
+    seed: int = 0,
+) -> Stability:
+    """Fit class centroids on the tokens of ``fit_step``; classify the tokens of every step, at every depth.
+
+    ``states`` ``(n, n_depths, d)``, with each token's class ``labels``, reasoning ``steps`` and ``items``
+    (its prompt). Cross-fitted by item: centroids come from the ``fit_step`` tokens of the other folds'
+    items, so a token is never classified by centroids its own prompt helped to fit (the ``fit_step`` row is
+    then the ordinary cross-validated accuracy). A Transient Class Object keeps accuracy high along a row
+    of later steps; a class that does not persist falls to ``chance``.
+    Introduced in: chapter 6 (PAPER.md, claim 5).
+    """
+    states = _tokens(states, min_ndim=3)
+    n = states.shape[0]
+    labels = np.asarray(labels)
+    steps = np.asarray(steps)
+    if labels.shape != (n,) or steps.shape != (n,):
+        raise InvalidInputError(
+            f"labels and steps need one entry per token ({n}); got {labels.shape}, {steps.shape}."
+        )
+    items = np.arange(n) if items is None else np.asarray(items)
+    fit = steps == fit_step
+    if len(np.unique(labels[fit])) < 2:
+        raise InvalidInputError(f"Step {fit_step} has fewer than two classes: choose another fit_step.")
+    folds = _fold_of(items, n_folds, seed)
+    step_values = np.unique(steps)
+    correct = np.zeros((len(step_values), states.shape[1]))
+    counts = np.array([np.sum(steps == s) for s in step_values])
+    for fold in range(n_folds):
+        train, test = fit & (folds != fold), folds == fold
+        if not test.any():
+            continue
+        predicted = _predict(states[train], labels[train], states[test])
+        hits = predicted == labels[test][:, None]
+        for row, s in enumerate(step_values):
+            correct[row] += hits[steps[test] == s].sum(0)
+    chance = float(np.max(np.unique(labels, return_counts=True)[1]) / n)
+    return Stability(correct / counts[:, None], step_values, fit_step, chance)
