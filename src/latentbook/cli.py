@@ -37,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     cap.add_argument("--checkpoint-every", type=int, default=8, help="batches between checkpoints")
     cap.add_argument("--resume", action="store_true", help="continue from OUT.partial after an interruption")
     cap.add_argument("--strict", action="store_true", help="refuse prompts longer than --max-length")
+    cap.add_argument(
+        "--distributed", action="store_true", help="under torchrun: shard prompts across ranks, merge exactly"
+    )
 
     rep = sub.add_parser("report", help="summarise a capture file")
     rep.add_argument("path", type=Path)
@@ -63,12 +66,15 @@ def read_prompts(spec: str, limit: int | None = None) -> list[str]:
 
 def _capture(args: argparse.Namespace) -> None:
     from .capturing import capture
+    from .capturing.distributed import barrier, is_main_process, rank_and_world, rank_checkpoint
     from .models import load_model
 
     partial = args.out.with_name(args.out.name + ".partial")
-    if partial.exists() and not args.resume:
+    rank, world = rank_and_world() if args.distributed else (0, 1)
+    own_partial = rank_checkpoint(partial, rank, world)
+    if own_partial.exists() and not args.resume:
         raise InvalidInputError(
-            f"An interrupted capture left {partial}. Pass --resume to continue it, or delete it to start over."
+            f"An interrupted capture left {own_partial}. Pass --resume to continue it, or delete it to start over."
         )
     texts = read_prompts(args.prompts, args.max_prompts)
     model = load_model(args.model, device=args.device, dtype=args.dtype)
@@ -84,9 +90,14 @@ def _capture(args: argparse.Namespace) -> None:
         checkpoint_every=args.checkpoint_every,
         strict=args.strict,
         prompt_set=args.prompts,
+        distributed=args.distributed,
     )
-    result.save(args.out)
-    partial.unlink(missing_ok=True)
+    if is_main_process():
+        result.save(args.out)
+    barrier()  # the merged result is on disk before any rank drops its checkpoint
+    own_partial.unlink(missing_ok=True)
+    if not is_main_process():
+        return
     print(f"Captured {result.n_tokens} tokens of {model.name} at {result.n_layers + 1} depths -> {args.out}")
 
 

@@ -73,6 +73,9 @@ class Moments:
         self.mean += delta * (n_b / n)
         self.n = n
 
+    def to_(self, device: torch.device | str) -> None:
+        self.mean, self.m2 = self.mean.to(device), self.m2.to(device)
+
     def covariance(self) -> torch.Tensor:
         """``C = (1/n) sum (h - mean)(h - mean)^T`` (the maximum-likelihood covariance)."""
         return self.m2 / max(self.n, 1)
@@ -106,6 +109,9 @@ class OmegaStats:
     def merge(self, other: OmegaStats) -> None:
         self.counts += other.counts.to(self.counts.device)
         self.power_sums += other.power_sums.to(self.power_sums.device)
+
+    def to_(self, device: torch.device | str) -> None:
+        self.counts, self.power_sums = self.counts.to(device), self.power_sums.to(device)
 
     @property
     def n(self) -> int:
@@ -151,6 +157,9 @@ class AbsStats:
         self.max = torch.maximum(self.max, a.amax(0).float())
         self.sum += a.sum(0, dtype=torch.float64)
 
+    def to_(self, device: torch.device | str) -> None:
+        self.max, self.sum = self.max.to(device), self.sum.to(device)
+
     def merge(self, other: AbsStats) -> None:
         self.max = torch.maximum(self.max, other.max.to(self.max.device))
         self.sum += other.sum.to(self.sum.device)
@@ -178,6 +187,13 @@ class LayerStats:
         self.omega.add_values(omega)
         self.abs.add(x)
         return omega
+
+    def to_(self, device: torch.device | str) -> None:
+        """Move the statistics to ``device`` (a no-op when they are there already)."""
+        if self.moments.mean.device != torch.device(device):
+            self.moments.to_(device)
+            self.omega.to_(device)
+            self.abs.to_(device)
 
     def merge(self, other: LayerStats) -> None:
         self.moments.merge(other.moments)

@@ -21,6 +21,7 @@ import torch
 
 from ..errors import CheckpointMismatchError, InvalidInputError, NonFiniteActivationError
 from ..models.zoo import LoadedModel, load_model
+from . import distributed as dist
 from .accumulators import LayerStats, TokenReservoir, token_keys
 from .attention import AttentionStats, attention_recorder
 from .hooks import residual_hooks
@@ -95,14 +96,26 @@ class _Streamer:
         self.nonfinite: dict[int | str, torch.Tensor] = {}
         self.attention: AttentionStats | None = None  # set when capturing with attention=True
 
+    def _on(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Mask and sample indices on ``device`` (layers of a ``device_map`` model sit on several GPUs)."""
+        if device not in self.per_device:
+            self.per_device[device] = (
+                self.mask.to(device),
+                self.vector_idx.to(device),
+                self.omega_idx.to(device),
+            )
+        return self.per_device[device]
+
     def on_depth(self, depth, hidden: torch.Tensor) -> None:
-        x = hidden[self.mask]
+        mask, vector_idx, omega_idx = self._on(hidden.device)
+        x = hidden[mask]
         self.nonfinite[depth] = (~torch.isfinite(x)).sum()
         stats = self.final_norm if depth == "final" else self.layers[depth]
+        stats.to_(x.device)
         omega = stats.add(x)
         if depth != "final":
-            self.batch_vectors.append(x[self.vector_idx])
-            self.batch_omega.append(omega[self.omega_idx])
+            self.batch_vectors.append(x[vector_idx].to(self.mask.device))
+            self.batch_omega.append(omega[omega_idx].to(self.mask.device))
 
     def start_batch(
         self, mask: torch.Tensor, prompt_ids: np.ndarray, positions: np.ndarray, keys: np.ndarray
@@ -114,6 +127,7 @@ class _Streamer:
         self.vector_idx = torch.from_numpy(self.vector_sel).to(mask.device)
         self.omega_idx = torch.from_numpy(self.omega_sel).to(mask.device)
         self.batch_vectors, self.batch_omega, self.nonfinite = [], [], {}
+        self.per_device = {mask.device: (mask, self.vector_idx, self.omega_idx)}
 
     def end_batch(self) -> None:
         bad = {depth: int(count) for depth, count in self.nonfinite.items() if int(count)}
@@ -147,6 +161,7 @@ def capture(
     progress: bool = True,
     prompt_set: str | None = None,
     attention: bool = False,
+    distributed: bool = False,
 ) -> Capture:
     """Stream per-depth statistics of ``model`` on ``prompts`` into a ``Capture``.
 
@@ -155,6 +170,8 @@ def capture(
     tokens are truncated with a warning, or refused when ``strict=True``. ``attention=True`` also streams
     per-head attention statistics from the model's actual logits into ``Capture.attention``
     (``capturing/attention.py``; slower: attention runs eagerly, materialising the ``T x T`` logits).
+    ``distributed=True`` (under ``torchrun``) gives rank ``r`` of ``w`` the prompts ``i`` with ``i % w == r`` and
+    merges all ranks' accumulators exactly (``capturing/distributed.py``); checkpoints are per rank.
     """
     loaded = load_model(model) if isinstance(model, str) else model
     prompts = _check_prompts(prompts)
@@ -176,6 +193,11 @@ def capture(
             )
         warnings.warn(message + " and were truncated.", stacklevel=2)
     order = np.argsort(np.minimum(lengths, max_length), kind="stable")  # similar lengths batch together
+    if distributed:
+        rank, world = dist.rank_and_world()
+        order = order[order % world == rank]
+        if checkpoint is not None:
+            checkpoint = dist.rank_checkpoint(Path(checkpoint), rank, world)
 
     settings = run_settings(
         loaded,
@@ -227,10 +249,13 @@ def capture(
             streamer.end_batch()
             done += len(ids)
             bar.update(n_real)
-            if checkpoint is not None and (batch_number % checkpoint_every == 0 or done == len(prompts)):
+            if checkpoint is not None and (batch_number % checkpoint_every == 0 or done == len(order)):
                 _to_capture(loaded, streamer, settings, done).save(checkpoint)
     bar.close()
-    return _to_capture(loaded, streamer, settings, done, prompt_set)
+    result = _to_capture(loaded, streamer, settings, done, prompt_set)
+    if distributed:
+        dist.merge_across_ranks(result)
+    return result
 
 
 def _progress_bar(total_tokens: int, enabled: bool, name: str):
