@@ -13,7 +13,7 @@ import datetime as _dt
 import hashlib
 import platform
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -162,6 +162,7 @@ def capture(
     prompt_set: str | None = None,
     attention: bool = False,
     distributed: bool = False,
+    on_batch: Callable[[int, int], None] | None = None,
 ) -> Capture:
     """Stream per-depth statistics of ``model`` on ``prompts`` into a ``Capture``.
 
@@ -172,6 +173,8 @@ def capture(
     (``capturing/attention.py``; slower: attention runs eagerly, materialising the ``T x T`` logits).
     ``distributed=True`` (under ``torchrun``) gives rank ``r`` of ``w`` the prompts ``i`` with ``i % w == r`` and
     merges all ranks' accumulators exactly (``capturing/distributed.py``); checkpoints are per rank.
+    ``on_batch(done, total)`` is called after each batch with the prompts done so far; an exception raised
+    in it stops the capture there (how the explorer's Cancel button works; a checkpoint keeps what was done).
     """
     loaded = load_model(model) if isinstance(model, str) else model
     prompts = _check_prompts(prompts)
@@ -251,6 +254,8 @@ def capture(
             bar.update(n_real)
             if checkpoint is not None and (batch_number % checkpoint_every == 0 or done == len(order)):
                 _to_capture(loaded, streamer, settings, done).save(checkpoint)
+            if on_batch is not None:
+                on_batch(done, len(order))
     bar.close()
     result = _to_capture(loaded, streamer, settings, done, prompt_set)
     if distributed:
