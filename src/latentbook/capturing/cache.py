@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -46,20 +47,33 @@ def cache_key(model_name: str, prompts: list[str], settings: dict) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
-def cached_capture(
-    model_name: str, prompts: list[str], *, prompt_set: str | None = None, **settings
-) -> Capture:
-    """``capture(load_model(model_name), prompts, **settings)``, read from the cache when it was done before.
-
-    Writes are atomic, so two processes filling the same key leave one valid file.
-    """
-    path = (
+def cache_path(model_name: str, prompts: list[str], settings: dict) -> Path:
+    """Where ``cached_capture(model_name, prompts, **settings)`` keeps its file (it may not exist yet)."""
+    return (
         capture_cache_dir()
         / f"{model_name.replace(':', '_').replace('/', '_')}-{cache_key(model_name, prompts, settings)}.safetensors"
     )
+
+
+def cached_capture(
+    model_name: str,
+    prompts: list[str],
+    *,
+    prompt_set: str | None = None,
+    on_batch: Callable[[int, int], None] | None = None,
+    **settings,
+) -> Capture:
+    """``capture(load_model(model_name), prompts, **settings)``, read from the cache when it was done before.
+
+    Writes are atomic, so two processes filling the same key leave one valid file. ``on_batch`` goes to
+    ``capture`` (progress, cancel) and is not part of the key.
+    """
+    path = cache_path(model_name, prompts, settings)
     if path.is_file():
         return load_capture(path)
-    result = capture(load_model(model_name), prompts, prompt_set=prompt_set, progress=False, **settings)
+    result = capture(
+        load_model(model_name), prompts, prompt_set=prompt_set, progress=False, on_batch=on_batch, **settings
+    )
     result.save(path)
     return result
 
@@ -68,14 +82,8 @@ BOOK_N_PROMPTS = 128
 BOOK_SETTINGS = dict(max_length=128, batch_size=16)
 
 
-def book_capture(
-    model_name: str, *, attention: bool = False, shuffle: bool = False, n_prompts: int = BOOK_N_PROMPTS
-) -> Capture:
-    """The capture every chapter shares: the first ``n_prompts`` of the ``general`` set at the book's settings.
-
-    ``shuffle=True`` shuffles the words of each prompt (the shuffled-tokens null); ``attention=True`` adds
-    attention statistics. Cached, so chapters asking for the same capture share one file.
-    """
+def _book_request(attention: bool, shuffle: bool, n_prompts: int) -> tuple[list[str], str, dict]:
+    """The prompts, prompt-set name and settings of a book capture."""
     from .. import prompts as prompt_sets
 
     texts = prompt_sets.load("general", limit=n_prompts)
@@ -85,4 +93,29 @@ def book_capture(
     settings = dict(BOOK_SETTINGS)
     if attention:
         settings["attention"] = True
-    return cached_capture(model_name, texts, prompt_set=name, **settings)
+    return texts, name, settings
+
+
+def book_capture(
+    model_name: str,
+    *,
+    attention: bool = False,
+    shuffle: bool = False,
+    n_prompts: int = BOOK_N_PROMPTS,
+    on_batch: Callable[[int, int], None] | None = None,
+) -> Capture:
+    """The capture every chapter shares: the first ``n_prompts`` of the ``general`` set at the book's settings.
+
+    ``shuffle=True`` shuffles the words of each prompt (the shuffled-tokens null); ``attention=True`` adds
+    attention statistics. Cached, so chapters asking for the same capture share one file.
+    """
+    texts, name, settings = _book_request(attention, shuffle, n_prompts)
+    return cached_capture(model_name, texts, prompt_set=name, on_batch=on_batch, **settings)
+
+
+def book_capture_path(
+    model_name: str, *, attention: bool = False, shuffle: bool = False, n_prompts: int = BOOK_N_PROMPTS
+) -> Path:
+    """The file ``book_capture`` reads or writes for these arguments; ``.is_file()`` says if it is cached."""
+    texts, _, settings = _book_request(attention, shuffle, n_prompts)
+    return cache_path(model_name, texts, settings)
