@@ -52,6 +52,8 @@ def read_prompts(spec: str, limit: int | None = None) -> list[str]:
 
     from . import prompts as prompt_sets
 
+    if limit is not None and limit <= 0:
+        raise InvalidInputError(f"--max-prompts must be a positive integer, got {limit}.")
     if spec in prompt_sets.names():
         return prompt_sets.load(spec, limit)
     path = Path(spec)
@@ -60,8 +62,17 @@ def read_prompts(spec: str, limit: int | None = None) -> list[str]:
             f"--prompts {spec!r} is neither a shipped set {prompt_sets.names()} nor a file."
         )
     lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    texts = [json.loads(line)["text"] for line in lines] if path.suffix == ".jsonl" else lines
-    return texts[:limit] if limit is not None else texts
+    if path.suffix != ".jsonl":
+        return lines[:limit]
+    texts = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            texts.append(json.loads(line)["text"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InvalidInputError(
+                f"{path}, line {number}: expected a JSON object with a 'text' field ({exc!r})."
+            ) from exc
+    return texts[:limit]
 
 
 def _capture(args: argparse.Namespace) -> None:

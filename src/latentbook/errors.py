@@ -39,7 +39,20 @@ class InvalidInputError(LatentbookError, ValueError):
 
 
 class NonFiniteActivationError(LatentbookError, FloatingPointError):
-    """NaN or Inf in the residual stream: names the depth and the count."""
+    """NaN or Inf in the residual stream: names the depth and the count.
+
+    ``counts`` maps each affected depth to its number of non-finite values, shallowest first;
+    ``depth`` and ``count`` are the first of them (where the overflow started).
+    """
+
+    def __init__(self, message: str, counts: dict[int | str, int] | None = None):
+        super().__init__(message)
+        self.counts = dict(counts or {})
+        self.depth, self.count = next(iter(self.counts.items()), (None, 0))
+
+
+class UntrustedCodeError(LatentbookError, PermissionError):
+    """A model folder that needs its own Python code to load, while ``trust_remote_code`` is off."""
 
 
 class CheckpointMismatchError(LatentbookError, ValueError):

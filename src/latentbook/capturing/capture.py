@@ -54,6 +54,18 @@ def _check_prompts(prompts) -> list[str]:
     return prompts
 
 
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise InvalidInputError(f"{name} must be a positive integer, got {value!r}.")
+    return int(value)
+
+
+def _context_length(loaded: LoadedModel) -> int | None:
+    """Positions the model can embed (``max_position_embeddings``), if its config says."""
+    context = getattr(loaded.model.config, "max_position_embeddings", None)
+    return int(context) if isinstance(context, int) and context > 0 else None
+
+
 def _versions() -> dict[str, str]:
     import transformers
 
@@ -131,11 +143,17 @@ class _Streamer:
 
     def end_batch(self) -> None:
         bad = {depth: int(count) for depth, count in self.nonfinite.items() if int(count)}
-        if bad:
+        if bad:  # hooks fire in depth order, so the first entry is where it started
             depth, count = next(iter(bad.items()))
+            n_values = self.mask.sum().item() * self.layers[0].moments.d
+            deeper = (
+                f"; deeper depths also affected: {', '.join(map(str, list(bad)[1:]))}" if len(bad) > 1 else ""
+            )
             raise NonFiniteActivationError(
-                f"{count} NaN/Inf values in the residual stream at depth {depth} (and {len(bad) - 1} other depths). "
-                "In float16 this is usually overflow: load the model with dtype='bfloat16' or 'float32'."
+                f"{count} of {n_values} values in the residual stream are NaN/Inf at depth {depth} in this batch"
+                f"{deeper}. In float16 this is usually overflow: load the model with dtype='bfloat16' or "
+                "'float32'. Statistics of earlier batches are kept in the checkpoint, if one was asked for.",
+                bad,
             )
         for reservoir, sel, parts in (
             (self.vectors, self.vector_sel, self.batch_vectors),
@@ -176,24 +194,32 @@ def capture(
     ``on_batch(done, total)`` is called after each batch with the prompts done so far; an exception raised
     in it stops the capture there (how the explorer's Cancel button works; a checkpoint keeps what was done).
     """
-    loaded = load_model(model) if isinstance(model, str) else model
     prompts = _check_prompts(prompts)
-    if not isinstance(batch_size, int) or batch_size <= 0:
-        raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}.")
-    if not isinstance(max_length, int) or max_length < 2:
+    batch_size = _positive_int("batch_size", batch_size)
+    checkpoint_every = _positive_int("checkpoint_every", checkpoint_every)
+    n_vectors = _positive_int("n_vectors", n_vectors)
+    n_omega_samples = _positive_int("n_omega_samples", n_omega_samples)
+    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
         raise InvalidInputError(f"max_length must be an integer >= 2, got {max_length!r}.")
     if precision not in ("float32", "float64"):
         raise InvalidInputError(f"precision must be 'float32' or 'float64', got {precision!r}.")
+    loaded = load_model(model) if isinstance(model, str) else model
+    if not isinstance(loaded, LoadedModel):
+        raise InvalidInputError(
+            f"model must be a zoo name or the result of lb.load_model(...), got {type(model).__name__}."
+        )
 
     tokenizer = loaded.tokenizer
     lengths = np.array([len(ids) for ids in tokenizer(prompts, add_special_tokens=True)["input_ids"]])
+    context = _context_length(loaded)
+    limit_name, fix = f"max_length={max_length}", "shorten them or raise max_length"
+    if context is not None and max_length > context:  # longer inputs would index past the position table
+        max_length, limit_name, fix = context, f"the model's context of {context}", "shorten them"
     too_long = int((lengths > max_length).sum())
     if too_long:
-        message = f"{too_long} of {len(prompts)} prompts are longer than max_length={max_length} tokens"
+        message = f"{too_long} of {len(prompts)} prompts are longer than {limit_name} tokens"
         if strict:
-            raise InvalidInputError(
-                message + ": shorten them or raise max_length (strict=True refuses to truncate)."
-            )
+            raise InvalidInputError(f"{message}: {fix} (strict=True refuses to truncate).")
         warnings.warn(message + " and were truncated.", stacklevel=2)
     order = np.argsort(np.minimum(lengths, max_length), kind="stable")  # similar lengths batch together
     if distributed:
@@ -211,6 +237,7 @@ def capture(
         n_vectors=n_vectors,
         n_omega_samples=n_omega_samples,
         attention=attention,
+        batch_size=batch_size,
     )
     device = loaded.device
     streamer = _Streamer(
@@ -317,6 +344,13 @@ def _resume(streamer: _Streamer, path: Path, settings: dict) -> int:
         raise CheckpointMismatchError(
             f"The checkpoint {path} was written with other settings ({', '.join(differing)} differ). "
             "Resume with the same model, prompts and settings, or delete the checkpoint to start over."
+        )
+    if saved.provenance.get("batch_size") != settings["batch_size"]:
+        warnings.warn(
+            f"Resuming {path} with batch_size={settings['batch_size']} instead of "
+            f"{saved.provenance.get('batch_size')}: the result equals an uninterrupted run up to float "
+            "rounding only (with the same batch_size the batches, and so the result, are identical).",
+            stacklevel=3,
         )
     for mine, theirs in zip(streamer.layers, saved.layers):
         mine.merge(theirs)

