@@ -10,11 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
-from .._files import cache_dir
+from .._files import cache_dir, inside
 from ..models.zoo import load_model
 from .capture import capture, prompt_set_hash
 from .results import Capture, load_capture
@@ -48,11 +49,13 @@ def cache_key(model_name: str, prompts: list[str], settings: dict) -> str:
 
 
 def cache_path(model_name: str, prompts: list[str], settings: dict) -> Path:
-    """Where ``cached_capture(model_name, prompts, **settings)`` keeps its file (it may not exist yet)."""
-    return (
-        capture_cache_dir()
-        / f"{model_name.replace(':', '_').replace('/', '_')}-{cache_key(model_name, prompts, settings)}.safetensors"
-    )
+    """Where ``cached_capture(model_name, prompts, **settings)`` keeps its file (it may not exist yet).
+
+    The model name becomes a plain file name (``[A-Za-z0-9_.-]``, at most 80 characters), so no name can
+    point outside the cache folder.
+    """
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", model_name).strip("._")[:80] or "model"
+    return inside(capture_cache_dir(), f"{stem}-{cache_key(model_name, prompts, settings)}.safetensors")
 
 
 def cached_capture(
