@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 from scipy.integrate import quad
 
 import latentbook as lb
 from latentbook.analysis import spectra, synthetic
-from latentbook.capturing.accumulators import LayerStats, TokenReservoir, token_keys
-from latentbook.capturing.results import Capture
 
 
 def _eigvals(x: np.ndarray) -> np.ndarray:
@@ -177,18 +174,10 @@ def test_effective_rank_participation_ratio_and_stable_rank_on_known_spectra():
 # --- effective sample size ---------------------------------------------------------------------------------
 
 
-def _capture_of(x: np.ndarray, prompt_ids: np.ndarray, positions: np.ndarray, n_vectors: int) -> Capture:
-    """A one-layer Capture of given token vectors (both depths hold the same tokens)."""
-    d = x.shape[1]
-    tensor = torch.from_numpy(x).float()
-    layers = [LayerStats(d), LayerStats(d)]
-    for stats in layers:
-        stats.add(tensor)
-    vectors = TokenReservoir(n_vectors, 2, d)
-    vectors.offer(token_keys(prompt_ids, positions), prompt_ids, positions, torch.stack([tensor, tensor]))
-    omega = TokenReservoir(16, 2, 1)
-    return Capture(
-        "synthetic", 1, d, layers, None, vectors, omega, {"prompts_done": int(prompt_ids.max()) + 1}
+def _capture_of(x: np.ndarray, prompt_ids: np.ndarray, positions: np.ndarray, n_vectors: int):
+    """A one-layer Capture whose two depths hold the same tokens."""
+    return synthetic.as_capture(
+        np.stack([x, x]), prompt_ids, positions, n_vectors=n_vectors, n_omega_samples=16
     )
 
 

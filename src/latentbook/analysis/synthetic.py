@@ -10,16 +10,22 @@ that carries the planted answer next to the data, so a test or a chapter reads b
   (Theorem 6.3, chapter 6);
 - ``contraction_chain(n, d, n_steps, q)``: a linear depth chain that contracts a transverse subspace by ``q``
   per step (Theorem 6.1, chapter 5);
-- ``order_parameter_curve(gamma_c, width, amplitude)``: a sigmoid ``m(gamma)`` with noise (chapter 3).
+- ``order_parameter_curve(gamma_c, width, amplitude)``: a sigmoid ``m(gamma)`` with noise (chapter 3);
+- ``as_capture(states, prompt_ids, positions)``: any of these token sets as a ``Capture``, so a null model runs
+  through exactly the code a model's capture does.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from ..capturing.results import Capture
 
 
 def _positive_int(name: str, value: int) -> int:
@@ -331,3 +337,46 @@ def class_trajectories(
         np.repeat(np.arange(n_items), n_steps),
         prototypes,
     )
+
+
+# --- a Capture of planted tokens ---------------------------------------------------------------------------
+
+
+def as_capture(
+    states: np.ndarray,
+    prompt_ids: np.ndarray | None = None,
+    positions: np.ndarray | None = None,
+    name: str = "synthetic",
+    n_vectors: int = 512,
+    n_omega_samples: int = 4096,
+) -> Capture:
+    """A ``Capture`` of given token vectors, ``states`` of shape ``(n_depths, n_tokens, d)`` (depth ``l`` at
+    ``gamma = l / (n_depths - 1)``), built with the same accumulators and token reservoirs as ``lb.capture``.
+
+    ``prompt_ids`` and ``positions`` (one per token) default to one prompt per token at position 0; the
+    provenance records ``prompts_done`` (the number of distinct prompts) and ``synthetic: True``.
+    Introduced in: chapter 3 (null models through the real pipeline).
+    """
+    import torch
+
+    from ..capturing.accumulators import LayerStats, TokenReservoir, token_keys
+    from ..capturing.results import Capture
+
+    x = np.asarray(states)
+    if x.ndim != 3 or x.shape[0] < 2 or x.shape[1] < 1:
+        raise InvalidInputError(f"states must have shape (n_depths >= 2, n_tokens, d), got {x.shape}.")
+    n_depths, n, d = x.shape
+    ids = np.arange(n) if prompt_ids is None else np.asarray(prompt_ids, dtype=np.int64)
+    pos = np.zeros(n, dtype=np.int64) if positions is None else np.asarray(positions, dtype=np.int64)
+    if ids.shape != (n,) or pos.shape != (n,):
+        raise InvalidInputError(f"prompt_ids and positions need one entry per token ({n}).")
+    tensor = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
+    layers = [LayerStats(d) for _ in range(n_depths)]
+    omega = torch.stack([stats.add(tensor[depth]) for depth, stats in enumerate(layers)])
+    keys = token_keys(ids, pos)
+    vectors = TokenReservoir(n_vectors, n_depths, d)
+    vectors.offer(keys, ids, pos, tensor)
+    omega_sample = TokenReservoir(n_omega_samples, n_depths, 1)
+    omega_sample.offer(keys, ids, pos, omega[..., None])
+    provenance = {"model": name, "prompts_done": len(np.unique(ids)), "synthetic": True}
+    return Capture(name, n_depths - 1, d, layers, None, vectors, omega_sample, provenance)

@@ -178,7 +178,7 @@ def critical_depth(
     rss = float(np.sum(residuals**2))
     noise = float(np.sqrt(rss / (n - 4)))
     delta_bic = {
-        name: _bic(_polynomial_rss(gamma, m, degree), n, degree + 1) - _bic(rss, n, 4)
+        name: float(_bic(_polynomial_rss(gamma, m, degree), n, degree + 1) - _bic(rss, n, 4))
         for name, degree in (("constant", 0), ("linear", 1), ("quadratic", 2))
     }
 
