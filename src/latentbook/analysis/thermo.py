@@ -130,6 +130,60 @@ def fit_beta(p: np.ndarray, energies: np.ndarray, bounds: tuple[float, float] = 
     return float(np.exp(optimize.brentq(excess, lo, hi, xtol=1e-12)))
 
 
+def row_check(
+    logits: np.ndarray,
+    valid: np.ndarray,
+    weights: np.ndarray | None = None,
+    beta: float = 1.0,
+    n_random: int = 8,
+    seed: int = 0,
+) -> dict[str, float]:
+    """The free-energy identities on attention rows with logits ``z`` and energies ``E = -z`` (masked keys out).
+
+    Over all rows (any leading shape, keys on the last axis, ``valid`` marking the keys a query may see):
+    ``fmin_error = max |F(softmax(-beta E)) - (-(1/beta) log Z)|``; ``model_gap = max |F(p) - F_min|`` of the
+    weights the model used (at ``beta = 1``, the model's own temperature; NaN without ``weights``);
+    ``min_random_gap = min F(p) - F_min`` over ``n_random`` Dirichlet rows per row (``>= 0``: the variational
+    principle); ``kl_identity_error = max |F(p) - F_min - KL(p || p*) / beta|`` over the same random rows.
+    Introduced in: chapter 2 (PAPER.md, "Attention thermodynamics").
+    """
+    beta = _beta(beta)
+    z, mask = np.asarray(logits, dtype=np.float64), np.asarray(valid, dtype=bool)
+    if z.ndim < 1 or mask.shape != z.shape or (weights is not None and np.shape(weights) != z.shape):
+        raise InvalidInputError(
+            f"logits, valid and weights must have the same shape (rows x keys); got {z.shape}, {mask.shape}"
+            f" and {None if weights is None else np.shape(weights)}."
+        )
+    if not mask.any(-1).all():
+        raise InvalidInputError("Every row needs at least one valid key: drop padding rows before checking.")
+    z, mask = z.reshape(-1, z.shape[-1]), mask.reshape(-1, z.shape[-1])
+    energies = np.where(mask, -z, 0.0)
+    log_weights = np.where(mask, -beta * energies, -np.inf)
+    log_z = special.logsumexp(log_weights, axis=-1)
+    fmin = -log_z / beta
+    log_gibbs = np.where(mask, log_weights - log_z[:, None], 0.0)
+    result = {
+        "rows": len(z),
+        "fmin_error": float(np.abs(free_energy(np.exp(log_gibbs) * mask, energies, beta) - fmin).max()),
+        "model_gap": float("nan"),
+    }
+    if weights is not None:
+        used = np.where(mask, np.asarray(weights, dtype=np.float64).reshape(z.shape), 0.0)
+        used = used / used.sum(-1, keepdims=True)
+        fmin_model = -special.logsumexp(np.where(mask, z, -np.inf), axis=-1)
+        result["model_gap"] = float(
+            np.abs(free_energy(used, np.where(mask, -z, 0.0), 1.0) - fmin_model).max()
+        )
+    rng = np.random.default_rng(seed)
+    draws = rng.gamma(0.5, size=(n_random, *z.shape)) * mask
+    draws = draws / draws.sum(-1, keepdims=True)
+    gaps = free_energy(draws, energies, beta) - fmin
+    kl = (special.xlogy(draws, draws) - draws * log_gibbs).sum(-1)
+    result["min_random_gap"] = float(gaps.min())
+    result["kl_identity_error"] = float(np.abs(gaps - kl / beta).max())
+    return result
+
+
 def cooling(attention) -> pd.DataFrame:
     """Head-averaged attention statistics against depth, one row per layer (l = 1..L, ``gamma = l / L``).
 

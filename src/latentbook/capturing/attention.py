@@ -9,6 +9,8 @@ Usage (what ``lb.capture(model, prompts, attention=True)`` does):
 4. read out ``stats.entropy()``, ``stats.max_weight()``, ``stats.beta_eff()``, ``stats.free_energy()``,
    ``stats.query_norm()``, ``stats.key_norm()``: arrays ``(L, H)``, means over recorded rows.
 
+For one prompt's raw rows (the logits themselves, not statistics), ``attention_rows(loaded, text, layer)``.
+
 How: a function registered with ``transformers.AttentionInterface`` (and the eager mask with
 ``AttentionMaskInterface``, where it exists) replaces the model's attention for the duration of the block.
 It receives the queries and keys after every transformation the model applies (RoPE, the q/k norms of
@@ -31,6 +33,7 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -190,6 +193,8 @@ class _Recorder:
         self.rows: torch.Tensor | None = None
         self.forwards = 0
         self.calls = [0] * len(attention_modules)
+        self.keep: set[int] = set()  # layers whose raw logits, key mask and weights are kept (attention_rows)
+        self.kept: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
 
     def set_rows(self, mask: torch.Tensor) -> None:
         """The ``(batch, T)`` boolean mask of query rows to record in the next forward."""
@@ -307,12 +312,49 @@ def _record(recorder: _Recorder, layer: int, query, key_states, logits, attentio
     recorder.calls[layer] += 1
     rows = rows.to(query.device)
     valid = _valid_keys(attention_mask, logits.shape, logits.device)
+    if layer in recorder.keep:
+        recorder.kept[layer] = (logits.float().cpu(), valid.expand_as(logits).cpu(), weights.float().cpu())
     totals = row_statistics(logits, valid, weights, rows)
     sel = rows[:, None, :].expand(query.shape[:3])
     zero = torch.zeros((), dtype=torch.float64, device=query.device)
     totals["query_norm"] = torch.where(sel, query.float().norm(dim=-1).double(), zero).sum((0, 2))
     totals["key_norm"] = torch.where(sel, key_states.float().norm(dim=-1).double(), zero).sum((0, 2))
     recorder.stats.add(layer, totals)
+
+
+@dataclass(frozen=True)
+class AttentionRows:
+    """One prompt's attention at one layer, as the model computed it: arrays of shape ``(H, T, S)``.
+
+    ``logits`` are ``z = q.k * scaling`` (soft-capped where the model caps) before the mask, so ``E = -z``
+    with ``beta = 1``; ``valid`` marks the keys each query may attend to; ``weights`` are the model's own
+    softmax weights (float32, as used).
+    """
+
+    logits: np.ndarray
+    valid: np.ndarray
+    weights: np.ndarray
+
+
+def attention_rows(loaded, text: str, layer: int) -> AttentionRows:
+    """The attention logits, key mask and weights of ``text`` at ``layer`` (0-based), from one forward.
+
+    Introduced in: chapter 2 (the free energy checked on real attention rows).
+    """
+    if not isinstance(layer, int) or not 0 <= layer < loaded.n_layers:
+        raise InvalidInputError(f"layer must be an integer in 0..{loaded.n_layers - 1}, got {layer!r}.")
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInputError("text must be a non-empty string (one prompt).")
+    enc = loaded.tokenizer([text], return_tensors="pt")
+    kwargs = {k: v.to(loaded.device) for k, v in enc.items()}
+    if loaded.kind == "causal":
+        kwargs["use_cache"] = False
+    with torch.inference_mode(), attention_recorder(loaded, AttentionStats(loaded.n_layers)) as recorder:
+        recorder.keep = {layer}
+        recorder.set_rows(enc["attention_mask"].bool())
+        loaded.anatomy.base(**kwargs)
+    logits, valid, weights = recorder.kept[layer]
+    return AttentionRows(logits[0].double().numpy(), valid[0].numpy(), weights[0].double().numpy())
 
 
 def _register() -> None:
