@@ -36,6 +36,7 @@ _LAZY: dict[str, str] = {
     "spectra": "latentbook.analysis.spectra",
     "transition": "latentbook.analysis.transition",
     "thermo": "latentbook.analysis.thermo",
+    "stream": "latentbook.analysis.stream",
     "flow": "latentbook.analysis.flow",
     "classes": "latentbook.analysis.classes",
     "omega_analysis": "latentbook.analysis.omega",

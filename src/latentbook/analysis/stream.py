@@ -1,0 +1,61 @@
+"""The residual stream's size against depth, and what the final norm does to the last depth.
+
+- ``rms_norm(cap)``: the root-mean-square coordinate ``sqrt(E ||h||^2 / d)`` at every depth, read from the
+  streamed moments (``E ||h||^2 = tr C + ||mu||^2``), so it covers every captured token, not a sample;
+- ``final_norm_effect(cap)``: the last depth before the final norm (``gamma = 1``) against its output, which is
+  what ``output_hidden_states[-1]`` of transformers returns in place of the last layer's residual stream.
+
+Introduced in: chapter 1.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from ..capturing.accumulators import LayerStats
+    from ..capturing.results import Capture
+
+
+def _rms(stats: LayerStats) -> float:
+    moments = stats.moments
+    mean_square = float(moments.covariance().trace() + moments.mean.square().sum()) / moments.d
+    return float(np.sqrt(mean_square))
+
+
+def rms_norm(cap: Capture) -> np.ndarray:
+    """``sqrt(E ||h^(l)||^2 / d)`` at each depth ``l = 0..L`` (one value per ``cap.gamma``).
+
+    Introduced in: chapter 1.
+    """
+    return np.array([_rms(stats) for stats in cap.layers])
+
+
+def final_norm_effect(cap: Capture) -> dict[str, float]:
+    """The last layer's residual stream (``before``) against the final norm's output (``after``), as floats.
+
+    Keys: ``rms_before`` / ``rms_after`` (root-mean-square coordinate), ``omega_before`` / ``omega_after``
+    (mean Omega over tokens), ``max_abs_before`` / ``max_abs_after`` (largest ``|h_i|`` of any token and
+    coordinate), and ``rms_ratio = rms_before / rms_after``. Raises for models without a final norm
+    (post-norm encoders such as BERT, whose layers end in their own LayerNorm). Introduced in: chapter 1.
+    """
+    if cap.final_norm is None:
+        raise InvalidInputError(
+            f"{cap.model_name} has no final norm in this capture (e.g. a post-norm BERT encoder): its last "
+            "depth is already what output_hidden_states[-1] returns."
+        )
+    before, after = cap.layers[-1], cap.final_norm
+    result = {
+        "rms_before": _rms(before),
+        "rms_after": _rms(after),
+        "omega_before": float(before.omega.mean),
+        "omega_after": float(after.omega.mean),
+        "max_abs_before": float(before.abs.max.max()),
+        "max_abs_after": float(after.abs.max.max()),
+    }
+    result["rms_ratio"] = result["rms_before"] / result["rms_after"]
+    return result
