@@ -204,3 +204,12 @@ def test_bert_encoder_is_supported():
     entropy, max_weight = _eager_reference(minilm, prompts)
     np.testing.assert_allclose(cap.attention.entropy(), entropy, atol=1e-5, rtol=0)
     np.testing.assert_allclose(cap.attention.max_weight(), max_weight, atol=1e-5, rtol=0)
+
+
+def test_checkpoint_resume_keeps_attention(tiny, tmp_path):
+    path = tmp_path / "ckpt.safetensors"
+    first = lb.capture(tiny, SHORT_PROMPTS, batch_size=2, progress=False, attention=True, checkpoint=path)
+    resumed = lb.capture(tiny, SHORT_PROMPTS, batch_size=2, progress=False, attention=True, checkpoint=path)
+    np.testing.assert_array_equal(resumed.attention.entropy(), first.attention.entropy())
+    with pytest.raises(lb.CheckpointMismatchError, match="attention"):
+        lb.capture(tiny, SHORT_PROMPTS, batch_size=2, progress=False, checkpoint=path)
