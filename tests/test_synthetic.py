@@ -68,3 +68,17 @@ def test_order_parameter_curve_is_the_sigmoid_plus_noise():
     noisy = synthetic.order_parameter_curve(noise=0.01, n_layers=400, seed=5)
     clean = synthetic.order_parameter_curve(noise=0.0, n_layers=400)
     assert abs(np.std(noisy.m - clean.m) - 0.01) < 0.0015
+
+
+def test_as_capture_streams_the_given_tokens_like_a_model_capture():
+    c = synthetic.clustered_tokens(40, 10, 12, 0.3, seed=6)
+    states = np.stack([c.x, 2 * c.x, -c.x])
+    cap = synthetic.as_capture(states, c.prompt_ids, c.positions, n_vectors=50, n_omega_samples=120)
+    assert cap.n_layers == 2 and cap.n_tokens == 400 and cap.provenance["prompts_done"] == 40
+    np.testing.assert_allclose(cap.covariance(1), np.cov(2 * c.x.T, bias=True), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(cap.omega_mean(), lb.omega(c.x).mean(), rtol=1e-5)  # Omega is scale-free
+    kept = cap.vectors.prompt_ids * 10 + cap.vectors.positions  # row of each sampled token in c.x
+    np.testing.assert_allclose(cap.token_vectors(2), -c.x[kept], rtol=1e-6)
+    assert cap.omega_samples(0).shape == (120,)
+    with pytest.raises(lb.InvalidInputError, match="n_depths"):
+        synthetic.as_capture(c.x)

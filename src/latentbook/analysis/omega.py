@@ -1,0 +1,358 @@
+"""Object integrity Omega: the per-token value, its reference points, the profile ``m(gamma)``, bimodality.
+
+Usage:
+
+1. ``lb.omega(h)``: Omega along the last axis of a numpy array or torch tensor;
+2. ``reference_values(d)``: one-hot, constant, Gaussian (exact and large-d) and k-sparse values;
+3. ``profile(cap)``: ``m(gamma)`` with bootstrap intervals over prompts (or tokens);
+4. ``bimodality(values)``: Sarle's coefficient, Hartigan's dip test, 1- vs 2-component Gaussian mixture;
+   ``bimodality_checks(cap, layer)``: the same with massive-activation coordinates or the first position
+   removed (the two confounds of chapter 3).
+
+Definition (PAPER.md, "Order parameter"): ``Omega(h) = 1 - ||h||_1 / (sqrt(d) ||h||_2)``, in ``[0, 1 - 1/sqrt(d)]``;
+``Omega(0) = 0``. High Omega = few large coordinates (object-like), low = diffuse superposition.
+Introduced in: chapter 3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import InvalidInputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..capturing.results import Capture
+
+DIP_ALPHA = 0.05
+BC_THRESHOLD = 5 / 9  # Sarle's coefficient of a uniform distribution
+BIC_MARGIN = 10.0  # "very strong" on Kass & Raftery's (1995) scale
+ASHMAN_D = 2.0  # two equal-variance Gaussians make a bimodal density iff D > 2
+
+
+# --- Omega and its reference points ---------------------------------------------------------------------
+
+
+def omega(x: Any) -> Any:
+    """``Omega(h) = 1 - ||h||_1 / (sqrt(d) ||h||_2)`` along the last axis; 0 for the zero vector.
+
+    A torch tensor gives a float32 tensor (``capturing.accumulators.omega_of``, the function the capture
+    streams); anything else is read as a numpy array and gives float64.
+    """
+    if type(x).__module__.startswith("torch"):
+        from ..capturing.accumulators import omega_of
+
+        return omega_of(x)
+    h = np.asarray(x, dtype=np.float64)
+    if h.ndim == 0 or h.shape[-1] == 0:
+        raise InvalidInputError(f"Omega needs vectors along the last axis; got shape {h.shape}.")
+    l1 = np.abs(h).sum(-1)
+    l2 = np.linalg.norm(h, axis=-1)
+    safe = np.where(l2 > 0, l2, 1.0)
+    return np.where(l2 > 0, 1.0 - l1 / (np.sqrt(h.shape[-1]) * safe), 0.0)
+
+
+def gaussian_omega(d: int) -> float:
+    """Exact ``E[Omega(h)]`` for ``h ~ N(0, sigma2 I_d)``: ``1 - sqrt(d / pi) Gamma(d/2) / Gamma((d+1)/2)``.
+
+    ``h / ||h||`` is uniform on the sphere and independent of ``||h||``, so
+    ``E[||h||_1 / ||h||_2] = E||h||_1 / E||h||_2 = d sqrt(2/pi) / (sqrt(2) Gamma((d+1)/2) / Gamma(d/2))``.
+    Tends to ``1 - sqrt(2/pi) = 0.2021`` as ``d -> inf`` (0.1766 at d = 8).
+    """
+    from scipy.special import gammaln
+
+    return float(1.0 - np.sqrt(d / np.pi) * np.exp(gammaln(d / 2) - gammaln((d + 1) / 2)))
+
+
+def reference_values(d: int, k: int | None = None) -> dict[str, float]:
+    """Omega of the paper's reference vectors in dimension ``d``.
+
+    ``one_hot = 1 - 1/sqrt(d)`` (the maximum), ``constant = 0`` (equal magnitudes, the minimum),
+    ``gaussian`` (exact expectation, ``gaussian_omega``), ``gaussian_limit = 1 - sqrt(2/pi)``, and with ``k``,
+    ``k_sparse = 1 - sqrt(k/d)`` (``k`` equal-magnitude nonzero coordinates).
+    """
+    if not isinstance(d, (int, np.integer)) or d < 1:
+        raise InvalidInputError(f"d must be a positive integer, got {d!r}.")
+    values = {
+        "one_hot": 1.0 - 1.0 / np.sqrt(d),
+        "constant": 0.0,
+        "gaussian": gaussian_omega(int(d)),
+        "gaussian_limit": 1.0 - np.sqrt(2.0 / np.pi),
+    }
+    if k is not None:
+        if not isinstance(k, (int, np.integer)) or not 1 <= k <= d:
+            raise InvalidInputError(f"k must be an integer in 1..d={d}, got {k!r}.")
+        values["k_sparse"] = 1.0 - np.sqrt(k / d)
+    return {name: float(v) for name, v in values.items()}
+
+
+# --- samples of a capture, with the confounds removed ---------------------------------------------------
+
+
+def top_dims(vectors: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` coordinates with the largest ``max |h_i|`` over the rows of ``vectors`` (massive activations)."""
+    x = np.asarray(vectors, dtype=np.float64)
+    if x.ndim != 2 or not 0 <= k < x.shape[1]:
+        raise InvalidInputError(f"Need vectors (n, d) and 0 <= k < d; got shape {x.shape} and k={k!r}.")
+    return np.sort(np.argsort(np.abs(x).max(0), kind="stable")[::-1][:k])
+
+
+def omega_without_top_dims(vectors: np.ndarray, k: int, dims: np.ndarray | None = None) -> np.ndarray:
+    """Omega of each row after dropping ``k`` coordinates: ``dims`` if given, else ``top_dims(vectors, k)``."""
+    x = np.asarray(vectors, dtype=np.float64)
+    drop = top_dims(x, k) if dims is None else np.asarray(dims, dtype=np.int64)
+    if len(drop) != k:
+        raise InvalidInputError(f"Got {len(drop)} dims to drop but k={k}.")
+    return omega(np.delete(x, drop, axis=-1))
+
+
+def samples(
+    cap: Capture, layer: int, drop_top_dims: int = 0, drop_first: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-token Omega at ``layer`` of a capture's token sample, and the prompt of each token.
+
+    Default: the Omega sample (``cap.omega_samples``, up to ``n_omega_samples`` tokens). With
+    ``drop_top_dims = k``: Omega recomputed from the vector sample (``cap.token_vectors``, fewer tokens) without
+    the ``k`` coordinates of largest ``max |h_i|`` over *all* captured tokens at that layer (``cap.abs_max``).
+    With ``drop_first``: tokens at position 0 removed (the attention-sink token; the same tokens the capture's
+    ``exclude_first`` drops).
+    """
+    if drop_top_dims:
+        dims = np.sort(np.argsort(cap.abs_max(layer), kind="stable")[::-1][:drop_top_dims])
+        values = omega_without_top_dims(cap.token_vectors(layer), drop_top_dims, dims)
+        reservoir = cap.vectors
+    else:
+        values = cap.omega_samples(layer)
+        reservoir = cap.omega_sample
+    keep = reservoir.positions > 0 if drop_first else np.ones(len(values), dtype=bool)
+    return values[keep], reservoir.prompt_ids[keep]
+
+
+# --- the profile m(gamma) -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Profile:
+    """``m(gamma)`` with a bootstrap interval ``[low, high]`` at each depth."""
+
+    gamma: np.ndarray
+    m: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    n_tokens: int  # tokens in the sample the interval comes from
+    n_prompts: int | None  # prompts resampled (by="prompt"), else None
+    by: str
+    level: float
+
+    def to_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.DataFrame({"gamma": self.gamma, "m": self.m, "low": self.low, "high": self.high})
+
+
+def profile(
+    data: Capture | np.ndarray,
+    prompt_ids: np.ndarray | None = None,
+    gamma: np.ndarray | None = None,
+    by: str | None = None,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    drop_top_dims: int = 0,
+    drop_first: bool = False,
+) -> Profile:
+    """The order parameter ``m(gamma)`` = mean Omega over tokens, with a percentile bootstrap interval.
+
+    ``data``: a ``Capture``, or per-token Omega values of shape ``(n_depths, n_tokens)`` (the same tokens at
+    every depth) with ``prompt_ids`` (one per token) to resample by prompt. ``by="prompt"`` (the default when
+    prompt ids are known) resamples whole prompts, since tokens of one prompt are correlated; ``by="token"``
+    resamples tokens as if independent (narrower, optimistic). Draws are paired across depths. The interval's
+    arms are stretched by Student's ``t_{G-1} / z`` (``G`` prompts or tokens resampled), the usual correction of
+    the percentile bootstrap's narrowness with few clusters.
+
+    For a capture, ``m`` is the exact mean over all captured tokens (``cap.omega_mean()``) and the interval is
+    the bootstrap spread of the token sample's mean around it (conservative: the sample is smaller than all
+    tokens). With ``drop_top_dims`` or ``drop_first`` (see ``samples``) ``m`` is the sample's own mean.
+    """
+    exact = None
+    if hasattr(data, "omega_samples"):
+        cap = data
+        per_depth = [samples(cap, layer, drop_top_dims, drop_first) for layer in range(cap.n_depths)]
+        values = np.stack([v for v, _ in per_depth])
+        prompt_ids = per_depth[0][1]
+        gamma = cap.gamma
+        if not drop_top_dims and not drop_first:
+            exact = cap.omega_mean()
+    else:
+        if drop_top_dims or drop_first:
+            raise InvalidInputError("drop_top_dims and drop_first need a Capture; filter arrays yourself.")
+        values = np.asarray(data, dtype=np.float64)
+        if values.ndim != 2 or values.shape[1] < 2:
+            raise InvalidInputError(
+                f"Expected Omega values of shape (n_depths, n_tokens), got {values.shape}."
+            )
+        if gamma is None:
+            gamma = np.linspace(0.0, 1.0, values.shape[0])
+    gamma = np.asarray(gamma, dtype=np.float64)
+    if gamma.shape != (values.shape[0],):
+        raise InvalidInputError(
+            f"gamma needs one value per depth ({values.shape[0]}), got shape {gamma.shape}."
+        )
+    by = by or ("prompt" if prompt_ids is not None else "token")
+    if by not in ("prompt", "token"):
+        raise InvalidInputError(f"by must be 'prompt' or 'token', got {by!r}.")
+    if not 0.5 < level < 1 or n_boot < 100:
+        raise InvalidInputError(f"Need 0.5 < level < 1 and n_boot >= 100, got {level!r} and {n_boot!r}.")
+
+    rng = np.random.default_rng(seed)
+    n = values.shape[1]
+    if by == "prompt":
+        if prompt_ids is None or np.shape(prompt_ids) != (n,):
+            raise InvalidInputError("by='prompt' needs prompt_ids, one per token (or pass by='token').")
+        _, groups = np.unique(prompt_ids, return_inverse=True)
+        n_groups = int(groups.max()) + 1
+        if n_groups < 2:
+            raise InvalidInputError("All tokens come from one prompt: resampling prompts is impossible.")
+        sums = np.zeros((values.shape[0], n_groups))
+        np.add.at(sums.T, groups, values.T)
+        counts = np.bincount(groups, minlength=n_groups).astype(np.float64)
+        weights = rng.multinomial(n_groups, np.full(n_groups, 1 / n_groups), size=n_boot).astype(np.float64)
+        draws = (weights @ sums.T) / (weights @ counts)[:, None]
+    else:
+        n_groups = None
+        weights = rng.multinomial(n, np.full(n, 1 / n), size=n_boot).astype(np.float64)
+        draws = weights @ values.T / n
+    from scipy.stats import norm, t
+
+    sample_mean = values.mean(1)
+    low, high = np.percentile(draws, [(1 - level) / 2 * 100, (1 + level) / 2 * 100], axis=0)
+    stretch = t.ppf((1 + level) / 2, (n_groups or n) - 1) / norm.ppf((1 + level) / 2)
+    m = sample_mean if exact is None else exact
+    low, high = m - stretch * (sample_mean - low), m + stretch * (high - sample_mean)
+    return Profile(gamma, m, low, high, n, n_groups, by, level)
+
+
+def distributions(cap: Capture) -> tuple[np.ndarray, np.ndarray]:
+    """Bin edges and the density of per-token Omega at every depth, shape ``(n_depths, bins)`` (all tokens)."""
+    edges = cap.omega_histogram(0)[0]
+    counts = np.stack([cap.omega_histogram(layer)[1] for layer in range(cap.n_depths)])
+    return edges, counts / np.maximum(counts.sum(1, keepdims=True), 1) / np.diff(edges)
+
+
+# --- bimodality ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bimodality:
+    """Three tests of bimodality of one sample, and their combined verdict."""
+
+    n: int
+    coefficient: float  # Sarle's bimodality coefficient
+    dip: float  # Hartigan's dip statistic
+    dip_p: float  # its p-value against the uniform (the least favourable unimodal law)
+    delta_bic: float  # BIC(1 Gaussian) - BIC(2-component mixture): > 0 favours two
+    ashman_d: float  # separation of the two fitted components
+    votes: dict[str, bool]  # "coefficient", "dip", "mixture": does each test say bimodal?
+    verdict: str  # "bimodal" (all three), "unimodal" (none) or "inconclusive"
+
+
+def bimodality_coefficient(values: np.ndarray) -> float:
+    """Sarle's ``BC = (g^2 + 1) / (k + 3 (n-1)^2 / ((n-2)(n-3)))``, ``g`` skewness, ``k`` excess kurtosis.
+
+    Both bias-corrected (``G1``, ``G2``); ``BC > 5/9`` (a uniform's value) suggests bimodality, but a strongly
+    skewed unimodal law can pass it too, which is why ``bimodality`` asks two more tests.
+    """
+    from scipy.stats import kurtosis, skew
+
+    x = np.asarray(values, dtype=np.float64)
+    n = len(x)
+    g = skew(x, bias=False)
+    k = kurtosis(x, fisher=True, bias=False)
+    return float((g**2 + 1) / (k + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3))))
+
+
+def dip_test(values: np.ndarray) -> tuple[float, float]:
+    """Hartigan & Hartigan's (1985) dip statistic and its p-value (the ``diptest`` package: a port of R's
+    ``diptest``; p-value interpolated in the table of the dip of uniform samples)."""
+    import diptest
+
+    dip, p = diptest.diptest(np.asarray(values, dtype=np.float64))
+    return float(dip), float(p)
+
+
+def mixture_comparison(values: np.ndarray, seed: int = 0) -> tuple[float, float]:
+    """``BIC_1 - BIC_2`` of 1- and 2-component Gaussian mixtures (sklearn, 5 starts) and Ashman's
+    ``D = sqrt(2) |mu_1 - mu_2| / sqrt(s_1^2 + s_2^2)`` of the two components."""
+    from sklearn.mixture import GaussianMixture
+
+    x = np.asarray(values, dtype=np.float64).reshape(-1, 1)
+    one = GaussianMixture(1, random_state=seed).fit(x)
+    two = GaussianMixture(2, n_init=5, random_state=seed).fit(x)
+    mu = two.means_.ravel()
+    var = two.covariances_.ravel()
+    return float(one.bic(x) - two.bic(x)), float(np.sqrt(2) * abs(mu[0] - mu[1]) / np.sqrt(var.sum()))
+
+
+def bimodality(values: np.ndarray, seed: int = 0) -> Bimodality:
+    """Is a sample of Omega values bimodal? (PAPER.md claim 2.)
+
+    Votes: ``coefficient`` if Sarle's ``BC > 5/9``; ``dip`` if the dip test's ``p < 0.05``; ``mixture`` if two
+    Gaussians beat one by ``BIC >= 10`` *and* are separated (Ashman's ``D > 2``: two equal Gaussians give a
+    bimodal density only then; a skewed or heavy-tailed unimodal sample also prefers two components by BIC).
+    Verdict: "bimodal" when all three agree, "unimodal" when none does, else "inconclusive".
+    """
+    x = np.asarray(values, dtype=np.float64).ravel()
+    if len(x) < 20 or not np.all(np.isfinite(x)):
+        raise InvalidInputError(f"bimodality needs at least 20 finite values, got {len(x)}.")
+    if np.ptp(x) == 0:
+        raise InvalidInputError("All values are equal: there is no distribution to test.")
+    coefficient = bimodality_coefficient(x)
+    dip, dip_p = dip_test(x)
+    delta_bic, ashman = mixture_comparison(x, seed)
+    votes = {
+        "coefficient": coefficient > BC_THRESHOLD,
+        "dip": dip_p < DIP_ALPHA,
+        "mixture": delta_bic >= BIC_MARGIN and ashman > ASHMAN_D,
+    }
+    n_votes = sum(votes.values())
+    verdict = "bimodal" if n_votes == 3 else "unimodal" if n_votes == 0 else "inconclusive"
+    return Bimodality(len(x), coefficient, dip, dip_p, delta_bic, ashman, votes, verdict)
+
+
+def bimodality_checks(cap: Capture, layer: int, k: int = 4, seed: int = 0) -> pd.DataFrame:
+    """``bimodality`` at ``layer`` on the Omega sample as captured, then with each confound removed.
+
+    Rows: "all tokens"; "first position removed"; "top-k dims removed" (massive-activation coordinates,
+    ``samples(drop_top_dims=k)``, from the smaller vector sample); and "both removed". A bimodality that
+    survives neither removal is an artefact of the attention sink or of a few huge coordinates.
+    """
+    import pandas as pd
+
+    variants = {
+        "all tokens": (0, False),
+        "first position removed": (0, True),
+        f"top-{k} dims removed": (k, False),
+        "both removed": (k, True),
+    }
+    rows = []
+    for name, (drop_dims, drop_first) in variants.items():
+        values, prompts = samples(cap, layer, drop_dims, drop_first)
+        result = bimodality(values, seed)
+        rows.append(
+            {
+                "sample": name,
+                "n": result.n,
+                "n_prompts": len(np.unique(prompts)),
+                "mean": float(values.mean()),
+                "coefficient": result.coefficient,
+                "dip_p": result.dip_p,
+                "delta_bic": result.delta_bic,
+                "ashman_d": result.ashman_d,
+                "verdict": result.verdict,
+            }
+        )
+    return pd.DataFrame(rows)

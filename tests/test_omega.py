@@ -1,0 +1,167 @@
+"""Omega, its reference values, the profile's intervals and the bimodality tests against planted answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import latentbook as lb
+from latentbook.analysis import omega, synthetic
+
+# --- Omega and reference values --------------------------------------------------------------------------
+
+
+def test_omega_on_known_vectors_numpy_and_torch_agree():
+    d = 16
+    assert lb.omega is omega.omega
+    np.testing.assert_allclose(omega.omega(np.eye(d)), 1 - 1 / np.sqrt(d))
+    np.testing.assert_allclose(omega.omega(np.array([[3.0, -3.0, 3.0, -3.0]])), 0.0, atol=1e-15)
+    assert omega.omega(np.zeros(5)) == 0.0
+    sparse = np.zeros(d)
+    sparse[[1, 4, 9, 11]] = [2.0, -2.0, 2.0, 2.0]
+    assert omega.omega(sparse) == pytest.approx(omega.reference_values(d, k=4)["k_sparse"])
+    x = np.random.default_rng(0).standard_normal((3, 7, d))
+    values = omega.omega(x)
+    assert values.shape == (3, 7) and values.dtype == np.float64
+    np.testing.assert_allclose(omega.omega(torch.from_numpy(x)).numpy(), values, rtol=1e-5)
+    assert omega.omega(torch.zeros(2, 4)).tolist() == [0.0, 0.0]
+    with pytest.raises(lb.InvalidInputError, match="last axis"):
+        omega.omega(np.float64(3.0))
+
+
+def test_gaussian_reference_is_the_exact_finite_d_expectation():
+    ref = omega.reference_values(8)
+    assert ref["gaussian_limit"] == pytest.approx(1 - np.sqrt(2 / np.pi))
+    values = omega.omega(np.random.default_rng(1).standard_normal((200_000, 8)))
+    se = values.std() / np.sqrt(len(values))
+    assert abs(values.mean() - ref["gaussian"]) < 4 * se
+    assert abs(values.mean() - ref["gaussian_limit"]) > 50 * se  # the limit is wrong at d = 8
+    assert omega.gaussian_omega(1) == pytest.approx(0.0, abs=1e-12)
+    correction = ref["gaussian_limit"] - omega.gaussian_omega(576)  # sqrt(2/pi) / (4d) to leading order
+    assert correction == pytest.approx(np.sqrt(2 / np.pi) / (4 * 576), rel=0.01)
+    assert ref["one_hot"] == pytest.approx(1 - 1 / np.sqrt(8)) and ref["constant"] == 0.0
+    with pytest.raises(lb.InvalidInputError, match="k must"):
+        omega.reference_values(8, k=9)
+
+
+# --- the profile ---------------------------------------------------------------------------------------------
+
+
+def _prompt_correlated_omega(n_prompts: int, per_prompt: int, means: np.ndarray, rho: float, seed: int):
+    """Omega-like values at each depth: depth mean + prompt effect + token noise (variance 0.01, ICC rho)."""
+    rng = np.random.default_rng(seed)
+    prompt = np.repeat(rng.standard_normal((len(means), n_prompts)), per_prompt, axis=1)
+    token = rng.standard_normal((len(means), n_prompts * per_prompt))
+    values = means[:, None] + 0.1 * (np.sqrt(rho) * prompt + np.sqrt(1 - rho) * token)
+    return values, np.repeat(np.arange(n_prompts), per_prompt)
+
+
+def test_intervals_by_prompt_cover_the_truth_and_token_intervals_are_too_narrow():
+    means = np.array([0.2, 0.3, 0.5])
+    covered = {"prompt": 0, "token": 0}
+    for seed in range(100):
+        values, prompts = _prompt_correlated_omega(40, 20, means, rho=0.3, seed=seed)
+        for by in covered:
+            p = omega.profile(values, prompts, by=by, n_boot=400, seed=seed)
+            covered[by] += np.sum((p.low <= means) & (means <= p.high))
+    assert covered["prompt"] / 300 >= 0.9
+    assert covered["token"] / 300 < 0.7  # design effect 1 + 19 * 0.3: expected coverage ~ 0.55
+    p = omega.profile(values, prompts, n_boot=400)
+    assert p.by == "prompt" and p.n_prompts == 40 and p.n_tokens == 800
+    np.testing.assert_allclose(p.m, values.mean(1))
+    np.testing.assert_allclose(p.gamma, [0.0, 0.5, 1.0])
+    assert list(p.to_frame().columns) == ["gamma", "m", "low", "high"]
+
+
+def test_profile_of_a_capture_is_centred_on_the_exact_mean():
+    c = synthetic.clustered_tokens(60, 30, 32, 0.3, seed=2)
+    cap = synthetic.as_capture(
+        np.stack([c.x, np.abs(c.x) ** 3]), c.prompt_ids, c.positions, n_omega_samples=600
+    )
+    p = omega.profile(cap, n_boot=300)
+    np.testing.assert_allclose(p.m, cap.omega_mean())
+    assert np.all(p.low < p.m) and np.all(p.m < p.high)
+    assert p.by == "prompt" and p.n_tokens == 600
+    assert p.m[1] > p.m[0] + 0.1  # cubing makes the vectors sparser
+    assert omega.profile(cap, n_boot=300, drop_first=True).n_tokens < 600
+    with pytest.raises(lb.InvalidInputError, match="Capture"):
+        omega.profile(np.zeros((2, 10)), drop_first=True)
+
+
+# --- bimodality -------------------------------------------------------------------------------------------
+
+
+def test_two_separated_modes_are_bimodal_by_all_three_tests():
+    rng = np.random.default_rng(3)
+    for weight in (0.5, 0.2):
+        n_high = int(4000 * weight)
+        values = np.r_[rng.normal(0.3, 0.03, 4000 - n_high), rng.normal(0.55, 0.03, n_high)]
+        result = omega.bimodality(values)
+        assert result.verdict == "bimodal", result
+        assert all(result.votes.values())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_single_gaussian_is_bimodal_by_none(seed):
+    result = omega.bimodality(np.random.default_rng(seed).normal(0.3, 0.05, 4000), seed=seed)
+    assert result.verdict == "unimodal" and not any(result.votes.values())
+    assert result.coefficient == pytest.approx(1 / 3, abs=0.05)  # Sarle's BC of a Gaussian
+
+
+def test_a_skewed_unimodal_sample_is_not_called_bimodal():
+    values = np.random.default_rng(5).gamma(2.0, 0.05, 4000)
+    result = omega.bimodality(values)
+    assert result.delta_bic > 10  # BIC alone would prefer two Gaussians
+    assert not result.votes["mixture"] and result.verdict != "bimodal"
+
+
+def test_bimodality_refuses_tiny_or_constant_samples():
+    with pytest.raises(lb.InvalidInputError, match="at least 20"):
+        omega.bimodality(np.arange(5.0))
+    with pytest.raises(lb.InvalidInputError, match="equal"):
+        omega.bimodality(np.ones(50))
+
+
+# --- confounds: massive activations and the first position ---------------------------------------------
+
+
+def test_dropping_the_massive_coordinate_restores_the_gaussian_value():
+    x = np.random.default_rng(6).standard_normal((3000, 64))
+    x[:, 17] = 80.0
+    assert omega.omega(x).mean() > 0.6
+    np.testing.assert_array_equal(omega.top_dims(x, 1), [17])
+    cleaned = omega.omega_without_top_dims(x, 1)
+    assert cleaned.mean() == pytest.approx(omega.gaussian_omega(63), abs=0.003)
+
+
+def _sink_capture(seed: int = 7):
+    """Gaussian tokens; the token at position 0 of each prompt carries a massive coordinate (an attention sink)."""
+    c = synthetic.clustered_tokens(300, 8, 64, 0.0, seed=seed)
+    x = c.x.copy()
+    x[c.positions == 0, 5] = 60.0
+    return synthetic.as_capture(
+        np.stack([c.x, x]), c.prompt_ids, c.positions, n_vectors=2400, n_omega_samples=2400
+    )
+
+
+def test_a_sink_token_bimodality_disappears_when_either_confound_is_removed():
+    cap = _sink_capture()
+    table = omega.bimodality_checks(cap, 1, k=1).set_index("sample")
+    assert table.loc["all tokens", "verdict"] == "bimodal"
+    assert table.loc["first position removed", "verdict"] == "unimodal"
+    assert table.loc["top-1 dims removed", "verdict"] == "unimodal"
+    assert table.loc["both removed", "verdict"] == "unimodal"
+    assert table.loc["first position removed", "n"] == 2100
+    values, prompts = omega.samples(cap, 1, drop_top_dims=1)
+    assert (
+        values.mean() == pytest.approx(omega.gaussian_omega(63), abs=0.005) and len(np.unique(prompts)) == 300
+    )
+    assert omega.bimodality_checks(cap, 0, k=1)["verdict"].eq("unimodal").all()
+
+
+def test_distributions_are_densities_per_depth():
+    cap = _sink_capture()
+    edges, density = omega.distributions(cap)
+    assert density.shape == (2, len(edges) - 1)
+    np.testing.assert_allclose((density * np.diff(edges)).sum(1), 1.0)
