@@ -1,0 +1,193 @@
+"""Seaborn figures of the book: numbers in, labelled axes out.
+
+Every function draws on ``ax`` (a new figure when omitted) and returns the ``Axes``; none computes a
+statistic beyond arranging what it is given. Null models (labels starting with ``random:`` or containing
+``shuffled``) are drawn dashed in the colour of their real model, so a reader pairs them at a glance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.axes import Axes
+
+from ..errors import InvalidInputError
+
+GAMMA_LABEL = r"depth $\gamma = l/L$"
+GAUSSIAN_OMEGA = 1.0 - np.sqrt(2.0 / np.pi)
+
+
+def _ax(ax: Axes | None, size: tuple[float, float] = (6.5, 3.8)) -> Axes:
+    if ax is None:
+        _, ax = plt.subplots(figsize=size)
+    return ax
+
+
+def is_null(label: str) -> bool:
+    """Whether a label names a null model: random weights or shuffled words."""
+    return label.startswith("random:") or "shuffled" in label
+
+
+def _base(label: str) -> str:
+    return label.removeprefix("random:").replace(" (shuffled)", "").replace("shuffled", "").strip()
+
+
+def palette(labels) -> dict[str, tuple]:
+    """One colour per real model; a null model shares the colour of the model it is the twin of."""
+    bases = list(dict.fromkeys(_base(label) for label in labels))
+    colours = dict(zip(bases, sns.color_palette("colorblind", len(bases))))
+    return {label: colours[_base(label)] for label in labels}
+
+
+def depth_profiles(
+    profiles: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    ylabel: str,
+    *,
+    title: str | None = None,
+    ax: Axes | None = None,
+    logy: bool = False,
+    reference: tuple[float, str] | None = None,
+) -> Axes:
+    """One line per label: ``values`` against ``gamma``; null models dashed; optional horizontal reference."""
+    if not profiles:
+        raise InvalidInputError("depth_profiles needs at least one (gamma, values) profile.")
+    ax = _ax(ax)
+    colours = palette(profiles)
+    for label, (gamma, values) in profiles.items():
+        ax.plot(
+            gamma,
+            values,
+            marker="o",
+            ms=3,
+            lw=1.4,
+            color=colours[label],
+            ls="--" if is_null(label) else "-",
+            label=label,
+        )
+    if reference is not None:
+        ax.axhline(reference[0], color="grey", ls=":", lw=1, label=reference[1])
+    if logy:
+        ax.set_yscale("log")
+    ax.set(xlabel=GAMMA_LABEL, ylabel=ylabel, title=title)
+    ax.legend(frameon=False, fontsize="small")
+    return ax
+
+
+def head_scatter(
+    gamma: np.ndarray, values: np.ndarray, ylabel: str, *, label: str, ax: Axes | None = None, color=None
+) -> Axes:
+    """Every head as a dot (``values`` of shape ``(L, H)`` at ``gamma`` of shape ``(L,)``) and the head mean as a line."""
+    values = np.asarray(values, dtype=np.float64)
+    gamma = np.asarray(gamma, dtype=np.float64)
+    if values.ndim != 2 or values.shape[0] != gamma.shape[0]:
+        raise InvalidInputError(
+            f"values must be (layers, heads) with one row per gamma; got {values.shape}, {gamma.shape}."
+        )
+    ax = _ax(ax)
+    color = color if color is not None else palette([label])[label]
+    style = "--" if is_null(label) else "-"
+    ax.scatter(np.repeat(gamma, values.shape[1]), values.ravel(), s=8, alpha=0.35, color=color, lw=0)
+    ax.plot(gamma, np.nanmean(values, axis=1), ls=style, lw=1.8, color=color, label=f"{label} (head mean)")
+    ax.set(xlabel=GAMMA_LABEL, ylabel=ylabel)
+    ax.legend(frameon=False, fontsize="small")
+    return ax
+
+
+def omega_violins(samples: Mapping[str, Mapping[float, np.ndarray]], *, ax: Axes | None = None) -> Axes:
+    """Per-token Omega at a few depths: ``samples[label][gamma]`` is an array of Omega values; one violin each."""
+    rows = [
+        pd.DataFrame({"model": label, "gamma": f"{gamma:.2f}", "omega": np.asarray(values, dtype=np.float64)})
+        for label, by_depth in samples.items()
+        for gamma, values in by_depth.items()
+    ]
+    if not rows:
+        raise InvalidInputError("omega_violins needs at least one model with at least one depth of samples.")
+    frame = pd.concat(rows, ignore_index=True)
+    ax = _ax(ax, (7.5, 4.0))
+    sns.violinplot(
+        data=frame,
+        x="gamma",
+        y="omega",
+        hue="model",
+        palette=palette(samples),
+        cut=0,
+        density_norm="width",
+        inner="quartile",
+        linewidth=0.8,
+        ax=ax,
+    )
+    ax.axhline(GAUSSIAN_OMEGA, color="grey", ls=":", lw=1, label=r"Gaussian $1-\sqrt{2/\pi}$")
+    ax.set(xlabel=GAMMA_LABEL + " (rounded)", ylabel=r"per-token $\Omega$")
+    ax.legend(frameon=False, fontsize="small")
+    return ax
+
+
+def coordinate_magnitudes(
+    abs_max: Mapping[str, np.ndarray], *, ax: Axes | None = None, top: int = 40
+) -> Axes:
+    """Per-coordinate ``max |h_i|`` over tokens, sorted, relative to the median coordinate (log scale)."""
+    ax = _ax(ax)
+    colours = palette(abs_max)
+    for label, values in abs_max.items():
+        values = np.sort(np.asarray(values, dtype=np.float64))[::-1]
+        ratio = values / np.median(values)
+        rank = np.arange(1, min(top, len(ratio)) + 1)
+        ax.plot(
+            rank,
+            ratio[: len(rank)],
+            marker="o",
+            ms=3,
+            color=colours[label],
+            ls="--" if is_null(label) else "-",
+            label=label,
+        )
+    ax.set_yscale("log")
+    ax.set(xlabel="coordinate rank (largest first)", ylabel=r"$\max_t |h_i| \;/\;$ median over coordinates")
+    ax.legend(frameon=False, fontsize="small")
+    return ax
+
+
+def transition_fit(
+    gamma: np.ndarray, m: np.ndarray, transition, *, label: str, ax: Axes | None = None, color=None
+) -> Axes:
+    """``m(gamma)`` as dots, the fitted sigmoid as a line, and ``gamma_c`` with its interval when there is a transition."""
+    ax = _ax(ax)
+    color = color if color is not None else palette([label])[label]
+    ax.plot(gamma, m, "o", ms=4, color=color, label=f"{label}: $m(\\gamma)$")
+    ax.plot(
+        gamma,
+        transition.fitted,
+        "-" if not is_null(label) else "--",
+        color=color,
+        lw=1.2,
+        label=f"{label}: sigmoid fit",
+    )
+    if transition.has_transition:
+        ax.axvspan(*transition.ci, color=color, alpha=0.15, lw=0)
+        ax.axvline(transition.gamma_c, color=color, ls=":", lw=1)
+    ax.set(xlabel=GAMMA_LABEL, ylabel=r"$m(\gamma)$, mean $\Omega$")
+    ax.legend(frameon=False, fontsize="small")
+    return ax
+
+
+def free_energy_paths(t: np.ndarray, values: np.ndarray, f_min: float, *, ax: Axes | None = None) -> Axes:
+    """``F`` along straight paths ``p(t) = (1 - t) p* + t r`` leaving the Gibbs row: ``values`` is ``(paths, len(t))``."""
+    values = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    if values.shape[1] != len(t):
+        raise InvalidInputError(
+            f"values must have one column per t; got {values.shape} for {len(t)} values of t."
+        )
+    ax = _ax(ax)
+    for path in values:
+        ax.plot(t, path - f_min, color="tab:blue", alpha=0.5, lw=1)
+    ax.axhline(0.0, color="black", lw=0.8)
+    ax.axvline(0.0, color="grey", ls=":", lw=1)
+    ax.set(
+        xlabel=r"step $t$ away from softmax, $p(t) = (1-t)\,p^* + t\,r$",
+        ylabel=r"$F(p(t)) - F_{\min}$ (nats)",
+    )
+    return ax

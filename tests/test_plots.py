@@ -1,0 +1,102 @@
+"""The book's figures: each draws what it is given, with labelled axes, and refuses empty input."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")  # tests only: no display; the book uses %matplotlib inline
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import latentbook as lb  # noqa: E402
+from latentbook.analysis import synthetic, transition  # noqa: E402
+from latentbook.view import plots  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close():
+    yield
+    plt.close("all")
+
+
+def _labelled(ax):
+    assert ax.get_xlabel() and ax.get_ylabel()
+
+
+def test_depth_profiles_one_line_per_model_nulls_dashed_same_colour():
+    gamma = np.linspace(0, 1, 7)
+    ax = plots.depth_profiles(
+        {"smollm2-135m": (gamma, gamma**2), "random:smollm2-135m": (gamma, gamma)},
+        "RMS",
+        reference=(0.2, "ref"),
+        logy=True,
+    )
+    _labelled(ax)
+    real, null, ref = ax.get_lines()
+    np.testing.assert_allclose(real.get_ydata(), gamma**2)
+    assert real.get_linestyle() == "-" and null.get_linestyle() == "--"
+    assert real.get_color() == null.get_color()
+    assert ref.get_ydata()[0] == 0.2
+    assert ax.get_yscale() == "log"
+    with pytest.raises(lb.InvalidInputError):
+        plots.depth_profiles({}, "RMS")
+
+
+def test_head_scatter_draws_every_head_and_the_mean():
+    gamma = np.arange(1, 5) / 4
+    values = np.arange(12.0).reshape(4, 3)
+    ax = plots.head_scatter(gamma, values, "entropy (nats)", label="m")
+    _labelled(ax)
+    assert len(ax.collections[0].get_offsets()) == 12
+    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), values.mean(1))
+    with pytest.raises(lb.InvalidInputError):
+        plots.head_scatter(gamma, values[:3], "entropy", label="m")
+
+
+def test_omega_violins_one_violin_per_model_and_depth():
+    rng = np.random.default_rng(0)
+    samples = {
+        "a": {0.0: rng.uniform(0.2, 0.3, 200), 0.5: rng.uniform(0.3, 0.6, 200)},
+        "random:a": {0.0: rng.uniform(0.2, 0.25, 200), 0.5: rng.uniform(0.2, 0.25, 200)},
+    }
+    ax = plots.omega_violins(samples)
+    _labelled(ax)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0.00", "0.50"]
+    assert len([c for c in ax.collections if c.get_paths()]) >= 4  # one body per (model, depth)
+    with pytest.raises(lb.InvalidInputError):
+        plots.omega_violins({})
+
+
+def test_coordinate_magnitudes_sorted_ratios_on_log_scale():
+    values = np.ones(100)
+    values[3] = 500.0
+    ax = plots.coordinate_magnitudes({"m": values}, top=10)
+    _labelled(ax)
+    line = ax.get_lines()[0]
+    assert line.get_ydata()[0] == pytest.approx(500.0) and len(line.get_ydata()) == 10
+    assert ax.get_yscale() == "log"
+
+
+def test_transition_fit_marks_gamma_c_only_when_there_is_one():
+    curve = synthetic.order_parameter_curve(gamma_c=0.45, width=0.03, amplitude=0.3, n_layers=30, noise=0.005)
+    fit = transition.critical_depth(curve.gamma, curve.m, n_boot=30)
+    ax = plots.transition_fit(curve.gamma, curve.m, fit, label="planted")
+    _labelled(ax)
+    assert fit.has_transition
+    assert len(ax.get_lines()) == 3  # dots, fit, gamma_c
+    flat_curve = synthetic.order_parameter_curve(amplitude=0.0, n_layers=30, noise=0.005)
+    flat = transition.critical_depth(flat_curve.gamma, flat_curve.m, n_boot=30)
+    assert not flat.has_transition
+    ax = plots.transition_fit(flat_curve.gamma, flat_curve.m, flat, label="flat")
+    assert len(ax.get_lines()) == 2
+
+
+def test_free_energy_paths_draws_each_path_relative_to_f_min():
+    t = np.linspace(-0.5, 1, 11)
+    ax = plots.free_energy_paths(t, np.vstack([t**2 + 2, 3 * t**2 + 2]), f_min=2.0)
+    _labelled(ax)
+    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), t**2)
+    with pytest.raises(lb.InvalidInputError):
+        plots.free_energy_paths(t, np.ones((2, 3)), f_min=0.0)
