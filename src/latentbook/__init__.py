@@ -37,6 +37,7 @@ _LAZY: dict[str, str] = {
     "transition": "latentbook.analysis.transition",
     "thermo": "latentbook.analysis.thermo",
     "stream": "latentbook.analysis.stream",
+    "confounds": "latentbook.analysis.confounds",
     "flow": "latentbook.analysis.flow",
     "classes": "latentbook.analysis.classes",
     "omega_analysis": "latentbook.analysis.omega",

@@ -1,0 +1,94 @@
+"""What Omega measures besides "object integrity": the confounds of chapter 3, each measured on a capture.
+
+Omega is not invariant to the choices behind it, and each choice can move it as much as the claimed transition:
+
+- **massive activations** (Sun et al. 2024): a few coordinates 100-1000x larger than the rest make any vector
+  look one-hot. ``massive_ratio`` is the largest ``max |h_i|`` over the median coordinate's, per depth;
+- **the first position** (the attention sink, Xiao et al. 2024) carries most of those coordinates;
+- **centring**: a large shared mean ``mu`` makes every token look like ``mu``; Omega of ``h - mu`` removes it;
+- **the basis**: Omega counts coordinates, so a rotation ``R h`` (same geometry, other axes) sends any vector
+  to ``1 - sqrt(2/pi) ~ 0.2021``: Omega measures alignment with the neuron basis, not intrinsic sparsity.
+
+``treatments(cap, layer, k)`` gives mean Omega of the same sampled tokens under each treatment;
+``cleaned_profile(cap, k)`` gives ``m(gamma)`` with the confounds removed (centred, first position dropped,
+the ``k`` massive coordinates dropped), with the same bootstrap intervals as ``omega.profile``.
+Introduced in: chapter 3.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from .omega import Profile, omega, profile
+from .synthetic import random_orthonormal
+
+if TYPE_CHECKING:
+    from ..capturing.results import Capture
+
+
+def massive_ratio(cap: Capture) -> np.ndarray:
+    """``max_i A_i / median_i A_i`` at each depth, with ``A_i = max over tokens |h_i|`` (all captured tokens)."""
+    ratios = []
+    for layer in range(cap.n_depths):
+        a = cap.abs_max(layer).astype(np.float64)
+        ratios.append(a.max() / max(float(np.median(a)), 1e-300))
+    return np.array(ratios)
+
+
+def massive_dims(cap: Capture, layer: int, k: int) -> np.ndarray:
+    """The ``k`` coordinates of largest ``max |h_i|`` over all captured tokens at ``layer``, sorted."""
+    if not isinstance(k, (int, np.integer)) or not 0 <= k < cap.d_model:
+        raise InvalidInputError(f"k must be an integer in 0..{cap.d_model - 1}, got {k!r}.")
+    return np.sort(np.argsort(cap.abs_max(layer), kind="stable")[::-1][:k])
+
+
+def rotated(vectors: np.ndarray, seed: int = 0) -> np.ndarray:
+    """``vectors @ R`` for one Haar-random orthogonal ``R`` (``d x d``): the same geometry in another basis."""
+    x = np.asarray(vectors, dtype=np.float64)
+    return x @ random_orthonormal(x.shape[-1], x.shape[-1], np.random.default_rng(seed))
+
+
+def _cleaned(cap: Capture, layer: int, k: int, centre: bool, drop_first: bool) -> np.ndarray:
+    x = cap.token_vectors(layer).astype(np.float64)
+    if centre:
+        x = x - cap.mean(layer)
+    if drop_first:
+        x = x[cap.vectors.positions > 0]
+    if k:
+        x = np.delete(x, massive_dims(cap, layer, k), axis=-1)
+    return omega(x)
+
+
+def treatments(cap: Capture, layer: int, k: int = 4, seed: int = 0) -> dict[str, float]:
+    """Mean Omega at ``layer`` of the capture's sampled token vectors, as captured and under each treatment.
+
+    Keys: ``as captured``, ``first position dropped``, ``top-k dims dropped``, ``centred``, ``rotated`` (one
+    random basis) and ``all removed`` (centred, first position and top-k dims dropped). Plain floats.
+    """
+    x = cap.token_vectors(layer).astype(np.float64)
+    return {
+        "as captured": float(omega(x).mean()),
+        "first position dropped": float(_cleaned(cap, layer, 0, False, True).mean()),
+        f"top-{k} dims dropped": float(_cleaned(cap, layer, k, False, False).mean()),
+        "centred": float(_cleaned(cap, layer, 0, True, False).mean()),
+        "rotated": float(omega(rotated(x, seed)).mean()),
+        "all removed": float(_cleaned(cap, layer, k, True, True).mean()),
+    }
+
+
+def cleaned_profile(
+    cap: Capture, k: int = 4, centre: bool = True, drop_first: bool = True, n_boot: int = 1000, seed: int = 0
+) -> Profile:
+    """``m(gamma)`` of the sampled tokens with the confounds removed, intervals resampling prompts.
+
+    At each depth: ``h - mu`` (``centre``), tokens at position 0 dropped (``drop_first``), the ``k``
+    coordinates of largest ``max |h_i|`` at that depth dropped; then ``omega.profile`` of the result.
+    """
+    values = np.stack([_cleaned(cap, layer, k, centre, drop_first) for layer in range(cap.n_depths)])
+    ids = cap.vectors.prompt_ids
+    if drop_first:
+        ids = ids[cap.vectors.positions > 0]
+    return profile(values, prompt_ids=ids, gamma=cap.gamma, n_boot=n_boot, seed=seed)
