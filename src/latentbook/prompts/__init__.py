@@ -42,3 +42,6 @@ def shuffled(texts: list[str], seed: int = 0) -> list[str]:
         rng.shuffle(words)
         out.append(" ".join(words))
     return out
+
+
+from . import reasoning  # noqa: E402  (labelled reasoning sets: lb.prompts.reasoning.load("binding"))
