@@ -10,6 +10,7 @@ import json
 from importlib import resources
 
 from ..errors import InvalidInputError
+from . import reasoning as reasoning  # labelled sets: lb.prompts.reasoning.load("binding")
 
 _FILES = {"general": "general.jsonl"}
 
@@ -43,5 +44,3 @@ def shuffled(texts: list[str], seed: int = 0) -> list[str]:
         out.append(" ".join(words))
     return out
 
-
-from . import reasoning  # noqa: E402  (labelled reasoning sets: lb.prompts.reasoning.load("binding"))
