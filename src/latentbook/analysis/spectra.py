@@ -207,6 +207,7 @@ class MPFit:
     ks: float  # Kolmogorov–Smirnov distance of the bulk to the fitted MP law
     bulk: np.ndarray  # the eigenvalues fitted as bulk, ascending
     alpha: float  # false-alarm level of the spike cut
+    settled: bool  # False: the spikes ate more than the allowed share of the bulk (no MP bulk; a lower bound)
 
     @property
     def bbp_threshold(self) -> float:
@@ -239,25 +240,42 @@ def _fit_scale(bulk: np.ndarray, q: float, trim: float) -> float:
     return float(np.dot(bulk[use], quantiles) / np.dot(quantiles, quantiles))
 
 
-def _ks(bulk: np.ndarray, q: float, sigma2: float) -> float:
-    g = _bulk_cdf(bulk, q, sigma2)
-    n = len(bulk)
-    i = np.arange(1, n + 1)
-    return float(max(np.max(i / n - g), np.max(g - (i - 1) / n)))
+def _ks(values: np.ndarray, q: float, sigma2: float) -> float:
+    """``sup_x |F_n(x) - F(x)|`` of the values against the full MP law (atom included), exact with ties."""
+    xs, counts = np.unique(values, return_counts=True)
+    right = np.cumsum(counts) / len(values)
+    law = mp_cdf(xs, q, sigma2)
+    law_left = law - np.where(xs == 0, max(0.0, 1.0 - 1.0 / q), 0.0)
+    return float(max(np.max(np.abs(right - law)), np.max(np.abs(right - counts / len(values) - law_left))))
 
 
 def mp_fit(
-    eigvals: np.ndarray, n_samples: float, alpha: float = 0.01, trim: float = 0.1, max_iter: int = 50
+    eigvals: np.ndarray,
+    n_samples: float,
+    alpha: float = 0.01,
+    trim: float = 0.1,
+    min_bulk: float = 0.5,
+    zero_tol: float = 1e-6,
+    max_iter: int = 50,
 ) -> MPFit:
     """Fit the MP law to the bulk of a spectrum and count the spikes above it.
 
-    Robust fit: with ``k`` spikes (start ``k = 0``), the bulk is the next ``min(d - k, N)`` eigenvalues (the
-    rest are the atom at 0 when ``d - k > N``), ``q = (d - k) / N``, and ``sigma2`` is the least-squares slope
-    of the sorted bulk on the MP quantiles ``Q_q((i - 1/2) / n_bulk)``, leaving out the bulk's top ``trim``.
-    ``k`` becomes the number of eigenvalues above ``spike_threshold(sigma2, q, N, alpha)``; repeat until ``k``
-    is stable. Spikes never enter the scale fit, so they cannot inflate ``sigma2``.
-    ``ks`` is ``sup |F_bulk - F_MP|`` (eigenvalues repel, so compare it with the KS of a null spectrum of
-    the same ``d, N``, not with the i.i.d. KS table).
+    Robust fit: with ``k`` spikes (start ``k = 0``), ``q = (d - k) / N`` and the bulk is the next
+    ``min(d - k, N)`` eigenvalues (the rest is the atom at 0 when ``d - k > N``); numerical zeros (below
+    ``zero_tol`` times the largest eigenvalue: rank deficiency, repeated tokens) are left out of it.
+    ``sigma2`` is the least-squares slope of the sorted bulk on the MP quantiles ``Q_q((i - 1/2) / n_bulk)``,
+    leaving out the bulk's top ``trim``. ``k`` becomes the number of eigenvalues above
+    ``spike_threshold(sigma2, q, N, alpha)``; repeat until ``k`` is stable. Spikes never enter the scale fit,
+    so they cannot inflate ``sigma2``.
+
+    When the spike count would leave less than ``min_bulk`` of the bulk's eigenvalues, there is no MP bulk to
+    speak of (a heavy-tailed or strongly structured spectrum): the fit stops there with ``settled = False``
+    and ``n_spikes`` is a lower bound.
+
+    ``ks`` is ``sup |F_n - F_MP|`` over all eigenvalues but the spikes, against the full law (atom at 0
+    included), so eigenvalues the law does not predict (e.g. nonzero ones where it puts the atom) count as
+    misfit. Eigenvalues repel, so compare ``ks`` with that of a null spectrum of the same ``d`` and ``N``,
+    not with the i.i.d. KS table.
     Introduced in: chapter 4.
     """
     lam = _as_spectrum(eigvals)
@@ -265,25 +283,33 @@ def mp_fit(
         raise InvalidInputError(
             f"n_samples must be a number >= 2 (the effective number of tokens), got {n_samples!r}."
         )
-    if not 0 < alpha < 1 or not 0 <= trim < 0.9:
+    if not (0 < alpha < 1 and 0 <= trim < 0.9 and 0 < min_bulk <= 1 and 0 <= zero_tol < 1):
         raise InvalidInputError(
-            f"Need 0 < alpha < 1 and 0 <= trim < 0.9, got alpha={alpha!r}, trim={trim!r}."
+            f"Need 0 < alpha < 1, 0 <= trim < 0.9, 0 < min_bulk <= 1, 0 <= zero_tol < 1; got alpha={alpha!r}, "
+            f"trim={trim!r}, min_bulk={min_bulk!r}, zero_tol={zero_tol!r}."
         )
     d, n = len(lam), float(n_samples)
-    k, seen = 0, {0}
+    n_nonzero = int(np.sum(lam > zero_tol * lam[0]))
+    if n_nonzero < 3:
+        raise InvalidInputError(
+            f"Only {n_nonzero} eigenvalues are nonzero: there is no bulk to fit. Check the covariance."
+        )
+
+    def bulk_of(k: int) -> np.ndarray:
+        return lam[k : min(k + min(d - k, int(n)), n_nonzero)][::-1]
+
+    max_spikes = n_nonzero - max(3, int(np.ceil(min_bulk * len(bulk_of(0)))))
+    k, seen, settled = 0, {0}, True
     for _ in range(max_iter):
-        n_bulk = min(d - k, int(np.floor(n)))
-        bulk = lam[k : k + n_bulk][::-1]
-        if n_bulk < 2 or bulk[-1] <= 0:
-            raise InvalidInputError(
-                f"Too few nonzero bulk eigenvalues to fit ({n_bulk} after {k} spikes): "
-                "the spectrum is degenerate."
-            )
+        bulk = bulk_of(k)
         q = (d - k) / n
         sigma2 = _fit_scale(bulk, q, trim)
         threshold = spike_threshold(sigma2, q, n, alpha)
         k_new = int(np.sum(lam > threshold))
-        if k_new in seen or k_new >= d - 1:  # settled (or cycling): keep the fit of the current k
+        if k_new > max_spikes:
+            settled = False
+            break
+        if k_new in seen:  # stable (or a rare 2-cycle at the margin): keep the fit of the current k
             break
         seen.add(k_new)
         k = k_new
@@ -297,9 +323,10 @@ def mp_fit(
         n_spikes=k,
         spikes=spikes,
         spike_population=spike_population(spikes, sigma2, q),
-        ks=_ks(bulk, q, sigma2),
+        ks=_ks(lam[k:], q, sigma2),
         bulk=bulk.copy(),
         alpha=alpha,
+        settled=settled,
     )
 
 

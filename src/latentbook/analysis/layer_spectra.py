@@ -1,0 +1,288 @@
+"""Spectra of real layers against the Marchenko–Pastur null: a sink-free token sample, a Gaussian reference of
+the same shape, centred against uncentred, and a prompt-bootstrap interval for the participation ratio.
+
+Why a token sample. The streamed covariance ``cap.covariance(l)`` sums over every captured token, including the
+first position of each prompt. In models with an attention sink (SmolLM2, chapter 3) that token's norm is about a
+hundred times the others', so one token per prompt owns almost all the variance and the covariance is rank one in
+effect. ``Capture.token_vectors`` keeps a uniform sample of tokens *with their positions*, so the sink can be
+dropped exactly. The sample holds ``n ~ 500`` tokens from ~128 prompts (about 4 per prompt), so its tokens are
+nearly independent (design effect ``1 + (m - 1) rho^2 ~ 1``, see ``spectra.effective_sample_size``), at the
+price of a ratio ``q = d / n`` near 1.
+
+Usage:
+
+1. ``s = token_sample(cap, l)``: the sampled vectors at depth ``l`` without position 0, with their prompt ids;
+2. ``spectrum_summary(sample_eigvals(s.x), s.n_dof)``: effective rank, participation ratio, MP fit;
+3. ``layer_profile(cap)``: that summary at every depth; ``gaussian_reference(n, d)``: the same numbers for pure
+   noise of the same shape (the null every real number is read against);
+4. ``participation_ratio_draws(cap)`` and ``depth_contrast(...)``: the PR after a depth against before it, with
+   a bootstrap interval that resamples whole prompts (used by the verdict, chapter 8).
+
+Introduced in: chapter 4 (PAPER.md, "Spectral density" and claim 3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from . import spectra, synthetic
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..capturing.results import Capture
+
+
+@dataclass(frozen=True)
+class TokenSample:
+    """Sampled token vectors of one depth, ``x`` of shape ``(n, d)``, with the prompt and position of each."""
+
+    x: np.ndarray
+    prompt_ids: np.ndarray
+    positions: np.ndarray
+    layer: int
+
+    @property
+    def n(self) -> int:
+        return int(self.x.shape[0])
+
+    @property
+    def n_dof(self) -> int:
+        """Degrees of freedom of the centred sample covariance: ``n - 1`` (its rank is at most ``n - 1``)."""
+        return self.n - 1
+
+
+def _keep_mask(cap: Capture, exclude_positions: Sequence[int]) -> np.ndarray:
+    keep = ~np.isin(cap.vectors.positions, np.asarray(list(exclude_positions), dtype=np.int64))
+    if keep.sum() < 3:
+        raise InvalidInputError(
+            f"Only {int(keep.sum())} sampled tokens remain after excluding positions {list(exclude_positions)}: "
+            "capture with a larger n_vectors or exclude fewer positions."
+        )
+    return keep
+
+
+def token_sample(cap: Capture, layer: int, exclude_positions: Sequence[int] = (0,)) -> TokenSample:
+    """``cap.token_vectors(layer)`` without the tokens at ``exclude_positions`` (default: the first, the sink).
+
+    The same tokens at every depth, so samples of two depths can be compared token by token (chapter 5).
+    """
+    x = cap.token_vectors(layer)
+    keep = _keep_mask(cap, exclude_positions)
+    return TokenSample(
+        np.asarray(x[keep], dtype=np.float64),
+        np.asarray(cap.vectors.prompt_ids)[keep],
+        np.asarray(cap.vectors.positions)[keep],
+        int(layer),
+    )
+
+
+def sample_eigvals(x: np.ndarray, centered: bool = True) -> np.ndarray:
+    """The ``d`` eigenvalues, descending, of ``X^T X / n`` (``X`` centred when ``centered``), ``x`` of shape ``(n, d)``.
+
+    When ``n < d`` they come from the ``n x n`` Gram matrix (the same nonzero eigenvalues), padded with zeros.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2 or x.shape[0] < 2 or not np.all(np.isfinite(x)):
+        raise InvalidInputError(f"Expected a finite (n >= 2, d) array of token vectors, got shape {x.shape}.")
+    n, d = x.shape
+    if centered:
+        x = x - x.mean(0)
+    if n < d:
+        lam = np.linalg.eigvalsh(x @ x.T / n)
+        lam = np.concatenate([np.zeros(d - n), lam])
+    else:
+        lam = np.linalg.eigvalsh(x.T @ x / n)
+    return np.clip(lam, 0.0, None)[::-1].copy()
+
+
+def spectrum_summary(eigvals: np.ndarray, n_samples: float, alpha: float = 0.01) -> dict[str, float]:
+    """Effective rank, participation ratio, stable rank and the MP fit (``spectra.mp_fit``) of one spectrum.
+
+    ``top_over_edge`` is the largest eigenvalue over the fitted bulk's upper edge (1 or less: no spike).
+    """
+    lam = np.asarray(eigvals, dtype=np.float64)
+    fit = spectra.mp_fit(lam, n_samples, alpha=alpha)
+    return {
+        "effective_rank": spectra.effective_rank(lam),
+        "participation_ratio": spectra.participation_ratio(lam),
+        "stable_rank": spectra.stable_rank(lam),
+        "n_spikes": int(fit.n_spikes),
+        "ks": float(fit.ks),
+        "sigma2": float(fit.sigma2),
+        "edge": float(fit.edges[1]),
+        "top_over_edge": float(np.max(lam) / fit.edges[1]),
+    }
+
+
+def layer_profile(
+    cap: Capture, exclude_positions: Sequence[int] = (0,), centered: bool = True, alpha: float = 0.01
+) -> pd.DataFrame:
+    """One row per depth of the sink-free token sample: ``spectrum_summary`` with ``N = n - 1`` (centred) or
+    ``n`` (uncentred), plus ``mean_share = ||mean||^2 / mean ||h||^2``, the part of the second moment that
+    centring removes. Introduced in: chapter 4.
+    """
+    import pandas as pd
+
+    rows = []
+    for layer in range(cap.n_depths):
+        sample = token_sample(cap, layer, exclude_positions)
+        lam = sample_eigvals(sample.x, centered)
+        summary = spectrum_summary(lam, sample.n_dof if centered else sample.n, alpha)
+        mean_share = float(np.sum(sample.x.mean(0) ** 2) / np.mean(np.sum(sample.x**2, axis=1)))
+        rows.append(
+            {
+                "layer": layer,
+                "gamma": float(cap.gamma[layer]),
+                "n": sample.n,
+                "d": int(sample.x.shape[1]),
+                **summary,
+                "mean_share": mean_share,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def gaussian_reference(
+    n: int, d: int, n_rep: int = 5, centered: bool = True, alpha: float = 0.01, seed: int = 0
+) -> pd.DataFrame:
+    """``spectrum_summary`` of ``n_rep`` samples of ``n`` i.i.d. ``N(0, I_d)`` tokens: the pure-noise null of the
+    same shape as a token sample (``synthetic.gaussian``). Introduced in: chapter 4.
+    """
+    import pandas as pd
+
+    if not isinstance(n_rep, int) or n_rep < 1:
+        raise InvalidInputError(f"n_rep must be a positive integer, got {n_rep!r}.")
+    rows = []
+    for rep in range(n_rep):
+        x = synthetic.gaussian(n, d, seed=seed + rep)
+        summary = spectrum_summary(sample_eigvals(x, centered), n - 1 if centered else n, alpha)
+        rows.append({"rep": rep, "n": n, "d": d, **summary})
+    return pd.DataFrame(rows)
+
+
+# --- participation ratio with a prompt bootstrap -----------------------------------------------------------
+
+
+def weighted_participation_ratio(gram: np.ndarray, weights: np.ndarray, centered: bool = True) -> float:
+    """PR ``(tr C)^2 / tr(C^2)`` of the weighted covariance ``C = X^T M X`` from the Gram matrix ``K = X X^T``.
+
+    ``M = diag(w) / W - w w^T / W^2`` (centred; ``W = sum w``) or ``diag(w) / W`` (uncentred), so
+    ``tr C = tr(M K)`` and ``tr C^2 = tr(M K M K)``: ``O(n^2)`` per set of weights, no ``d x d`` matrix.
+    With all weights 1 it equals ``spectra.participation_ratio(sample_eigvals(x, centered))``.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    total = w.sum()
+    a = w[:, None] * gram / total
+    if centered:
+        a = a - np.outer(w, w @ gram) / total**2
+    trace = np.trace(a)
+    return float(trace**2 / np.sum(a * a.T))
+
+
+@dataclass(frozen=True)
+class PRDraws:
+    """Participation ratio at each depth of a token sample, and bootstrap draws that resample whole prompts."""
+
+    gamma: np.ndarray  # (n_depths,)
+    estimate: np.ndarray  # (n_depths,) PR of the sample
+    draws: np.ndarray  # (n_boot, n_depths) PR of prompt-resampled samples (paired across depths)
+    n_prompts: int
+
+
+def participation_ratio_draws(
+    cap: Capture,
+    exclude_positions: Sequence[int] = (0,),
+    centered: bool = True,
+    n_boot: int = 200,
+    seed: int = 0,
+) -> PRDraws:
+    """PR at every depth of the sink-free token sample, with a cluster bootstrap over prompts.
+
+    Each draw resamples the sample's prompts with replacement (a token's weight is how often its prompt was
+    drawn), the same draw at every depth, so differences between depths get honest intervals; tokens of one
+    prompt are correlated, so resampling tokens would be too optimistic. Introduced in: chapter 4.
+    """
+    if not isinstance(n_boot, int) or n_boot < 20:
+        raise InvalidInputError(f"n_boot must be an integer >= 20, got {n_boot!r}.")
+    keep = _keep_mask(cap, exclude_positions)
+    _, groups = np.unique(np.asarray(cap.vectors.prompt_ids)[keep], return_inverse=True)
+    n_groups = int(groups.max()) + 1
+    if n_groups < 2:
+        raise InvalidInputError("The token sample comes from one prompt: resampling prompts is impossible.")
+    rng = np.random.default_rng(seed)
+    counts = rng.multinomial(n_groups, np.full(n_groups, 1 / n_groups), size=n_boot).astype(np.float64)
+    ones = np.ones(int(keep.sum()))
+    estimate, draws = [], np.empty((n_boot, cap.n_depths))
+    for layer in range(cap.n_depths):
+        x = np.asarray(cap.token_vectors(layer)[keep], dtype=np.float64)
+        gram = x @ x.T
+        estimate.append(weighted_participation_ratio(gram, ones, centered))
+        for b in range(n_boot):
+            draws[b, layer] = weighted_participation_ratio(gram, counts[b, groups], centered)
+    return PRDraws(np.asarray(cap.gamma, dtype=np.float64), np.array(estimate), draws, n_groups)
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """Geometric-mean ratio of a per-depth quantity after a split depth to before it, with an interval."""
+
+    ratio: float
+    ci: tuple[float, float]
+    split: float
+    n_before: int
+    n_after: int
+    level: float
+
+
+def depth_windows(gamma: np.ndarray, split: float) -> tuple[np.ndarray, np.ndarray]:
+    """Interior depths ``0 < gamma <= split`` (before) and ``split < gamma < 1`` (after).
+
+    The embedding (``gamma = 0``, a lookup table) and the last depth (shaped by the unembedding) are left out
+    of both windows: they are edge effects, not the stream's evolution (as in ``transition.critical_depth``).
+    """
+    gamma = np.asarray(gamma, dtype=np.float64)
+    interior = (gamma > 0) & (gamma < gamma.max())
+    return np.flatnonzero(interior & (gamma <= split)), np.flatnonzero(interior & (gamma > split))
+
+
+def depth_contrast(
+    gamma: np.ndarray,
+    values: np.ndarray,
+    draws: np.ndarray | None = None,
+    split: float = 0.42,
+    level: float = 0.95,
+) -> Contrast:
+    """``exp(mean log v_after - mean log v_before)`` over the windows of ``depth_windows``.
+
+    With ``draws`` (``(n_boot, n_depths)``, paired across depths) the interval is the percentile interval of
+    the same ratio over draws; without, it is ``(ratio, ratio)``. Introduced in: chapter 4.
+    """
+    gamma = np.asarray(gamma, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    if values.shape != gamma.shape or np.any(values <= 0):
+        raise InvalidInputError(
+            f"values must be positive, one per depth ({gamma.shape}); got {values.shape}."
+        )
+    before, after = depth_windows(gamma, split)
+    if len(before) < 1 or len(after) < 1:
+        raise InvalidInputError(
+            f"Need interior depths on both sides of split={split}; gamma has {len(before)} before and "
+            f"{len(after)} after. Use a model with more layers or another split."
+        )
+
+    def ratio(v: np.ndarray) -> np.ndarray:
+        return np.exp(np.mean(np.log(v[..., after]), -1) - np.mean(np.log(v[..., before]), -1))
+
+    point = float(ratio(values))
+    if draws is None:
+        ci = (point, point)
+    else:
+        tails = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
+        ci = tuple(float(v) for v in np.percentile(ratio(np.asarray(draws, dtype=np.float64)), tails))
+    return Contrast(point, ci, float(split), len(before), len(after), level)

@@ -1,0 +1,120 @@
+"""Layer spectra from the token sample: sink removal, Gaussian reference, prompt bootstrap of the PR, contrasts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import latentbook as lb
+from latentbook.analysis import layer_spectra, spectra, synthetic
+
+
+def test_mp_fit_handles_a_rank_deficient_heavy_tailed_spectrum():
+    """N < d and a power-law spectrum: the zero eigenvalues of the atom never enter the bulk (regression)."""
+    rng = np.random.default_rng(0)
+    scales = np.arange(1, 401) ** -1.0
+    x = rng.standard_normal((300, 400)) * np.sqrt(scales)
+    lam = layer_spectra.sample_eigvals(x)
+    fit = spectra.mp_fit(lam, 299)
+    assert np.all(fit.bulk > 0) and np.isfinite(fit.ks) and fit.sigma2 > 0
+    assert fit.n_spikes > 10  # a power law is nothing like MP: many eigenvalues leave the fitted bulk
+
+
+def test_mp_fit_counts_planted_spikes_when_n_is_below_d():
+    planted = synthetic.spiked_covariance(300, 400, [40.0, 30.0, 20.0], seed=1)
+    fit = spectra.mp_fit(layer_spectra.sample_eigvals(planted.x), 299)
+    assert fit.n_spikes == 3
+    assert fit.sigma2 == pytest.approx(1.0, abs=0.05)
+
+
+@pytest.mark.parametrize("n", [40, 200])
+@pytest.mark.parametrize("centered", [True, False])
+def test_sample_eigvals_match_the_covariance_both_sides_of_n_equals_d(n, centered):
+    x = np.random.default_rng(n).standard_normal((n, 60)) + 3.0
+    y = x - x.mean(0) if centered else x
+    expected = np.linalg.eigvalsh(y.T @ y / n)[::-1]
+    got = layer_spectra.sample_eigvals(x, centered)
+    assert got.shape == (60,)
+    np.testing.assert_allclose(got, np.clip(expected, 0, None), atol=1e-9 * expected[0])
+
+
+def _capture_with_sink(seed: int = 0, n_prompts: int = 60, per_prompt: int = 8, d: int = 20):
+    """Gaussian tokens, except position 0 of every prompt, which is 100x larger along one coordinate."""
+    rng = np.random.default_rng(seed)
+    n = n_prompts * per_prompt
+    states = rng.standard_normal((9, n, d))
+    positions = np.tile(np.arange(per_prompt), n_prompts)
+    states[:, positions == 0, 3] += 100.0 * (1 + rng.random((9, n_prompts)))
+    prompt_ids = np.repeat(np.arange(n_prompts), per_prompt)
+    return synthetic.as_capture(states, prompt_ids, positions, n_vectors=n)
+
+
+def test_token_sample_drops_the_sink_and_its_spectrum_is_back_to_noise():
+    cap = _capture_with_sink()
+    sample = layer_spectra.token_sample(cap, 4)
+    assert sample.n == 60 * 7 and np.all(sample.positions > 0)
+    # the streamed covariance is owned by the sink: one direction
+    assert spectra.participation_ratio(cap.eigvals(4)) < 1.5
+    profile = layer_spectra.layer_profile(cap)
+    assert list(profile["n_spikes"]) == [0] * 9
+    reference = layer_spectra.gaussian_reference(sample.n, 20, n_rep=3)
+    assert profile["participation_ratio"].mean() == pytest.approx(
+        reference["participation_ratio"].mean(), rel=0.1
+    )
+    with_sink = layer_spectra.layer_profile(cap, exclude_positions=())
+    assert (with_sink["n_spikes"] >= 1).all() and (with_sink["participation_ratio"] < 2).all()
+
+
+def test_layer_profile_reads_the_mean_share_and_uncentred_spectra():
+    rng = np.random.default_rng(3)
+    states = rng.standard_normal((3, 400, 10)) + np.array([0.0, 0.0, 3.0])[:, None, None]
+    cap = synthetic.as_capture(states, positions=np.arange(400) % 5 + 1, n_vectors=400)
+    centred, raw = layer_spectra.layer_profile(cap), layer_spectra.layer_profile(cap, centered=False)
+    # a constant mean 3 in all 10 coordinates: ||mu||^2 = 90 of E||h||^2 = 100
+    assert centred["mean_share"].iloc[2] == pytest.approx(0.9, abs=0.02)
+    assert centred["mean_share"].iloc[0] < 0.05
+    assert raw["n_spikes"].iloc[2] == 1 and centred["n_spikes"].iloc[2] == 0
+
+
+def test_weighted_pr_with_unit_weights_is_the_plain_pr():
+    x = np.random.default_rng(4).standard_normal((50, 80)) * np.linspace(0.2, 2, 80)
+    for centered in (True, False):
+        plain = spectra.participation_ratio(layer_spectra.sample_eigvals(x, centered))
+        weighted = layer_spectra.weighted_participation_ratio(x @ x.T, np.ones(50), centered)
+        assert weighted == pytest.approx(plain, rel=1e-10)
+    # integer weights = duplicated rows
+    w = np.random.default_rng(5).integers(0, 3, 50)
+    duplicated = np.repeat(x, w, axis=0)
+    assert layer_spectra.weighted_participation_ratio(x @ x.T, w) == pytest.approx(
+        spectra.participation_ratio(layer_spectra.sample_eigvals(duplicated)), rel=1e-10
+    )
+
+
+def test_prompt_bootstrap_spread_matches_the_spread_across_independent_captures():
+    """The bootstrap s.d. of the PR is close to its s.d. over fresh data with the same prompt correlation."""
+
+    def capture(seed):
+        clustered = synthetic.clustered_tokens(40, 6, 12, rho=0.5, seed=seed)
+        x = clustered.x * np.linspace(0.5, 1.5, 12)
+        states = np.stack([x, 0.5 * x])
+        return synthetic.as_capture(states, clustered.prompt_ids, clustered.positions + 1, n_vectors=240)
+
+    fresh = [layer_spectra.participation_ratio_draws(capture(s), n_boot=20).estimate[0] for s in range(40)]
+    boot = layer_spectra.participation_ratio_draws(capture(100), n_boot=400)
+    ratio = boot.draws[:, 0].std() / np.std(fresh)
+    assert 0.6 < ratio < 1.6
+    np.testing.assert_allclose(boot.estimate[1], boot.estimate[0])  # PR is scale-free
+
+
+def test_depth_contrast_recovers_a_planted_ratio_and_refuses_one_sided_windows():
+    gamma = np.arange(11) / 10
+    values = np.where(gamma > 0.42, 20.0, 40.0)
+    values[0], values[-1] = 1e6, 1e-6  # edge depths are left out
+    contrast = layer_spectra.depth_contrast(gamma, values)
+    assert contrast.ratio == pytest.approx(0.5) and (contrast.n_before, contrast.n_after) == (4, 5)
+    draws = values * np.exp(np.random.default_rng(0).normal(0, 0.05, (200, 11)))
+    assert contrast.ci == pytest.approx((0.5, 0.5))
+    low, high = layer_spectra.depth_contrast(gamma, values, draws).ci
+    assert low < 0.5 < high and high - low < 0.2
+    with pytest.raises(lb.InvalidInputError, match="both sides"):
+        layer_spectra.depth_contrast(gamma, values, split=0.95)
