@@ -93,10 +93,13 @@ def test_transition_fit_marks_gamma_c_only_when_there_is_one():
     assert len(ax.get_lines()) == 2
 
 
-def test_free_energy_paths_draws_each_path_relative_to_f_min():
-    t = np.linspace(-0.5, 1, 11)
-    ax = plots.free_energy_paths(t, np.vstack([t**2 + 2, 3 * t**2 + 2]), f_min=2.0)
+def test_free_energy_curves_draws_each_curve():
+    x = np.geomspace(0.25, 4, 11)
+    gaps = np.vstack([np.log(x) ** 2, 3 * np.log(x) ** 2])
+    ax = plots.free_energy_curves(x, gaps, r"$\beta'$", logx=True)
     _labelled(ax)
-    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), t**2)
+    assert len(ax.get_lines()) == 3  # two curves and the zero line
+    np.testing.assert_allclose(ax.get_lines()[1].get_ydata(), gaps[1])
+    assert ax.get_xscale() == "log"
     with pytest.raises(lb.InvalidInputError):
-        plots.free_energy_paths(t, np.ones((2, 3)), f_min=0.0)
+        plots.free_energy_curves(x, np.ones((2, 3)), "x")

@@ -174,20 +174,20 @@ def transition_fit(
     return ax
 
 
-def free_energy_paths(t: np.ndarray, values: np.ndarray, f_min: float, *, ax: Axes | None = None) -> Axes:
-    """``F`` along straight paths ``p(t) = (1 - t) p* + t r`` leaving the Gibbs row: ``values`` is ``(paths, len(t))``."""
-    values = np.atleast_2d(np.asarray(values, dtype=np.float64))
-    if values.shape[1] != len(t):
+def free_energy_curves(
+    x: np.ndarray, gaps: np.ndarray, xlabel: str, *, ax: Axes | None = None, logx: bool = False
+) -> Axes:
+    """Free-energy excess ``F(p) - F_min`` along one-parameter families of rows: ``gaps`` is ``(curves, len(x))``."""
+    gaps = np.atleast_2d(np.asarray(gaps, dtype=np.float64))
+    if gaps.shape[1] != len(x):
         raise InvalidInputError(
-            f"values must have one column per t; got {values.shape} for {len(t)} values of t."
+            f"gaps must have one column per x; got {gaps.shape} for {len(x)} values of x."
         )
     ax = _ax(ax)
-    for path in values:
-        ax.plot(t, path - f_min, color="tab:blue", alpha=0.5, lw=1)
+    for curve in gaps:
+        ax.plot(x, curve, color="tab:blue", alpha=0.5, lw=1)
     ax.axhline(0.0, color="black", lw=0.8)
-    ax.axvline(0.0, color="grey", ls=":", lw=1)
-    ax.set(
-        xlabel=r"step $t$ away from softmax, $p(t) = (1-t)\,p^* + t\,r$",
-        ylabel=r"$F(p(t)) - F_{\min}$ (nats)",
-    )
+    if logx:
+        ax.set_xscale("log")
+    ax.set(xlabel=xlabel, ylabel=r"$F(p) - F_{\min}$ (nats)")
     return ax
