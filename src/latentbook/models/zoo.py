@@ -139,7 +139,9 @@ def models():
                 available=_available(entry.name),
             )
         )
-    return pd.DataFrame(rows)
+    from ..ladder.store import ladder_rows  # chapter 7's ladder, trained here (results/ladder)
+
+    return pd.DataFrame(rows + ladder_rows())
 
 
 def _available(name: str) -> bool:
@@ -215,6 +217,10 @@ def _loader_for(name: str) -> Callable[..., LoadedModel]:
             f"Model name {name!r} contains '..' (or a NUL byte): give a zoo name, a hub id or a folder path "
             "without '..'."
         )
+    if name.startswith("ladder:"):
+        from ..ladder.store import load_ladder  # chapter 7's ladder, trained here (results/ladder)
+
+        return load_ladder
     zoo_names = [*EMBEDDED, *(e.name for e in _random_entries())]
     if name.startswith("random:") and name in zoo_names:
         return _load_random

@@ -1,0 +1,306 @@
+"""Measure a ladder model: its capability and every diagnostic of the paper, beside its untrained null.
+
+1. ``probe_set(spec)``: held-out programs (names never seen in training) with their tokens of interest:
+   the right-hand side of each statement of the queried chain (step 0 = the value's assignment
+   ``a = 7``, step ``j`` = the ``j``-th later hop ``k = a``) and the query (step ``max_hops``);
+2. ``measure(loaded, spec)``: capability (held-out accuracy by hop count, Wilson intervals) and the
+   diagnostics, each with its uncertainty:
+
+   - ``m(gamma)`` with prompt-bootstrap intervals, the rise ``m(1) - m(0)``, bimodality of Omega at the
+     last depth, and ``gamma_c`` with its interval (``transition.critical_depth``; only with >= 6 depths);
+   - spikes of the covariance of the query states above the Marchenko–Pastur edge, against Theorem 6.3's
+     ``k - 1`` (``classes.mixture_spikes`` at every depth);
+   - the transverse contraction factor ``q`` of the query states (``flow.contraction_factor`` with the
+     value-class subspace as the relevant one; Theorem 6.1);
+   - TCO class stability: value centroids fitted at the assignment, tested at each later hop and the
+     query, at every depth (``classes.class_stability``; claim 5);
+
+3. ``spearman_ci(x, y)``: rank correlation across the ladder with a bootstrap interval over rungs and an
+   exact permutation p-value; ``verdict`` turns it into "predicts capability", "does not" or "inconclusive".
+
+Introduced in: chapter 7.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from .task import Example, TaskSpec, generate
+
+Z95 = 1.959963984540054
+
+
+@dataclass(frozen=True)
+class ProbeSet:
+    """Held-out programs and their tokens of interest, ready for ``capturing.states.token_states``."""
+
+    examples: tuple[Example, ...]
+    items: tuple  # prompts.reasoning.Item, one per program
+    step_names: tuple[str, ...]  # "value", "hop 1", ..., "query"
+
+
+def probe_set(spec: TaskSpec, n: int = 1024, seed: int = 101, hops: int | None = None) -> ProbeSet:
+    """``n`` held-out programs (hop counts uniform unless ``hops``) with targets at the queried chain.
+
+    Target label = the chain's value; step ``j < hops`` = the right-hand side of the chain's statement
+    ``j``; step ``max_hops`` = the queried name at the end.
+    """
+    from ..prompts.reasoning import Item, Target
+
+    examples = generate(spec, n, hops=hops, split="heldout", seed=seed)
+    items = []
+    for example in examples:
+        words = example.text.split()
+        starts = np.cumsum([0, *(len(w) + 1 for w in words)])  # character start of each word
+        targets = [
+            Target(int(starts[p - 1]), int(starts[p - 1] + len(words[p - 1])), example.answer, j)
+            for j, p in enumerate(example.chain_positions)
+        ]
+        q = example.query_position - 1
+        targets.append(Target(int(starts[q]), int(starts[q] + len(words[q])), example.answer, spec.max_hops))
+        items.append(Item(example.text, tuple(targets), str(example.answer)))
+    names = ("value", *(f"hop {j}" for j in range(1, spec.max_hops)), "query")
+    return ProbeSet(tuple(examples), tuple(items), names)
+
+
+def wilson(hits: int, n: int) -> tuple[float, float]:
+    """Wilson score 95% interval of a binomial proportion."""
+    if n < 1:
+        raise InvalidInputError("wilson needs n >= 1 trials.")
+    p = hits / n
+    centre = (p + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
+    half = Z95 * np.sqrt(p * (1 - p) / n + Z95**2 / (4 * n**2)) / (1 + Z95**2 / n)
+    return float(centre - half), float(centre + half)
+
+
+def capability(model, spec: TaskSpec, n: int = 512, seed: int = 11) -> dict:
+    """Held-out accuracy per hop count with Wilson intervals, and the mean over hop counts (the capability)."""
+    from .train import accuracy_by_hops
+
+    acc = accuracy_by_hops(model, spec, n=n, split="heldout", seed=seed)
+    return {
+        "n_per_hop": n,
+        "accuracy": {str(h): a for h, a in acc.items()},
+        "ci": {str(h): wilson(round(a * n), n) for h, a in acc.items()},
+        "mean": float(np.mean(list(acc.values()))),
+        "chance_floor": 1.0 / spec.n_values,
+    }
+
+
+def _rise(cap) -> dict:
+    """``m(1) - m(0)`` with a prompt-bootstrap interval (paired: the same tokens at both depths)."""
+    from ..analysis import omega
+
+    first, ids = omega.samples(cap, 0)
+    last, _ = omega.samples(cap, cap.n_depths - 1)
+    p = omega.profile((last - first)[None, :], prompt_ids=ids, gamma=np.array([1.0]), n_boot=1000)
+    return {"value": float(p.m[0]), "ci": (float(p.low[0]), float(p.high[0]))}
+
+
+def omega_diagnostics(cap) -> dict:
+    """``m(gamma)`` with intervals, the rise, bimodality at the last depth and ``gamma_c`` (if >= 6 depths)."""
+    from ..analysis import omega, transition
+
+    profile = omega.profile(cap)
+    last, _ = omega.samples(cap, cap.n_depths - 1)
+    bimodal = omega.bimodality(last)
+    out = {
+        "gamma": profile.gamma.tolist(),
+        "m": profile.m.tolist(),
+        "m_low": profile.low.tolist(),
+        "m_high": profile.high.tolist(),
+        "rise": _rise(cap),
+        "bimodality": {
+            "coefficient": bimodal.coefficient,
+            "dip_p": bimodal.dip_p,
+            "delta_bic": bimodal.delta_bic,
+            "verdict": bimodal.verdict,
+        },
+        "bimodality_by_depth": [
+            omega.bimodality_coefficient(omega.samples(cap, depth)[0]) for depth in range(cap.n_depths)
+        ],
+    }
+    if cap.n_depths >= 6:
+        t = transition.critical_depth(cap, n_boot=200)
+        out["transition"] = {
+            "has_transition": t.has_transition,
+            "gamma_c": t.gamma_c,
+            "ci": t.ci,
+            "amplitude": t.amplitude,
+            "amplitude_ci": t.amplitude_ci,
+            "reason": t.reason,
+        }
+    else:
+        out["transition"] = {
+            "has_transition": False,
+            "gamma_c": None,
+            "ci": None,
+            "amplitude": None,
+            "amplitude_ci": None,
+            "reason": f"only {cap.n_depths} depths: a sigmoid (4 parameters) needs at least 6",
+        }
+    return out
+
+
+def spike_diagnostics(query_states: np.ndarray, labels: np.ndarray) -> dict:
+    """Spikes above the MP edge of the query states' covariance at every depth, against ``k - 1``."""
+    from ..analysis import classes
+
+    per_depth = [
+        classes.mixture_spikes(query_states[:, depth], labels) for depth in range(query_states.shape[1])
+    ]
+    return {
+        "n_spikes": [s.n_spikes for s in per_depth],
+        "bound": per_depth[0].bound,
+        "within_bound": [bool(s.within_bound) for s in per_depth],
+        "n_tokens": int(query_states.shape[0]),
+    }
+
+
+def contraction_diagnostics(
+    query_states: np.ndarray, labels: np.ndarray, n_boot: int = 50, seed: int = 0
+) -> dict:
+    """Transverse contraction ``q`` of the query states over all depths, with a bootstrap interval over programs.
+
+    Relevant subspace: the span of the value-class centroids (``labels``); ``q < 1`` contracts.
+    """
+    from ..analysis import flow
+
+    states = np.transpose(query_states, (1, 0, 2)).astype(np.float64)
+    q = flow.contraction_factor(states, labels=labels)
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(n_boot):
+        pick = rng.integers(0, states.shape[1], states.shape[1])
+        if len(np.unique(labels[pick])) < 2:
+            continue
+        draws.append(flow.contraction_factor(states[:, pick], labels=labels[pick]).q)
+    low, high = np.percentile(draws, [2.5, 97.5])
+    return {"q": q.q, "ci": (float(low), float(high)), "per_step": q.per_step.tolist()}
+
+
+def stability_diagnostics(token_states, step_names: tuple[str, ...]) -> dict:
+    """Accuracy of value centroids fitted at the assignment (step 0), at every later step and depth.
+
+    ``score``: the mean accuracy over the later hops (steps ``1..max_hops-1``, not the query) at the
+    last depth, the bound object carried along the chain; ``query``: the same at the query.
+    """
+    from ..analysis import classes
+
+    s = classes.class_stability(
+        token_states.states, token_states.labels, token_states.steps, token_states.items
+    )
+    counts = {int(v): int(np.sum(token_states.steps == v)) for v in s.steps}
+    later = [row for row, v in enumerate(s.steps) if 0 < v < len(step_names) - 1]
+    return {
+        "accuracy": s.accuracy.tolist(),
+        "steps": [step_names[int(v)] for v in s.steps],
+        "n_tokens": [counts[int(v)] for v in s.steps],
+        "chance": s.chance,
+        "score": float(s.accuracy[later, -1].mean()),
+        "query": float(s.accuracy[-1, -1]),
+    }
+
+
+def measure(loaded, spec: TaskSpec, n_probe: int = 1024, n_capture: int = 256, n_accuracy: int = 512) -> dict:
+    """Capability and every diagnostic of one loaded ladder model (trained or its null)."""
+    from ..capturing import capture
+    from ..capturing.states import token_states
+
+    probes = probe_set(spec, n_probe)
+    states = token_states(loaded, probes.items, max_length=spec.seq_len, batch_size=128)
+    query = states.steps == spec.max_hops
+    cap = capture(
+        loaded,
+        [e.text for e in generate(spec, n_capture, split="heldout", seed=202)],
+        max_length=spec.seq_len,
+        batch_size=64,
+        exclude_first=True,
+        progress=False,
+    )
+    return {
+        "model": loaded.name,
+        "n_layers": loaded.n_layers,
+        "d_model": loaded.d_model,
+        "n_parameters": int(sum(p.numel() for p in loaded.model.parameters())),
+        "capability": capability(loaded.model, spec, n_accuracy),
+        "omega": omega_diagnostics(cap),
+        "spikes": spike_diagnostics(states.states[query], states.labels[query]),
+        "contraction": contraction_diagnostics(states.states[query], states.labels[query]),
+        "stability": stability_diagnostics(states, probes.step_names),
+    }
+
+
+# --- across the ladder -------------------------------------------------------------------------------------
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    from scipy.stats import rankdata
+
+    return rankdata(x)
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> float:
+    rx, ry = _ranks(x), _ranks(y)
+    if np.ptp(rx) == 0 or np.ptp(ry) == 0:
+        return float("nan")
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+@dataclass(frozen=True)
+class RankCorrelation:
+    """Spearman's rho across the ladder with a bootstrap interval over rungs and a permutation p-value."""
+
+    rho: float
+    ci: tuple[float, float]
+    p_value: float  # two-sided, exact over all permutations (n <= 8) or 20000 random ones
+    n: int
+
+
+def spearman_ci(x, y, n_boot: int = 4000, seed: int = 0, level: float = 0.95) -> RankCorrelation:
+    """Spearman's ``rho`` of ``x`` and ``y`` (one value per rung), percentile bootstrap over rungs.
+
+    Resamples in which either variable is constant (rho undefined) are dropped. With few rungs the
+    interval is wide: that width is the honest uncertainty of a ladder of that many models.
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1 or len(x) < 3:
+        raise InvalidInputError(f"x and y need the same 1-d shape with >= 3 rungs, got {x.shape}, {y.shape}.")
+    rho = _spearman(x, y)
+    rng = np.random.default_rng(seed)
+    draws = [_spearman(x[i], y[i]) for i in rng.integers(0, len(x), (n_boot, len(x)))]
+    draws = np.array([d for d in draws if np.isfinite(d)])
+    low, high = (
+        np.percentile(draws, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
+        if len(draws)
+        else (np.nan, np.nan)
+    )
+    if len(x) <= 8:
+        perms = [_spearman(x, y[list(p)]) for p in itertools.permutations(range(len(x)))]
+    else:
+        perms = [_spearman(x, rng.permutation(y)) for _ in range(20000)]
+    perms = np.array(perms)
+    p = float(np.mean(np.abs(perms) >= abs(rho) - 1e-12)) if np.isfinite(rho) else float("nan")
+    return RankCorrelation(rho, (float(low), float(high)), p, len(x))
+
+
+def verdict(r: RankCorrelation, expected_sign: int) -> tuple[str, str]:
+    """("predicts capability" | "does not" | "inconclusive", reason) from a rank correlation.
+
+    Predicts: the whole interval lies on the expected side of 0 and the permutation p < 0.05.
+    Does not: the diagnostic does not vary across the ladder, or the interval lies on the other side.
+    Inconclusive: anything else (the interval straddles 0).
+    """
+    if not np.isfinite(r.rho):
+        return "does not", "the diagnostic takes the same value on every rung while capability varies"
+    low, high = sorted((expected_sign * r.ci[0], expected_sign * r.ci[1]))
+    text = f"Spearman rho = {r.rho:+.2f}, 95% CI [{r.ci[0]:+.2f}, {r.ci[1]:+.2f}], permutation p = {r.p_value:.3f}, n = {r.n}"
+    if low > 0 and r.p_value < 0.05:
+        return "predicts capability", text
+    if high < 0:
+        return "does not", text + " (opposite to the paper's direction)"
+    return "inconclusive", text + " (the interval includes 0)"

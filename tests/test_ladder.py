@@ -1,0 +1,164 @@
+"""Chapter 7's ladder: the task generator, the training pipeline on a tiny model, loading, measurement."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import latentbook as lb
+from latentbook.errors import IntegrityError, InvalidInputError, UnknownModelError
+from latentbook.ladder import measure, store, task, train
+
+SPEC = task.TaskSpec(n_statements=6)
+
+
+def test_answers_match_an_independent_interpreter_and_hops_are_exact():
+    for hops in range(1, SPEC.max_hops + 1):
+        for e in task.generate(SPEC, 200, hops=hops, seed=hops):
+            assert task.resolve(e.text) == e.answer
+            assert e.hops == hops == len(e.chain_positions)
+            words = ["<bos>", *e.text.split()]
+            # the chain: statement 0 assigns the value, statement j copies statement j-1's name
+            assert words[e.chain_positions[0]] == str(e.answer)
+            for j in range(1, hops):
+                assert words[e.chain_positions[j]] == words[e.chain_positions[j - 1] - 2]
+            assert words[e.query_position] == words[e.chain_positions[-1] - 2]
+            assert len(words) == SPEC.seq_len
+
+
+def test_every_variable_is_assigned_once_and_chains_hold_distinct_values():
+    for e in task.generate(SPEC, 300, seed=3):
+        words = e.text.split()
+        lhs = words[0 : 4 * SPEC.n_statements : 4]
+        assert len(set(lhs)) == len(lhs)
+        assert len(set(e.chain_values)) == len(e.chain_values)
+        assert all(0 <= v < SPEC.n_values for v in e.chain_values)
+
+
+def test_heldout_names_are_disjoint_from_training_names():
+    train_names, heldout = task.name_pool(SPEC)
+    assert not set(train_names) & set(heldout)
+    assert len(heldout) == SPEC.n_heldout
+    seen_train = {w for e in task.generate(SPEC, 300, seed=1) for w in e.text.split()}
+    seen_heldout = {w for e in task.generate(SPEC, 300, split="heldout", seed=1) for w in e.text.split()}
+    assert not seen_train & set(heldout)
+    assert not seen_heldout & set(train_names)
+
+
+def test_generator_is_seeded_and_checks_its_arguments():
+    a = [e.text for e in task.generate(SPEC, 20, seed=5)]
+    assert a == [e.text for e in task.generate(SPEC, 20, seed=5)]
+    assert a != [e.text for e in task.generate(SPEC, 20, seed=6)]
+    with pytest.raises(InvalidInputError):
+        task.generate(SPEC, 5, hops=SPEC.max_hops + 1)
+    with pytest.raises(InvalidInputError):
+        task.generate(SPEC, 5, split="test")
+
+
+def test_tokenizer_matches_the_direct_encoding():
+    tok = task.build_tokenizer(SPEC)
+    examples = task.generate(SPEC, 10, seed=2)
+    ids, answers = task.encode(SPEC, examples)
+    assert tok([e.text for e in examples])["input_ids"] == ids.tolist()
+    assert [tok.convert_ids_to_tokens(int(a)) for a in answers] == [str(e.answer) for e in examples]
+
+
+def test_training_queries_are_prefixed_by_the_evaluation_prompt():
+    rng = np.random.default_rng(0)
+    for e in task.generate(SPEC, 50, seed=9):
+        text, positions, answers = task.with_queries(SPEC, e, 3, rng)
+        words = ["<bos>", *text.split()]
+        assert text.startswith(e.text) and positions[0] == e.query_position and answers[0] == e.answer
+        for p, a in zip(positions, answers):
+            assert words[p - 1] == "?" and task.resolve(" ".join(words[1 : p + 1])) == a
+
+
+TINY = train.Rung("l1-d32", 1, 32)
+TINY_CONFIG = train.TrainConfig(steps=40, batch_size=16, warmup=5, eval_every=40, n_eval=16, lr=1e-2)
+
+
+@pytest.fixture(scope="module")
+def trained_tiny(tmp_path_factory):
+    model, log = train.train(TINY, SPEC, TINY_CONFIG, progress=False, threads=None)
+    root = tmp_path_factory.mktemp("ladder")
+    train.save_rung(model, log, SPEC, root / TINY.name)
+    return model, log, root
+
+
+def test_training_lowers_the_loss_and_is_reproducible(trained_tiny):
+    model, log, _ = trained_tiny
+    assert len(log.loss) == TINY_CONFIG.steps
+    assert np.mean(log.loss[-10:]) < np.mean(log.loss[:5]) - 1.0
+    again, _ = train.train(
+        TINY, SPEC, train.TrainConfig(**{**TINY_CONFIG.__dict__, "steps": 3}), progress=False
+    )
+    first, _ = train.train(
+        TINY, SPEC, train.TrainConfig(**{**TINY_CONFIG.__dict__, "steps": 3}), progress=False
+    )
+    for p, q in zip(again.parameters(), first.parameters()):
+        assert torch.equal(p, q)
+
+
+def test_name_embeddings_stay_at_their_initialisation(trained_tiny):
+    model, _, _ = trained_tiny
+    init = train.init_model(TINY, SPEC, TINY_CONFIG.seed)
+    names = torch.tensor(task.name_token_ids(SPEC))
+    values = torch.tensor(task.value_token_ids(SPEC))
+    w, w0 = model.model.embed_tokens.weight, init.model.embed_tokens.weight
+    assert torch.equal(w[names], w0[names])
+    assert not torch.equal(w[values], w0[values])
+
+
+def test_ladder_names_load_with_verified_sha256(trained_tiny, monkeypatch):
+    model, log, root = trained_tiny
+    monkeypatch.setenv("LATENTBOOK_LADDER_DIR", str(root))
+    loaded = lb.load_model(f"ladder:{TINY.name}")
+    assert (loaded.n_layers, loaded.d_model) == (1, 32) and len(loaded.sha) == 64
+    for p, q in zip(loaded.model.parameters(), model.parameters()):
+        torch.testing.assert_close(p, q.to(torch.float16).float())
+    null = lb.load_model(f"ladder:{TINY.name}:init")
+    init = train.init_model(TINY, SPEC, TINY_CONFIG.seed)
+    for p, q in zip(null.model.parameters(), init.parameters()):
+        assert torch.equal(p, q)
+    assert f"ladder:{TINY.name}" in set(lb.models().name)
+    assert store.training_log(TINY.name)["config"]["steps"] == TINY_CONFIG.steps
+    with pytest.raises(UnknownModelError):
+        lb.load_model("ladder:l99-d1")
+    weights = root / TINY.name / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    with pytest.raises(IntegrityError):
+        lb.load_model(f"ladder:{TINY.name}")
+    data[-1] ^= 0xFF
+    weights.write_bytes(bytes(data))
+
+
+def test_measurement_of_a_tiny_model(trained_tiny, monkeypatch):
+    _, _, root = trained_tiny
+    monkeypatch.setenv("LATENTBOOK_LADDER_DIR", str(root))
+    loaded = lb.load_model(f"ladder:{TINY.name}")
+    out = measure.measure(loaded, SPEC, n_probe=256, n_capture=32, n_accuracy=32)
+    json.dumps(out)  # plain JSON
+    assert set(out["capability"]["accuracy"]) == {"1", "2", "3", "4"}
+    assert len(out["omega"]["m"]) == 2 and out["omega"]["transition"]["gamma_c"] is None
+    assert out["spikes"]["bound"] == SPEC.n_values - 1 and len(out["spikes"]["n_spikes"]) == 2
+    stab = np.array(out["stability"]["accuracy"])
+    assert stab.shape == (SPEC.max_hops + 1, 2) and out["stability"]["steps"][-1] == "query"
+    # at depth 0 the assignment token is the value itself: its centroids classify it perfectly
+    assert stab[0, 0] == 1.0
+    assert 0 < out["contraction"]["q"] and out["contraction"]["ci"][0] <= out["contraction"]["ci"][1]
+
+
+def test_spearman_interval_and_verdicts():
+    x = np.arange(6.0)
+    r = measure.spearman_ci(x, 2 * x + 1)
+    assert r.rho == pytest.approx(1.0) and r.p_value == pytest.approx(2 / 720)
+    assert measure.verdict(r, +1)[0] == "predicts capability"
+    assert measure.verdict(r, -1)[0] == "does not"
+    flat = measure.spearman_ci(x, np.ones(6))
+    assert measure.verdict(flat, +1)[0] == "does not"
+    noisy = measure.spearman_ci(x, np.array([3.0, 1, 4, 1.5, 5, 2]))
+    assert measure.verdict(noisy, +1)[0] == "inconclusive"
+    assert measure.wilson(50, 100)[0] == pytest.approx(0.4038, abs=1e-3)
