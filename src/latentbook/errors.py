@@ -23,7 +23,7 @@ class UnsafePathError(LatentbookError, ValueError):
 
 
 class ModelUnavailableError(LatentbookError, FileNotFoundError):
-    """The model exists by name but its weights are not on this machine."""
+    """No loadable weights for this name here: not installed, no such folder, not in the hub cache, or no safetensors."""
 
 
 class IntegrityError(LatentbookError, ValueError):
@@ -52,7 +52,7 @@ class NonFiniteActivationError(LatentbookError, FloatingPointError):
 
 
 class UntrustedCodeError(LatentbookError, PermissionError):
-    """A model folder that needs its own Python code to load, while ``trust_remote_code`` is off."""
+    """A model folder that needs its own Python code to load, while trust_remote_code is off."""
 
 
 class CheckpointMismatchError(LatentbookError, ValueError):
