@@ -987,6 +987,8 @@ def test_cache_paths_stay_inside_the_cache(raises, tmp_path, monkeypatch):
     for parts in [("..", "x"), ("/etc/passwd",), ("models", "..", "..", "x"), ("link", "x")]:
         with raises():
             inside(root, *parts)
+    with raises():
+        lb.load_model("ladder:/etc")  # a zoo name that maps to a folder of the ladder's cache
     monkeypatch.setenv("LATENTBOOK_CAPTURE_CACHE", str(root))
     names = [
         "../../etc/passwd",
