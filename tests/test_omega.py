@@ -153,6 +153,7 @@ def test_a_sink_token_bimodality_disappears_when_either_confound_is_removed():
     assert table.loc["top-1 dims removed", "verdict"] == "unimodal"
     assert table.loc["both removed", "verdict"] == "unimodal"
     assert table.loc["first position removed", "n"] == 2100
+    assert table.loc["all tokens", "n_distinct"] > 2390  # float32 Omega: a chance tie or two
     values, prompts = omega.samples(cap, 1, drop_top_dims=1)
     assert (
         values.mean() == pytest.approx(omega.gaussian_omega(63), abs=0.005) and len(np.unique(prompts)) == 300

@@ -140,6 +140,28 @@ def test_a_well_separated_mixture_of_k_prototypes_gives_k_minus_1_spikes(k):
     np.testing.assert_allclose(fit.spike_population, 1.0 + m.signal_eigenvalue, rtol=0.25)
 
 
+def test_a_centred_sample_with_fewer_tokens_than_dimensions_fits_without_its_zero_eigenvalues():
+    lam = _eigvals(synthetic.gaussian(150, 300, seed=8))  # rank 149 after centring
+    fit = spectra.mp_fit(lam, 150)
+    assert fit.n_spikes == 0 and fit.settled
+    assert fit.sigma2 == pytest.approx(1.0, rel=0.03)
+    assert len(fit.bulk) == 149 and fit.ks < 0.05
+
+
+def test_a_power_law_spectrum_has_no_mp_bulk_and_says_so():
+    lam = np.arange(1, 501, dtype=np.float64) ** -1.0
+    fit = spectra.mp_fit(lam, 20000)
+    assert not fit.settled
+    assert fit.n_spikes > 100  # a lower bound: the fit stopped before the spikes ate the bulk
+    assert len(fit.bulk) >= 250
+
+
+def test_ks_sees_a_wrong_sample_size():
+    lam = _eigvals(synthetic.gaussian(4000, 200, seed=9))
+    right, wrong = spectra.mp_fit(lam, 4000), spectra.mp_fit(lam, 150)  # 150 < d: the law wants zeros
+    assert right.ks < 0.03 and wrong.ks > 0.2
+
+
 def test_bad_spectra_are_refused_with_a_clear_error():
     with pytest.raises(lb.InvalidInputError, match="1-D"):
         spectra.mp_fit(np.eye(3), 100)
@@ -147,6 +169,8 @@ def test_bad_spectra_are_refused_with_a_clear_error():
         spectra.mp_fit(np.array([1.0, 0.5, -2.0]), 100)
     with pytest.raises(lb.InvalidInputError, match="n_samples"):
         spectra.mp_fit(np.array([1.0, 0.5, 0.2]), 0)
+    with pytest.raises(lb.InvalidInputError, match="nonzero"):
+        spectra.mp_fit(np.r_[1.0, np.zeros(20)], 100)
     with pytest.raises(lb.InvalidInputError, match="ratio"):
         spectra.mp_edges(-1.0)
 

@@ -251,6 +251,8 @@ class Bimodality:
     """Three tests of bimodality of one sample, and their combined verdict."""
 
     n: int
+    n_distinct: int  # distinct values: ties (a token repeated at depth 0, where Omega depends on the token
+    # alone) are point masses, which the dip test rightly calls non-unimodal
     coefficient: float  # Sarle's bimodality coefficient
     dip: float  # Hartigan's dip statistic
     dip_p: float  # its p-value against the uniform (the least favourable unimodal law)
@@ -303,7 +305,8 @@ def bimodality(values: np.ndarray, seed: int = 0) -> Bimodality:
     Votes: ``coefficient`` if Sarle's ``BC > 5/9``; ``dip`` if the dip test's ``p < 0.05``; ``mixture`` if two
     Gaussians beat one by ``BIC >= 10`` *and* are separated (Ashman's ``D > 2``: two equal Gaussians give a
     bimodal density only then; a skewed or heavy-tailed unimodal sample also prefers two components by BIC).
-    Verdict: "bimodal" when all three agree, "unimodal" when none does, else "inconclusive".
+    Verdict: "bimodal" when all three agree, "unimodal" when none does, else "inconclusive". Check
+    ``n_distinct``: many ties (repeated tokens at depth 0) make the dip test reject unimodality.
     """
     x = np.asarray(values, dtype=np.float64).ravel()
     if len(x) < 20 or not np.all(np.isfinite(x)):
@@ -320,7 +323,7 @@ def bimodality(values: np.ndarray, seed: int = 0) -> Bimodality:
     }
     n_votes = sum(votes.values())
     verdict = "bimodal" if n_votes == 3 else "unimodal" if n_votes == 0 else "inconclusive"
-    return Bimodality(len(x), coefficient, dip, dip_p, delta_bic, ashman, votes, verdict)
+    return Bimodality(len(x), len(np.unique(x)), coefficient, dip, dip_p, delta_bic, ashman, votes, verdict)
 
 
 def bimodality_checks(cap: Capture, layer: int, k: int = 4, seed: int = 0) -> pd.DataFrame:
@@ -346,6 +349,7 @@ def bimodality_checks(cap: Capture, layer: int, k: int = 4, seed: int = 0) -> pd
             {
                 "sample": name,
                 "n": result.n,
+                "n_distinct": result.n_distinct,
                 "n_prompts": len(np.unique(prompts)),
                 "mean": float(values.mean()),
                 "coefficient": result.coefficient,

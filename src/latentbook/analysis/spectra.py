@@ -289,7 +289,8 @@ def mp_fit(
             f"trim={trim!r}, min_bulk={min_bulk!r}, zero_tol={zero_tol!r}."
         )
     d, n = len(lam), float(n_samples)
-    n_nonzero = int(np.sum(lam > zero_tol * lam[0]))
+    lam = np.where(lam > zero_tol * lam[0], lam, 0.0)  # numerical zeros are the atom's
+    n_nonzero = int(np.count_nonzero(lam))
     if n_nonzero < 3:
         raise InvalidInputError(
             f"Only {n_nonzero} eigenvalues are nonzero: there is no bulk to fit. Check the covariance."
