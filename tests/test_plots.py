@@ -28,20 +28,30 @@ def _labelled(ax):
 def test_depth_profiles_one_line_per_model_nulls_dashed_same_colour():
     gamma = np.linspace(0, 1, 7)
     ax = plots.depth_profiles(
-        {"smollm2-135m": (gamma, gamma**2), "random:smollm2-135m": (gamma, gamma)},
+        {
+            "smollm2-135m": (gamma, gamma**2),
+            "random:smollm2-135m": (gamma, gamma),
+            "smollm2-135m (shuffled)": (gamma, gamma / 2),
+        },
         "RMS",
         reference=(0.2, "ref"),
         logy=True,
     )
     _labelled(ax)
-    real, null, ref = ax.get_lines()
+    real, null, _, ref = ax.get_lines()
     np.testing.assert_allclose(real.get_ydata(), gamma**2)
     assert real.get_linestyle() == "-" and null.get_linestyle() == "--"
     assert real.get_color() == null.get_color()
+    shuffled = ax.get_lines()[2]
+    assert shuffled.get_linestyle() == ":" and shuffled.get_color() == real.get_color()
     assert ref.get_ydata()[0] == 0.2
     assert ax.get_yscale() == "log"
     with pytest.raises(lb.InvalidInputError):
         plots.depth_profiles({}, "RMS")
+    banded = plots.depth_profiles({"a": (gamma, gamma)}, "m", bands={"a": (gamma - 0.1, gamma + 0.1)})
+    (band,) = banded.collections
+    vertices = band.get_paths()[0].vertices
+    assert vertices[:, 1].min() == pytest.approx(-0.1) and vertices[:, 1].max() == pytest.approx(1.1)
 
 
 def test_head_scatter_draws_every_head_and_the_mean():

@@ -1,8 +1,9 @@
 """Seaborn figures of the book: numbers in, labelled axes out.
 
 Every function draws on ``ax`` (a new figure when omitted) and returns the ``Axes``; none computes a
-statistic beyond arranging what it is given. Null models (labels starting with ``random:`` or containing
-``shuffled``) are drawn dashed in the colour of their real model, so a reader pairs them at a glance.
+statistic beyond arranging what it is given. Null models are drawn in the colour of their real model, so
+a reader pairs them at a glance: dashed for random weights (labels starting with ``random:``), dotted for
+shuffled words (labels containing ``shuffled``).
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ def _ax(ax: Axes | None, size: tuple[float, float] = (6.5, 3.8)) -> Axes:
     return ax
 
 
-def is_null(label: str) -> bool:
-    """Whether a label names a null model: random weights or shuffled words."""
-    return label.startswith("random:") or "shuffled" in label
+def line_style(label: str) -> str:
+    """Solid for a trained model, dashed for its random-weight twin, dotted for its shuffled-words run."""
+    return "--" if label.startswith("random:") else ":" if "shuffled" in label else "-"
 
 
 def _base(label: str) -> str:
@@ -51,8 +52,12 @@ def depth_profiles(
     ax: Axes | None = None,
     logy: bool = False,
     reference: tuple[float, str] | None = None,
+    bands: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> Axes:
-    """One line per label: ``values`` against ``gamma``; null models dashed; optional horizontal reference."""
+    """One line per label: ``values`` against ``gamma``; null models dashed; optional horizontal reference.
+
+    ``bands[label] = (low, high)`` shades an interval around that label's line (e.g. a bootstrap CI).
+    """
     if not profiles:
         raise InvalidInputError("depth_profiles needs at least one (gamma, values) profile.")
     ax = _ax(ax)
@@ -65,9 +70,11 @@ def depth_profiles(
             ms=3,
             lw=1.4,
             color=colours[label],
-            ls="--" if is_null(label) else "-",
+            ls=line_style(label),
             label=label,
         )
+        if bands and label in bands:
+            ax.fill_between(gamma, *bands[label], color=colours[label], alpha=0.2, lw=0)
     if reference is not None:
         ax.axhline(reference[0], color="grey", ls=":", lw=1, label=reference[1])
     if logy:
@@ -89,7 +96,7 @@ def head_scatter(
         )
     ax = _ax(ax)
     color = color if color is not None else palette([label])[label]
-    style = "--" if is_null(label) else "-"
+    style = line_style(label)
     ax.scatter(np.repeat(gamma, values.shape[1]), values.ravel(), s=8, alpha=0.35, color=color, lw=0)
     ax.plot(gamma, np.nanmean(values, axis=1), ls=style, lw=1.8, color=color, label=f"{label} (head mean)")
     ax.set(xlabel=GAMMA_LABEL, ylabel=ylabel)
@@ -142,7 +149,7 @@ def coordinate_magnitudes(
             marker="o",
             ms=3,
             color=colours[label],
-            ls="--" if is_null(label) else "-",
+            ls=line_style(label),
             label=label,
         )
     ax.set_yscale("log")
@@ -161,7 +168,7 @@ def transition_fit(
     ax.plot(
         gamma,
         transition.fitted,
-        "-" if not is_null(label) else "--",
+        line_style(label),
         color=color,
         lw=1.2,
         label=f"{label}: sigmoid fit",
