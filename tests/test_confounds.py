@@ -72,3 +72,12 @@ def test_cleaned_profile_is_gaussian_at_every_depth_but_the_one_hot(planted):
     np.testing.assert_allclose(clean.m[:3], GAUSS, atol=TOL)
     assert np.all(clean.low[:3] <= GAUSS + TOL) and np.all(clean.high[:3] >= GAUSS - TOL)
     assert raw.m[1] > clean.m[1] + 0.05 and raw.m[2] > clean.m[2] + 0.4
+
+
+def test_centring_on_a_mean_dominated_by_the_sink_plants_a_spike(planted):
+    """At depth 1 the first-position tokens' massive coordinate dominates the mean of all tokens."""
+    t = confounds.treatments(planted, 1, k=1)
+    assert t["centred"] > GAUSS + 0.3  # every other token now carries minus the sink's spike / 8
+    # dropping the first position before centring (and no dims) gives back the Gaussian value
+    clean = confounds.cleaned_profile(planted, k=0, n_boot=200)
+    assert clean.m[1] == pytest.approx(GAUSS, abs=TOL)

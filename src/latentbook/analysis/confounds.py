@@ -5,7 +5,8 @@ Omega is not invariant to the choices behind it, and each choice can move it as 
 - **massive activations** (Sun et al. 2024): a few coordinates 100-1000x larger than the rest make any vector
   look one-hot. ``massive_ratio`` is the largest ``max |h_i|`` over the median coordinate's, per depth;
 - **the first position** (the attention sink, Xiao et al. 2024) carries most of those coordinates;
-- **centring**: a large shared mean ``mu`` makes every token look like ``mu``; Omega of ``h - mu`` removes it;
+- **centring**: a large shared mean ``mu`` makes every token look like ``mu``; Omega of ``h - mu`` removes it
+  (but a mean dominated by a few massive tokens plants their spike, negated, in every other token);
 - **the basis**: Omega counts coordinates, so a rotation ``R h`` (same geometry, other axes) sends any vector
   to ``1 - sqrt(2/pi) ~ 0.2021``: Omega measures alignment with the neuron basis, not intrinsic sparsity.
 
@@ -52,11 +53,14 @@ def rotated(vectors: np.ndarray, seed: int = 0) -> np.ndarray:
 
 
 def _cleaned(cap: Capture, layer: int, k: int, centre: bool, drop_first: bool) -> np.ndarray:
+    """Omega of the sampled vectors at ``layer``; the first position goes *before* centring, because the sink
+    token's massive coordinates dominate the mean of all tokens (centring on that mean plants a spike in every
+    other token): without it the mean is that of the remaining sampled tokens, with it the exact mean."""
     x = cap.token_vectors(layer).astype(np.float64)
-    if centre:
-        x = x - cap.mean(layer)
     if drop_first:
         x = x[cap.vectors.positions > 0]
+    if centre:
+        x = x - (x.mean(0) if drop_first else cap.mean(layer))
     if k:
         x = np.delete(x, massive_dims(cap, layer, k), axis=-1)
     return omega(x)
