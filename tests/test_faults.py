@@ -919,7 +919,7 @@ def test_package_source_never_unpickles_or_downloads():
                 keywords.get("local_files_only"), True
             ):
                 offences.append(where)
-    assert not offences
+    assert not offences, offences
 
 
 @fault(
@@ -971,7 +971,7 @@ def test_executed_notebooks_hold_no_home_path_or_token():
             offenders.append(f"{notebook.relative_to(ROOT)}: home path {home}")
         if TOKEN_PATTERN.search(text) or any(token in text for token in tokens):
             offenders.append(f"{notebook.relative_to(ROOT)}: a hub token")
-    assert not offenders
+    assert not offenders, offenders
 
 
 @fault(
