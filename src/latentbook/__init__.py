@@ -24,6 +24,7 @@ from .errors import (
     NonFiniteActivationError,
     UnknownModelError,
     UnsafePathError,
+    UntrustedCodeError,
 )
 from .models import LoadedModel, load_model, models
 
@@ -75,6 +76,7 @@ __all__ = [
     "NonFiniteActivationError",
     "UnknownModelError",
     "UnsafePathError",
+    "UntrustedCodeError",
     "capture",
     "load_capture",
     "load_model",
