@@ -118,3 +118,46 @@ def test_token_keys_are_uniform_and_deterministic():
     assert len(np.unique(keys)) == len(keys)
     counts = np.histogram(keys, bins=10, range=(0, 1))[0]
     assert np.all(np.abs(counts - 3000) < 300)
+
+
+def test_moments_pending_blocks_flush_exactly():
+    """Batches pile up in a pending Gram and are folded in every FLUSH_TOKENS tokens: still exact in float64."""
+    x = _data()
+    m = Moments(x.shape[1], precision=torch.float64)
+    m.FLUSH_TOKENS = 50  # many flushes, each over several batches of unequal means
+    with torch.inference_mode():  # as inside lb.capture; reads and merges happen outside
+        for chunk in torch.split(x, [3, 40, 17, 100, 1, 639, 2200]):
+            m.add(chunk + 5.0 * chunk.shape[0] % 7)
+    ref = torch.cat(
+        [c + 5.0 * c.shape[0] % 7 for c in torch.split(x, [3, 40, 17, 100, 1, 639, 2200])]
+    ).numpy()
+    assert m.n == len(ref)
+    assert _rel(m.mean, ref.mean(0)) < 1e-12
+    assert _rel(m.covariance(), np.cov(ref.T, bias=True)) < 1e-10
+    other = Moments(x.shape[1], precision=torch.float64)
+    other.add(x[:10])
+    m.merge(other)
+    both = np.concatenate([ref, x[:10].numpy()])
+    assert _rel(m.covariance(), np.cov(both.T, bias=True)) < 1e-10
+
+
+def test_reservoir_many_small_offers_equal_one():
+    rng = np.random.default_rng(3)
+    prompt_ids = np.repeat(np.arange(40), 25)
+    positions = np.tile(np.arange(25), 40)
+    values = torch.from_numpy(rng.normal(size=(2, 1000, 3))).float()
+    keys = token_keys(prompt_ids, positions)
+    whole = TokenReservoir(50, 2, 3)
+    whole.offer(keys, prompt_ids, positions, values)
+    streamed = TokenReservoir(50, 2, 3)
+    with torch.inference_mode():
+        for start in range(0, 1000, 37):  # evictions into reused slots, batch after batch
+            sel = np.arange(start, min(start + 37, 1000))
+            streamed.offer(keys[sel], prompt_ids[sel], positions[sel], values[:, sel])
+    assert np.array_equal(streamed.keys, whole.keys)
+    assert np.array_equal(streamed.positions, whole.positions)
+    assert torch.equal(streamed.values, whole.values)
+    copy = TokenReservoir(50, 2, 3)
+    copy.load_state_dict(streamed.state_dict())
+    copy.offer(keys[:5] * 0, prompt_ids[:5], positions[:5], values[:, :5])  # must not write into `streamed`
+    assert torch.equal(streamed.values, whole.values)

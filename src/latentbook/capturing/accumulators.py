@@ -39,42 +39,97 @@ def omega_of(x: torch.Tensor) -> torch.Tensor:
 class Moments:
     """Count, mean and centred scatter ``M2 = sum (h - mean)(h - mean)^T``, in float64.
 
-    A batch is centred on its own mean before its scatter is taken (in ``precision``, float32 by default:
-    the tensor-core path on a GPU), and batches are combined exactly with Chan et al.'s update
-    ``M2 = M2_a + M2_b + delta delta^T n_a n_b / n``. Covariance ``C = M2 / n``; second moment
-    ``E[h h^T] = C + mean mean^T``.
+    Each batch is centred on its own mean and its scatter, a Gram in ``precision`` (float32 by default: the
+    tensor-core path on a GPU), is added in place into a pending ``d x d`` sum by one fused product
+    (``addmm_``: no ``d x d`` temporaries, which cost as much as the product itself on a CPU). Every
+    ``FLUSH_TOKENS`` tokens, and before any read, the pending block is folded into the float64 sums: its
+    scatter is the sum of the batch scatters plus the exact between-batch part
+    ``sum_b n_b (mean_b - mean_p)(mean_b - mean_p)^T`` (from the stored batch means), and blocks, merges and
+    checkpoints combine with Chan et al.'s update ``M2 = M2_a + M2_b + delta delta^T n_a n_b / n``.
+    Covariance ``C = M2 / n``; second moment ``E[h h^T] = C + mean mean^T``.
     """
+
+    FLUSH_TOKENS = 8192
 
     def __init__(self, d: int, device: torch.device | str = "cpu", precision: torch.dtype = torch.float32):
         self.d = d
         self.precision = precision
-        self.n = 0
-        self.mean = torch.zeros(d, dtype=torch.float64, device=device)
-        self.m2 = torch.zeros(d, d, dtype=torch.float64, device=device)
+        self._n = 0
+        self._mean = torch.zeros(d, dtype=torch.float64, device=device)
+        self._m2 = torch.zeros(d, d, dtype=torch.float64, device=device)
+        self._gram: torch.Tensor | None = None  # pending sum of batch scatters, allocated on the first add
+        self._batch_means: list[torch.Tensor] = []
+        self._batch_counts: list[int] = []
+
+    @property
+    def n(self) -> int:
+        return self._n + sum(self._batch_counts)
+
+    @property
+    def mean(self) -> torch.Tensor:
+        self.flush()
+        return self._mean
+
+    @property
+    def m2(self) -> torch.Tensor:
+        self.flush()
+        return self._m2
 
     def add(self, x: torch.Tensor) -> None:
         n_b = x.shape[0]
         if n_b == 0:
             return
-        mean_b = x.to(torch.float64).mean(0)
+        mean_b = x.mean(0, dtype=torch.float64)
         centred = x.to(self.precision) - mean_b.to(self.precision)
-        m2_b = (centred.T @ centred).to(torch.float64)
-        self._combine(n_b, mean_b, m2_b)
+        if self._gram is None or self._gram.device != x.device:
+            self.flush()
+            with torch.inference_mode(
+                False
+            ):  # a normal tensor: updated in place inside and outside a capture
+                self._gram = torch.zeros(self.d, self.d, dtype=self.precision, device=x.device)
+        self._gram.addmm_(centred.T, centred)
+        self._batch_means.append(mean_b)
+        self._batch_counts.append(n_b)
+        if sum(self._batch_counts) >= self.FLUSH_TOKENS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Fold the pending batches into the float64 sums (done before every read)."""
+        if not self._batch_counts:
+            return
+        device = self._m2.device
+        counts = torch.tensor(self._batch_counts, dtype=torch.float64, device=device)
+        means = torch.stack(self._batch_means).to(device)
+        n_p = int(sum(self._batch_counts))
+        mean_p = counts @ means / n_p
+        spread = means - mean_p
+        self._m2.add_(self._gram.to(device))
+        self._m2.addmm_(spread.T * counts, spread)  # between-batch scatter, exact in float64
+        self._gram.zero_()
+        self._batch_means, self._batch_counts = [], []
+        self._combine(n_p, mean_p, None)
 
     def merge(self, other: Moments) -> None:
-        self._combine(other.n, other.mean.to(self.mean.device), other.m2.to(self.m2.device))
-
-    def _combine(self, n_b: int, mean_b: torch.Tensor, m2_b: torch.Tensor) -> None:
-        if n_b == 0:
-            return
-        n = self.n + n_b
-        delta = mean_b - self.mean
-        self.m2 += m2_b + torch.outer(delta, delta) * (self.n * n_b / n)
-        self.mean += delta * (n_b / n)
-        self.n = n
+        self._combine(other.n, other.mean.to(self._mean.device), other.m2.to(self._m2.device))
 
     def to_(self, device: torch.device | str) -> None:
-        self.mean, self.m2 = self.mean.to(device), self.m2.to(device)
+        if self._m2.device == torch.device(device):
+            return
+        self.flush()
+        self._mean, self._m2 = self._mean.to(device), self._m2.to(device)
+        self._gram = None
+
+    def _combine(self, n_b: int, mean_b: torch.Tensor, m2_b: torch.Tensor | None) -> None:
+        """Chan's update with a block of ``n_b`` tokens (``m2_b=None``: its scatter is already in ``_m2``)."""
+        if n_b == 0:
+            return
+        n = self._n + n_b
+        delta = mean_b - self._mean
+        if m2_b is not None:
+            self._m2.add_(m2_b)
+        self._m2.addr_(delta, delta, alpha=self._n * n_b / n)
+        self._mean.add_(delta, alpha=n_b / n)
+        self._n = n
 
     def covariance(self) -> torch.Tensor:
         """``C = (1/n) sum (h - mean)(h - mean)^T`` (the maximum-likelihood covariance)."""
@@ -88,9 +143,12 @@ class Moments:
         return {"n": torch.tensor(self.n), "mean": self.mean.cpu(), "m2": self.m2.cpu()}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
-        self.n = int(state["n"])
-        self.mean = state["mean"].to(self.mean.device, torch.float64)
-        self.m2 = state["m2"].to(self.m2.device, torch.float64)
+        if self._gram is not None:
+            self._gram.zero_()
+        self._batch_means, self._batch_counts = [], []
+        self._n = int(state["n"])
+        self._mean = state["mean"].to(self._mean.device, torch.float64).clone()  # updated in place later
+        self._m2 = state["m2"].to(self._m2.device, torch.float64).clone()
 
 
 class OmegaStats:
@@ -231,32 +289,89 @@ class TokenReservoir:
 
     Keys come from ``token_keys``, so the sample depends only on which tokens were seen, not on batch
     order, checkpoints or ranks, and ``merge`` (keep the smallest keys of the union) is exact.
-    ``values`` has shape ``(n_depths, n_kept, width)``.
+    ``values`` has shape ``(n_depths, n_kept, width)``, in key order. An offer writes only the accepted
+    tokens into free or evicted slots of a preallocated buffer (no copy of the whole sample per batch);
+    the slots are put back in key order when the sample is read.
     """
 
     def __init__(self, capacity: int, n_depths: int, width: int):
         self.capacity = capacity
-        self.keys = np.empty(0, dtype=np.float64)
-        self.prompt_ids = np.empty(0, dtype=np.int64)
-        self.positions = np.empty(0, dtype=np.int64)
-        self.values = torch.empty(n_depths, 0, width, dtype=torch.float32)
+        self._keys = np.empty(0, dtype=np.float64)  # per slot
+        self._prompt_ids = np.empty(0, dtype=np.int64)
+        self._positions = np.empty(0, dtype=np.int64)
+        self._buffer = torch.empty(n_depths, 0, width, dtype=torch.float32)  # slots; grows up to capacity
+        self._in_order = True
+
+    @property
+    def keys(self) -> np.ndarray:
+        self._sort()
+        return self._keys
+
+    @property
+    def prompt_ids(self) -> np.ndarray:
+        self._sort()
+        return self._prompt_ids
+
+    @property
+    def positions(self) -> np.ndarray:
+        self._sort()
+        return self._positions
+
+    @property
+    def values(self) -> torch.Tensor:
+        self._sort()
+        return self._buffer[:, : len(self._keys)]
 
     def threshold(self) -> float:
         """Tokens with a key at or above this cannot enter the sample."""
-        return float(self.keys.max()) if len(self.keys) >= self.capacity else math.inf
+        return float(self._keys.max()) if len(self._keys) >= self.capacity else math.inf
 
     def offer(
         self, keys: np.ndarray, prompt_ids: np.ndarray, positions: np.ndarray, values: torch.Tensor
     ) -> None:
         """Offer tokens (``values`` of shape ``(n_depths, n, width)``); keep the ``capacity`` smallest keys."""
-        all_keys = np.concatenate([self.keys, keys])
-        keep = np.argsort(all_keys, kind="stable")[: self.capacity]
-        self.keys = all_keys[keep]
-        self.prompt_ids = np.concatenate([self.prompt_ids, prompt_ids])[keep]
-        self.positions = np.concatenate([self.positions, positions])[keep]
-        self.values = torch.cat([self.values, values.detach().float().cpu()], dim=1)[
-            :, torch.from_numpy(keep)
-        ]
+        n_old = len(self._keys)
+        order = np.argsort(np.concatenate([self._keys, keys]), kind="stable")[: self.capacity]
+        kept = np.zeros(n_old + len(keys), dtype=bool)
+        kept[order] = True
+        accepted = np.flatnonzero(kept[n_old:])
+        if not len(accepted):
+            return
+        evicted = np.flatnonzero(~kept[:n_old])
+        n_new = n_old - len(evicted) + len(accepted)
+        slots = np.concatenate([evicted, np.arange(n_old, max(n_new, n_old))])[: len(accepted)]
+        self._grow(n_new)
+        index = torch.from_numpy(accepted)
+        self._buffer[:, torch.from_numpy(slots)] = values[:, index.to(values.device)].detach().float().cpu()
+        for name, new in (("_keys", keys), ("_prompt_ids", prompt_ids), ("_positions", positions)):
+            old = getattr(self, name)
+            grown = np.concatenate([old, np.zeros(n_new - n_old, dtype=old.dtype)])
+            grown[slots] = new[accepted]
+            setattr(self, name, grown)
+        self._in_order = False
+
+    def _grow(self, size: int) -> None:
+        if size > self._buffer.shape[1]:
+            n_depths, old, width = self._buffer.shape
+            with torch.inference_mode(
+                False
+            ):  # a normal tensor: written in place inside and outside a capture
+                bigger = torch.empty(n_depths, min(max(size, 2 * old), self.capacity), width)
+                bigger[:, :old] = self._buffer
+            self._buffer = bigger
+
+    def _sort(self) -> None:
+        if self._in_order:
+            return
+        order = np.argsort(self._keys, kind="stable")
+        self._keys, self._prompt_ids, self._positions = (
+            self._keys[order],
+            self._prompt_ids[order],
+            self._positions[order],
+        )
+        with torch.inference_mode(False):
+            self._buffer = self._buffer[:, torch.from_numpy(order)].contiguous()
+        self._in_order = True
 
     def merge(self, other: TokenReservoir) -> None:
         self.offer(other.keys, other.prompt_ids, other.positions, other.values)
@@ -272,7 +387,8 @@ class TokenReservoir:
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         self.capacity = int(state["capacity"])
-        self.keys = state["keys"].numpy().astype(np.float64)
-        self.prompt_ids = state["prompt_ids"].numpy().astype(np.int64)
-        self.positions = state["positions"].numpy().astype(np.int64)
-        self.values = state["values"].float()
+        self._keys = state["keys"].numpy().astype(np.float64)
+        self._prompt_ids = state["prompt_ids"].numpy().astype(np.int64)
+        self._positions = state["positions"].numpy().astype(np.int64)
+        self._buffer = state["values"].float().clone()  # written in place by later offers
+        self._in_order = True

@@ -120,7 +120,7 @@ class _Streamer:
 
     def on_depth(self, depth, hidden: torch.Tensor) -> None:
         mask, vector_idx, omega_idx = self._on(hidden.device)
-        x = hidden[mask]
+        x = hidden.flatten(0, 1) if self.full else hidden[mask]  # a view when no token is masked out
         self.nonfinite[depth] = (~torch.isfinite(x)).sum()
         stats = self.final_norm if depth == "final" else self.layers[depth]
         stats.to_(x.device)
@@ -133,6 +133,7 @@ class _Streamer:
         self, mask: torch.Tensor, prompt_ids: np.ndarray, positions: np.ndarray, keys: np.ndarray
     ):
         self.mask = mask
+        self.full = bool(mask.all())
         self.keys, self.prompt_ids, self.positions = keys, prompt_ids, positions
         self.vector_sel = np.flatnonzero(keys < self.vectors.threshold())
         self.omega_sel = np.flatnonzero(keys < self.omega_sample.threshold())
@@ -284,6 +285,9 @@ def capture(
             if on_batch is not None:
                 on_batch(done, len(order))
     bar.close()
+    for stats in [*streamer.layers, streamer.final_norm]:
+        if stats is not None:
+            stats.moments.flush()  # fold the pending batches into the float64 sums now, not at the first read
     result = _to_capture(loaded, streamer, settings, done, prompt_set)
     if distributed:
         dist.merge_across_ranks(result)
