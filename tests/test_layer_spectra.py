@@ -118,3 +118,28 @@ def test_depth_contrast_recovers_a_planted_ratio_and_refuses_one_sided_windows()
     assert low < 0.5 < high and high - low < 0.2
     with pytest.raises(lb.InvalidInputError, match="both sides"):
         layer_spectra.depth_contrast(gamma, values, split=0.95)
+
+
+def test_position_share_sees_the_sink_owning_the_variance():
+    cap = _capture_with_sink()
+    share = layer_spectra.position_share(cap, 2)
+    assert share > 0.8  # 1 token in 8 owns most of the variance (the rest: the others' offset from the mean)
+    assert layer_spectra.position_share(cap, 2, positions=(3,)) < 0.05
+
+
+def test_pr_contrast_sees_a_planted_concentration_after_the_split():
+    """Depths after gamma = 0.42 put half the variance in 2 of 16 directions: the PR falls; the null does not."""
+    rng = np.random.default_rng(6)
+    n_prompts, per_prompt, d = 80, 4, 16
+    base = rng.standard_normal((9, n_prompts * per_prompt, d))
+    gamma = np.arange(9) / 8
+    concentrated = base.copy()
+    concentrated[gamma > 0.42, :, :2] *= 4.0
+    ids, positions = (
+        np.repeat(np.arange(n_prompts), per_prompt),
+        np.tile(np.arange(1, per_prompt + 1), n_prompts),
+    )
+    planted = layer_spectra.pr_contrast(synthetic.as_capture(concentrated, ids, positions, n_vectors=320))
+    null = layer_spectra.pr_contrast(synthetic.as_capture(base, ids, positions, n_vectors=320))
+    assert planted.ci[1] < 0.5  # PR of 16 -> about (14 + 32)^2 / (14 + 512) ~ 4
+    assert null.ci[0] < 1.0 < null.ci[1]

@@ -57,7 +57,8 @@ class TokenSample:
         return self.n - 1
 
 
-def _keep_mask(cap: Capture, exclude_positions: Sequence[int]) -> np.ndarray:
+def sample_mask(cap: Capture, exclude_positions: Sequence[int] = (0,)) -> np.ndarray:
+    """Which tokens of the capture's token sample are not at ``exclude_positions`` (boolean, one per token)."""
     keep = ~np.isin(cap.vectors.positions, np.asarray(list(exclude_positions), dtype=np.int64))
     if keep.sum() < 3:
         raise InvalidInputError(
@@ -73,13 +74,25 @@ def token_sample(cap: Capture, layer: int, exclude_positions: Sequence[int] = (0
     The same tokens at every depth, so samples of two depths can be compared token by token (chapter 5).
     """
     x = cap.token_vectors(layer)
-    keep = _keep_mask(cap, exclude_positions)
+    keep = sample_mask(cap, exclude_positions)
     return TokenSample(
         np.asarray(x[keep], dtype=np.float64),
         np.asarray(cap.vectors.prompt_ids)[keep],
         np.asarray(cap.vectors.positions)[keep],
         int(layer),
     )
+
+
+def position_share(cap: Capture, layer: int, positions: Sequence[int] = (0,)) -> float:
+    """Share of the token sample's total variance owned by its tokens at ``positions``:
+    ``sum_{i at positions} ||h_i - mean||^2 / sum_i ||h_i - mean||^2`` (all sampled tokens, mean over all).
+
+    Compare it with the share of such tokens in the sample; an attention sink owns far more than its share.
+    """
+    x = np.asarray(cap.token_vectors(layer), dtype=np.float64)
+    spread = np.sum((x - x.mean(0)) ** 2, axis=1)
+    chosen = np.isin(cap.vectors.positions, np.asarray(list(positions), dtype=np.int64))
+    return float(spread[chosen].sum() / spread.sum())
 
 
 def sample_eigvals(x: np.ndarray, centered: bool = True) -> np.ndarray:
@@ -210,7 +223,7 @@ def participation_ratio_draws(
     """
     if not isinstance(n_boot, int) or n_boot < 20:
         raise InvalidInputError(f"n_boot must be an integer >= 20, got {n_boot!r}.")
-    keep = _keep_mask(cap, exclude_positions)
+    keep = sample_mask(cap, exclude_positions)
     _, groups = np.unique(np.asarray(cap.vectors.prompt_ids)[keep], return_inverse=True)
     n_groups = int(groups.max()) + 1
     if n_groups < 2:
@@ -286,3 +299,21 @@ def depth_contrast(
         tails = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
         ci = tuple(float(v) for v in np.percentile(ratio(np.asarray(draws, dtype=np.float64)), tails))
     return Contrast(point, ci, float(split), len(before), len(after), level)
+
+
+def pr_contrast(
+    cap: Capture,
+    split: float = 0.42,
+    centered: bool = True,
+    n_boot: int = 200,
+    level: float = 0.95,
+    seed: int = 0,
+    exclude_positions: Sequence[int] = (0,),
+) -> Contrast:
+    """The participation ratio after ``split`` over before it (``depth_contrast`` of the sink-free token
+    sample's PR), with a prompt-bootstrap interval (``participation_ratio_draws``). Below 1: the spectrum
+    concentrates after ``split`` (PAPER.md claim 3 expects this after ``gamma_c ~ 0.42``).
+    Introduced in: chapter 4.
+    """
+    pr = participation_ratio_draws(cap, exclude_positions, centered, n_boot, seed)
+    return depth_contrast(pr.gamma, pr.estimate, pr.draws, split, level)
