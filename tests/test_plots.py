@@ -113,3 +113,11 @@ def test_free_energy_curves_draws_each_curve():
     assert ax.get_xscale() == "log"
     with pytest.raises(lb.InvalidInputError):
         plots.free_energy_curves(x, np.ones((2, 3)), "x")
+
+
+def test_legend_moves_outside_for_many_entries():
+    gamma = np.linspace(0, 1, 5)
+    few = plots.depth_profiles({"a": (gamma, gamma), "b": (gamma, gamma)}, "m")
+    many = plots.depth_profiles({str(i): (gamma, gamma + i) for i in range(6)}, "m")
+    assert few.get_legend()._loc != many.get_legend()._loc
+    assert many.get_legend().get_bbox_to_anchor().x0 >= many.get_window_extent().x1 - 1

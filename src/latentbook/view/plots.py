@@ -22,6 +22,14 @@ GAMMA_LABEL = r"depth $\gamma = l/L$"
 GAUSSIAN_OMEGA = 1.0 - np.sqrt(2.0 / np.pi)
 
 
+def legend(ax: Axes) -> None:
+    """The legend: inside the axes for up to four entries, to their right for more, so no line is hidden."""
+    if len(ax.get_legend_handles_labels()[0]) > 4:
+        ax.legend(frameon=False, fontsize="small", loc="center left", bbox_to_anchor=(1.0, 0.5))
+    else:
+        ax.legend(frameon=False, fontsize="small")
+
+
 def _ax(ax: Axes | None, size: tuple[float, float] = (6.5, 3.8)) -> Axes:
     if ax is None:
         _, ax = plt.subplots(figsize=size)
@@ -80,7 +88,7 @@ def depth_profiles(
     if logy:
         ax.set_yscale("log")
     ax.set(xlabel=GAMMA_LABEL, ylabel=ylabel, title=title)
-    ax.legend(frameon=False, fontsize="small")
+    legend(ax)
     return ax
 
 
@@ -100,7 +108,7 @@ def head_scatter(
     ax.scatter(np.repeat(gamma, values.shape[1]), values.ravel(), s=8, alpha=0.35, color=color, lw=0)
     ax.plot(gamma, np.nanmean(values, axis=1), ls=style, lw=1.8, color=color, label=f"{label} (head mean)")
     ax.set(xlabel=GAMMA_LABEL, ylabel=ylabel)
-    ax.legend(frameon=False, fontsize="small")
+    legend(ax)
     return ax
 
 
@@ -129,7 +137,7 @@ def omega_violins(samples: Mapping[str, Mapping[float, np.ndarray]], *, ax: Axes
     )
     ax.axhline(GAUSSIAN_OMEGA, color="grey", ls=":", lw=1, label=r"Gaussian $1-\sqrt{2/\pi}$")
     ax.set(xlabel=GAMMA_LABEL + " (rounded)", ylabel=r"per-token $\Omega$")
-    ax.legend(frameon=False, fontsize="small")
+    legend(ax)
     return ax
 
 
@@ -154,7 +162,7 @@ def coordinate_magnitudes(
         )
     ax.set_yscale("log")
     ax.set(xlabel="coordinate rank (largest first)", ylabel=r"$\max_t |h_i| \;/\;$ median over coordinates")
-    ax.legend(frameon=False, fontsize="small")
+    legend(ax)
     return ax
 
 
@@ -177,7 +185,7 @@ def transition_fit(
         ax.axvspan(*transition.ci, color=color, alpha=0.15, lw=0)
         ax.axvline(transition.gamma_c, color=color, ls=":", lw=1)
     ax.set(xlabel=GAMMA_LABEL, ylabel=r"$m(\gamma)$, mean $\Omega$")
-    ax.legend(frameon=False, fontsize="small")
+    legend(ax)
     return ax
 
 
