@@ -161,3 +161,19 @@ def test_reservoir_many_small_offers_equal_one():
     copy.load_state_dict(streamed.state_dict())
     copy.offer(keys[:5] * 0, prompt_ids[:5], positions[:5], values[:, :5])  # must not write into `streamed`
     assert torch.equal(streamed.values, whole.values)
+
+
+def test_moments_block_triangular_gram_matches_numpy():
+    """d >= 256: only the upper block triangle of each batch's Gram is computed, then mirrored."""
+    rng = np.random.default_rng(4)
+    d = 300  # blocks of 75: uneven against nothing, four of them
+    x = torch.from_numpy(rng.normal(size=(900, d)) @ rng.normal(size=(d, d)) / 10 + 3.0)
+    m = Moments(d, precision=torch.float64)
+    m.FLUSH_TOKENS = 400
+    for chunk in torch.split(x, 128):
+        m.add(chunk)
+    assert _rel(m.covariance(), np.cov(x.numpy().T, bias=True)) < 1e-10
+    m32 = Moments(d)
+    for chunk in torch.split(x.float(), 128):
+        m32.add(chunk)
+    assert _rel(m32.covariance(), np.cov(x.numpy().T, bias=True)) < 1e-5

@@ -40,13 +40,15 @@ class Moments:
     """Count, mean and centred scatter ``M2 = sum (h - mean)(h - mean)^T``, in float64.
 
     Each batch is centred on its own mean and its scatter, a Gram in ``precision`` (float32 by default: the
-    tensor-core path on a GPU), is added in place into a pending ``d x d`` sum by one fused product
-    (``addmm_``: no ``d x d`` temporaries, which cost as much as the product itself on a CPU). Every
-    ``FLUSH_TOKENS`` tokens, and before any read, the pending block is folded into the float64 sums: its
-    scatter is the sum of the batch scatters plus the exact between-batch part
+    tensor-core path on a GPU), is summed in place into a pending ``d x d`` block by fused products
+    (``addmm_``: no ``d x d`` temporaries, which cost as much as the product itself on a CPU); for
+    ``d >= 256`` only its upper block triangle (4 column blocks: 5/8 of the full product), mirrored when
+    folded. Every ``FLUSH_TOKENS`` tokens, and before any read, the pending block is folded into the float64
+    sums: its scatter is the sum of the batch scatters plus the exact between-batch part
     ``sum_b n_b (mean_b - mean_p)(mean_b - mean_p)^T`` (from the stored batch means), and blocks, merges and
     checkpoints combine with Chan et al.'s update ``M2 = M2_a + M2_b + delta delta^T n_a n_b / n``.
-    Covariance ``C = M2 / n``; second moment ``E[h h^T] = C + mean mean^T``.
+    Covariance ``C = M2 / n``; second moment ``E[h h^T] = C + mean mean^T``. The ``d x d`` buffers are
+    allocated when first needed, never zero-filled for nothing.
     """
 
     FLUSH_TOKENS = 8192
@@ -55,9 +57,11 @@ class Moments:
         self.d = d
         self.precision = precision
         self._n = 0
-        self._mean = torch.zeros(d, dtype=torch.float64, device=device)
-        self._m2 = torch.zeros(d, d, dtype=torch.float64, device=device)
-        self._gram: torch.Tensor | None = None  # pending sum of batch scatters, allocated on the first add
+        with torch.inference_mode(False):  # normal tensors: folded in place inside and outside a capture
+            self._mean = torch.zeros(d, dtype=torch.float64, device=device)
+        self._m2: torch.Tensor | None = None  # None while it is zero
+        self._gram: torch.Tensor | None = None  # the pending block's sum of batch scatters (upper blocks)
+        self._block = d if d < 256 else -(-d // 4)  # column block of the upper block triangle
         self._batch_means: list[torch.Tensor] = []
         self._batch_counts: list[int] = []
 
@@ -73,6 +77,9 @@ class Moments:
     @property
     def m2(self) -> torch.Tensor:
         self.flush()
+        if self._m2 is None:
+            with torch.inference_mode(False):  # normal tensors: updated in place inside and outside a capture
+                self._m2 = torch.zeros(self.d, self.d, dtype=torch.float64, device=self._mean.device)
         return self._m2
 
     def add(self, x: torch.Tensor) -> None:
@@ -83,11 +90,12 @@ class Moments:
         centred = x.to(self.precision) - mean_b.to(self.precision)
         if self._gram is None or self._gram.device != x.device:
             self.flush()
-            with torch.inference_mode(
-                False
-            ):  # a normal tensor: updated in place inside and outside a capture
-                self._gram = torch.zeros(self.d, self.d, dtype=self.precision, device=x.device)
-        self._gram.addmm_(centred.T, centred)
+            with torch.inference_mode(False):
+                self._gram = torch.empty(self.d, self.d, dtype=self.precision, device=x.device)
+        beta = 1.0 if self._batch_counts else 0.0  # a block's first batch overwrites (beta=0 ignores the old)
+        b = self._block
+        for i in range(0, self.d, b):  # upper block triangle of centred^T centred
+            self._gram[i : i + b, i:].addmm_(centred[:, i : i + b].T, centred[:, i:], beta=beta)
         self._batch_means.append(mean_b)
         self._batch_counts.append(n_b)
         if sum(self._batch_counts) >= self.FLUSH_TOKENS:
@@ -97,26 +105,36 @@ class Moments:
         """Fold the pending batches into the float64 sums (done before every read)."""
         if not self._batch_counts:
             return
-        device = self._m2.device
+        device = self._mean.device
         counts = torch.tensor(self._batch_counts, dtype=torch.float64, device=device)
         means = torch.stack(self._batch_means).to(device)
         n_p = int(sum(self._batch_counts))
         mean_p = counts @ means / n_p
         spread = means - mean_p
-        self._m2.add_(self._gram.to(device))
-        self._m2.addmm_(spread.T * counts, spread)  # between-batch scatter, exact in float64
-        self._gram.zero_()
+        gram, b = self._gram, self._block
+        for i in range(b, self.d, b):  # mirror the upper block triangle into the lower
+            gram[i : i + b, :i].copy_(gram[:i, i : i + b].T)
+        if self._m2 is None:  # the first block's scatter becomes the running sum: one conversion, no add
+            with torch.inference_mode(False):
+                self._m2 = gram.to(device, torch.float64, copy=True)
+        else:
+            self._m2.add_(gram.to(device))
+        if len(counts) > 1:
+            self._m2.addmm_(spread.T * counts, spread)  # between-batch scatter, exact in float64
         self._batch_means, self._batch_counts = [], []
         self._combine(n_p, mean_p, None)
 
     def merge(self, other: Moments) -> None:
-        self._combine(other.n, other.mean.to(self._mean.device), other.m2.to(self._m2.device))
+        if other.n:
+            self._combine(other.n, other.mean.to(self._mean.device), other.m2.to(self._mean.device))
 
     def to_(self, device: torch.device | str) -> None:
-        if self._m2.device == torch.device(device):
+        if self._mean.device == torch.device(device):
             return
         self.flush()
-        self._mean, self._m2 = self._mean.to(device), self._m2.to(device)
+        with torch.inference_mode(False):
+            self._mean = self._mean.to(device)
+            self._m2 = None if self._m2 is None else self._m2.to(device)
         self._gram = None
 
     def _combine(self, n_b: int, mean_b: torch.Tensor, m2_b: torch.Tensor | None) -> None:
@@ -126,8 +144,13 @@ class Moments:
         n = self._n + n_b
         delta = mean_b - self._mean
         if m2_b is not None:
-            self._m2.add_(m2_b)
-        self._m2.addr_(delta, delta, alpha=self._n * n_b / n)
+            if self._m2 is None:
+                with torch.inference_mode(False):
+                    self._m2 = m2_b.to(torch.float64, copy=True)
+            else:
+                self._m2.add_(m2_b)
+        if self._n:
+            self._m2.addr_(delta, delta, alpha=self._n * n_b / n)
         self._mean.add_(delta, alpha=n_b / n)
         self._n = n
 
@@ -143,12 +166,11 @@ class Moments:
         return {"n": torch.tensor(self.n), "mean": self.mean.cpu(), "m2": self.m2.cpu()}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
-        if self._gram is not None:
-            self._gram.zero_()
         self._batch_means, self._batch_counts = [], []
         self._n = int(state["n"])
-        self._mean = state["mean"].to(self._mean.device, torch.float64).clone()  # updated in place later
-        self._m2 = state["m2"].to(self._m2.device, torch.float64).clone()
+        device = self._mean.device
+        self._mean = state["mean"].to(device, torch.float64, copy=True)  # updated in place later
+        self._m2 = state["m2"].to(device, torch.float64, copy=True)
 
 
 class OmegaStats:
