@@ -143,3 +143,25 @@ def test_pr_contrast_sees_a_planted_concentration_after_the_split():
     null = layer_spectra.pr_contrast(synthetic.as_capture(base, ids, positions, n_vectors=320))
     assert planted.ci[1] < 0.5  # PR of 16 -> about (14 + 32)^2 / (14 + 512) ~ 4
     assert null.ci[0] < 1.0 < null.ci[1]
+
+
+def test_batched_pr_matches_one_draw_at_a_time():
+    x = np.random.default_rng(7).standard_normal((30, 50)) * np.linspace(0.1, 3, 50) + 1.0
+    weights = np.random.default_rng(8).integers(0, 4, (6, 30)).astype(float)
+    gram = x @ x.T
+    for centered in (True, False):
+        batched = layer_spectra._batched_participation_ratio(gram, weights, centered)
+        single = [layer_spectra.weighted_participation_ratio(gram, w, centered) for w in weights]
+        np.testing.assert_allclose(batched, single, rtol=1e-9)
+
+
+def test_profile_reads_a_dominant_coordinate_and_the_uncentred_pr():
+    rng = np.random.default_rng(9)
+    states = rng.standard_normal((2, 300, 12)) + 2.0
+    states[1, :, 5] *= 30.0
+    cap = synthetic.as_capture(states, positions=np.arange(300) % 3 + 1, n_vectors=300)
+    profile = layer_spectra.layer_profile(cap)
+    assert profile["top_coordinate"].iloc[1] == pytest.approx(900, rel=0.3)
+    assert profile["top_coordinate"].iloc[0] < 2
+    raw = layer_spectra.layer_profile(cap, centered=False)
+    np.testing.assert_allclose(profile["pr_uncentred"], raw["participation_ratio"], rtol=1e-9)

@@ -137,8 +137,11 @@ def layer_profile(
     cap: Capture, exclude_positions: Sequence[int] = (0,), centered: bool = True, alpha: float = 0.01
 ) -> pd.DataFrame:
     """One row per depth of the sink-free token sample: ``spectrum_summary`` with ``N = n - 1`` (centred) or
-    ``n`` (uncentred), plus ``mean_share = ||mean||^2 / mean ||h||^2``, the part of the second moment that
-    centring removes. Introduced in: chapter 4.
+    ``n`` (uncentred), plus
+    ``mean_share = ||mean||^2 / mean ||h||^2`` (the part of the second moment that centring removes),
+    ``pr_uncentred`` (the participation ratio of the second moment ``E[h h^T]``) and
+    ``top_coordinate = max_i var(h_i) / median_i var(h_i)`` (one coordinate dominating the spread, as massive
+    activations do, pulls the participation ratio down). Introduced in: chapter 4.
     """
     import pandas as pd
 
@@ -148,6 +151,7 @@ def layer_profile(
         lam = sample_eigvals(sample.x, centered)
         summary = spectrum_summary(lam, sample.n_dof if centered else sample.n, alpha)
         mean_share = float(np.sum(sample.x.mean(0) ** 2) / np.mean(np.sum(sample.x**2, axis=1)))
+        variances = sample.x.var(axis=0)
         rows.append(
             {
                 "layer": layer,
@@ -156,6 +160,10 @@ def layer_profile(
                 "d": int(sample.x.shape[1]),
                 **summary,
                 "mean_share": mean_share,
+                "pr_uncentred": weighted_participation_ratio(
+                    sample.x @ sample.x.T, np.ones(sample.n), centered=False
+                ),
+                "top_coordinate": float(variances.max() / np.median(variances)),
             }
         )
     return pd.DataFrame(rows)
@@ -230,15 +238,30 @@ def participation_ratio_draws(
         raise InvalidInputError("The token sample comes from one prompt: resampling prompts is impossible.")
     rng = np.random.default_rng(seed)
     counts = rng.multinomial(n_groups, np.full(n_groups, 1 / n_groups), size=n_boot).astype(np.float64)
+    weights = counts[:, groups]
     ones = np.ones(int(keep.sum()))
     estimate, draws = [], np.empty((n_boot, cap.n_depths))
     for layer in range(cap.n_depths):
         x = np.asarray(cap.token_vectors(layer)[keep], dtype=np.float64)
         gram = x @ x.T
         estimate.append(weighted_participation_ratio(gram, ones, centered))
-        for b in range(n_boot):
-            draws[b, layer] = weighted_participation_ratio(gram, counts[b, groups], centered)
+        draws[:, layer] = _batched_participation_ratio(gram, weights, centered)
     return PRDraws(np.asarray(cap.gamma, dtype=np.float64), np.array(estimate), draws, n_groups)
+
+
+def _batched_participation_ratio(gram: np.ndarray, weights: np.ndarray, centered: bool) -> np.ndarray:
+    """``weighted_participation_ratio`` for each row of ``weights`` ``(B, n)`` at once, in closed form:
+    with ``M = D/W - w w^T / W^2``, ``tr(MK) = w.diag(K)/W - w^T K w / W^2`` and
+    ``tr(MKMK) = w^T (K*K) w / W^2 - 2 sum_i w_i (Kw)_i^2 / W^3 + (w^T K w)^2 / W^4`` (``K*K`` elementwise)."""
+    total = weights.sum(1)
+    kw = weights @ gram
+    wkw = np.sum(kw * weights, axis=1)
+    squares = np.sum((weights @ (gram * gram)) * weights, axis=1) / total**2
+    trace = weights @ np.diag(gram) / total
+    if centered:
+        trace = trace - wkw / total**2
+        squares = squares - 2 * np.sum(weights * kw**2, axis=1) / total**3 + wkw**2 / total**4
+    return trace**2 / squares
 
 
 @dataclass(frozen=True)
