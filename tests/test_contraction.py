@@ -67,3 +67,11 @@ def test_contraction_after_uses_the_window_after_the_split_and_refuses_too_few_d
     assert (fit.start, fit.stop) == (3, 7)  # gamma 3/8 <= 0.42 < 4/8 .. 7/8 (the last depth is an edge)
     with pytest.raises(lb.InvalidInputError, match="Fewer than 2"):
         contraction.contraction_after(cap, split=0.8, k=4, n_boot=20)
+
+
+def test_fast_bootstrap_shares_match_exact_ones():
+    x = np.random.default_rng(4).standard_normal((200, 60)) * np.geomspace(5, 0.2, 60)
+    weights = np.random.default_rng(5).multinomial(200, np.full(200, 1 / 200), size=8).astype(float)
+    fast = contraction._share_draws(x, 5, weights, rank=25)
+    exact = [contraction.transverse_share(x[None], 5, w)[0] for w in weights]
+    np.testing.assert_allclose(fast, exact, rtol=0.02)

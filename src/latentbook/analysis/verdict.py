@@ -1,0 +1,828 @@
+"""The verdict: every claim of PAPER.md against every model run, each decided by an explicit, tested criterion.
+
+Usage:
+
+1. ``runs = {label: measure(cap) for label, cap in captures.items()}`` (label ``"random:<name>"`` marks the
+   random-weight twin of ``<name>``; its numbers are the null the trained model must beat);
+2. optionally ``tco = {label: tco_summary(classes.class_stability(...), n_items)}`` for class stability;
+3. ``table = verdict_table(runs, tco, results_dir=find_results_dir())``: one row per claim and model run, plus
+   rows for every capture file in ``results/`` (from ``latentbook capture`` on a GPU box, picked up
+   automatically), the ladder's rows (``latentbook.ladder.verdict_rows``, chapter 7) and "not testable here"
+   rows, with the command that would test them, for what needs 1.5B-30B weights.
+
+Columns of a row: ``claim``, ``model``, ``run`` ("trained", "null: random weights", "null: shuffled words",
+"results file", "not run"), ``parameters``, ``measured`` (in words), ``value``, ``ci_low``, ``ci_high`` (95 %),
+``paper`` (the paper's number or statement), ``verdict``, ``reason`` and ``command``.
+
+Verdicts (``VERDICTS``): "holds", "does not hold", "inconclusive", "not testable here", "not yet run".
+"Twin" below is the random-weight model of the same architecture; a trained model's effect counts only when it
+beats the twin's (a diagnostic the null model also passes is not evidence of learning). Nulls are judged by the
+same criterion without a twin, so the table shows whether the null passes too.
+
+Criteria (``split`` = the paper's ``gamma_c`` 0.42; "interior" = depths other than the embedding and the last):
+
+- ``critical_depth``: ``transition.critical_depth`` finds a transition (its four criteria: a sigmoid beats the
+  constant, linear and quadratic fits by BIC >= 10, jump >= 3 x noise, width <= 0.08, centre interior) and its
+  95 % interval for ``gamma_c`` meets ``0.42 +- GAMMA_C_TOLERANCE``. Not testable with fewer than 8 depths.
+- ``omega_jump``: a transition as above whose jump's interval lies above ``MIN_JUMP`` (half the paper's
+  0.69 -> 0.90) and above the twin's interval.
+- ``stays_liquid`` (models below ``SMALL_MODEL`` parameters only, the paper's "small models never cross the
+  practical threshold"): the interval of the highest interior ``m(gamma)`` lies below ``SOLID_THRESHOLD``, the
+  midpoint of the paper's liquid (0.69) and solid (0.90) levels; "does not hold" when it lies above, else
+  "inconclusive".
+- ``bimodality``: ``omega.bimodality`` (all three tests) calls the Omega sample, first position removed,
+  bimodal at one or more interior depths after the split, and the twin at none.
+- ``spectral_concentration``: the participation ratio after the split over before
+  (``layer_spectra.pr_contrast``, prompt bootstrap) has an interval below 1 and below the twin's interval.
+- ``mp_spikes``: the median spike count above the fitted MP bulk (``layer_spectra.layer_profile``) after the
+  split exceeds the median before it and the twin's median after it.
+- ``transverse_contraction``: ``contraction.contraction_after``'s ``q`` has an interval below 1 and below the
+  twin's interval (Theorem 6.1).
+- ``tco``: centroids fitted at the first reasoning step classify later steps, averaged over depths after the
+  split, with a Wilson interval (items as the sample size) above chance + ``TCO_MARGIN`` and above the twin's.
+- ``scaling``: over trained runs with a transition, the jump grows strictly with size and the largest model's
+  interval lies above the smallest's; "not testable here" when no run reaches ``SMALL_MODEL`` parameters and
+  fewer than two runs have a transition.
+- ``reasoning_diagnostics``: rows of the ladder experiment (chapter 7), or one "not yet run" row.
+
+Introduced in: chapter 8.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import CaptureFileError, InvalidInputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..capturing.results import Capture
+    from .classes import Stability
+
+PAPER_GAMMA_C = 0.42
+GAMMA_C_TOLERANCE = 0.10
+PAPER_M_LIQUID, PAPER_M_SOLID = 0.69, 0.90
+SOLID_THRESHOLD = (PAPER_M_LIQUID + PAPER_M_SOLID) / 2
+MIN_JUMP = (PAPER_M_SOLID - PAPER_M_LIQUID) / 2
+SMALL_MODEL = 1.5e9
+TCO_MARGIN = 0.10
+MIN_DEPTHS = 8
+VERDICTS = ("holds", "does not hold", "inconclusive", "not testable here", "not yet run")
+
+# Parameter counts of the embedded models (their model cards); random twins have the same architecture.
+EMBEDDED_PARAMETERS = {"smollm2-135m": 134.5e6, "gemma3-270m": 268.1e6, "minilm-l6": 22.7e6}
+# The paper's scale, for the commands of "not testable here" rows (Hugging Face ids; weights needed locally).
+LARGE_MODELS = {"Qwen/Qwen2.5-1.5B": 1.5e9, "Qwen/Qwen2.5-7B": 7.6e9, "Qwen/Qwen2.5-32B": 32.8e9}
+
+
+@dataclass(frozen=True)
+class Claim:
+    key: str
+    statement: str
+    paper: str
+
+
+CLAIMS: dict[str, Claim] = {
+    c.key: c
+    for c in [
+        Claim("critical_depth", "m(gamma) jumps at a critical depth gamma_c ~ 0.42", "gamma_c ~ 0.42"),
+        Claim("omega_jump", "Omega rises sharply at gamma_c, e.g. ~0.69 -> ~0.90 (30B)", "jump ~0.21"),
+        Claim(
+            "stays_liquid",
+            "small models never cross the practical threshold and stay liquid",
+            f"small (< 1.5B): max m below the solid level (threshold {SOLID_THRESHOLD:.3f})",
+        ),
+        Claim(
+            "bimodality", "capable models: the Omega distribution becomes bimodal", "bimodal after gamma_c"
+        ),
+        Claim(
+            "spectral_concentration",
+            "after gamma_c: lower effective rank and participation ratio",
+            "PR after / before < 1",
+        ),
+        Claim(
+            "mp_spikes",
+            "after gamma_c: spectral tails leave the MP bulk (spikes)",
+            "more spikes after gamma_c",
+        ),
+        Claim(
+            "transverse_contraction",
+            "TCOs: the transverse subspace contracts (Theorem 6.1)",
+            "q < 1 per layer",
+        ),
+        Claim("tco", "TCOs: class identity is stable across reasoning steps", "class stability above chance"),
+        Claim("scaling", "the amplitude of the transition grows with model size", "grows with size"),
+        Claim(
+            "reasoning_diagnostics",
+            "gamma_c and spectral gaps are diagnostics of reasoning capacity",
+            "diagnostics track capability",
+        ),
+    ]
+}
+COLUMNS = (
+    "claim",
+    "model",
+    "run",
+    "parameters",
+    "measured",
+    "value",
+    "ci_low",
+    "ci_high",
+    "paper",
+    "verdict",
+    "reason",
+    "command",
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One claim for one model run. ``value`` and its interval are NaN where a claim has no single number."""
+
+    claim: str
+    model: str
+    run: str
+    parameters: float
+    measured: str
+    value: float
+    ci_low: float
+    ci_high: float
+    paper: str
+    verdict: str
+    reason: str
+    command: str
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise InvalidInputError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}.")
+        if self.claim not in CLAIMS:
+            raise InvalidInputError(f"claim must be one of {sorted(CLAIMS)}, got {self.claim!r}.")
+
+
+# --- sizes and commands ---------------------------------------------------------------------------------------
+
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([bm])(?![a-z])", re.IGNORECASE)
+
+
+def n_parameters(cap: Capture) -> tuple[float, bool]:
+    """Parameter count of the captured model and whether it is exact: the provenance's ``n_parameters``, the
+    embedded models' table, a size in the name (``135m``, ``1.5B``), else ``12 L d^2`` (approximate)."""
+    if cap.provenance.get("n_parameters"):
+        return float(cap.provenance["n_parameters"]), True
+    base = cap.model_name.removeprefix("random:")
+    if base in EMBEDDED_PARAMETERS:
+        return EMBEDDED_PARAMETERS[base], True
+    match = _SIZE.search(base.split("/")[-1])
+    if match:
+        return float(match.group(1)) * (1e9 if match.group(2).lower() == "b" else 1e6), True
+    return 12.0 * cap.n_layers * cap.d_model**2, False
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9.]+", "-", name.split("/")[-1].lower()).strip("-")
+
+
+def capture_command(model_name: str) -> str:
+    """The ``latentbook capture`` command that writes a results file at the book's settings."""
+    return (
+        f"latentbook capture {model_name} --prompts general --max-prompts 128 --max-length 128 "
+        f"--out results/{_slug(model_name)}.safetensors"
+    )
+
+
+def _fmt_ci(low: float, high: float) -> str:
+    return f"[{low:.3f}, {high:.3f}]"
+
+
+# --- measurements --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Measurements:
+    """Everything the criteria read from one capture (``measure``)."""
+
+    label: str
+    model_name: str
+    parameters: float
+    parameters_exact: bool
+    n_depths: int
+    transition: Any  # transition.Transition, or None with fewer than MIN_DEPTHS depths
+    m_peak: float
+    m_peak_ci: tuple[float, float]
+    m_peak_gamma: float
+    m_peak_clean: float  # at the same depth, first position, centring and 4 massive coordinates removed
+    n_bimodal_after: int
+    n_after: int
+    bimodal_gammas: list[float]
+    pr: Any  # layer_spectra.Contrast
+    spikes_before: float
+    spikes_after: float
+    contraction: Any  # contraction.ContractionFit, or None when too few depths
+    split: float = PAPER_GAMMA_C
+    extra: dict = field(default_factory=dict)
+
+
+def measure(
+    cap: Capture, label: str | None = None, split: float = PAPER_GAMMA_C, n_boot: int = 200, seed: int = 0
+) -> Measurements:
+    """Measure every capture-based claim on ``cap`` (see the module docstring for what each number is)."""
+    from . import confounds, contraction, layer_spectra, omega, transition
+
+    parameters, exact = n_parameters(cap)
+    trans = transition.critical_depth(cap, n_boot=n_boot, seed=seed) if cap.n_depths >= MIN_DEPTHS else None
+    prof = omega.profile(cap, n_boot=max(n_boot, 100), seed=seed)
+    interior = np.arange(1, cap.n_depths - 1)
+    peak = int(interior[np.argmax(prof.m[interior])])
+    clean = confounds.cleaned_profile(cap, n_boot=100, seed=seed)
+
+    _, after = layer_spectra.depth_windows(cap.gamma, split)
+    bimodal = []
+    for layer in after:
+        values, _ = omega.samples(cap, int(layer), drop_first=True)
+        if omega.bimodality(values, seed=seed).verdict == "bimodal":
+            bimodal.append(float(cap.gamma[layer]))
+
+    spectra_profile = layer_spectra.layer_profile(cap)
+    before, after_idx = layer_spectra.depth_windows(cap.gamma, split)
+    spikes = spectra_profile["n_spikes"].to_numpy()
+    pr = layer_spectra.pr_contrast(cap, split=split, n_boot=n_boot, seed=seed)
+    try:
+        contracted = contraction.contraction_after(cap, split=split, n_boot=max(20, n_boot // 2), seed=seed)
+    except InvalidInputError:
+        contracted = None
+    return Measurements(
+        label=label or cap.model_name,
+        model_name=cap.model_name,
+        parameters=parameters,
+        parameters_exact=exact,
+        n_depths=cap.n_depths,
+        transition=trans,
+        m_peak=float(prof.m[peak]),
+        m_peak_ci=(float(prof.low[peak]), float(prof.high[peak])),
+        m_peak_gamma=float(cap.gamma[peak]),
+        m_peak_clean=float(clean.m[peak]),
+        n_bimodal_after=len(bimodal),
+        n_after=len(after),
+        bimodal_gammas=bimodal,
+        pr=pr,
+        spikes_before=float(np.median(spikes[before])) if len(before) else math.nan,
+        spikes_after=float(np.median(spikes[after_idx])) if len(after_idx) else math.nan,
+        contraction=contracted,
+        split=split,
+    )
+
+
+@dataclass(frozen=True)
+class TCOSummary:
+    """Class stability of one model: later-step accuracy of step-0 centroids, averaged over depths after the split."""
+
+    accuracy: float
+    ci: tuple[float, float]
+    chance: float
+    n_items: int
+    best_depth_accuracy: float  # the best single depth, reported only (chosen after looking)
+
+
+def wilson_interval(p: float, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson score interval of a proportion ``p`` observed on ``n`` independent units."""
+    if n < 1 or not 0 <= p <= 1:
+        raise InvalidInputError(f"Need n >= 1 and 0 <= p <= 1, got n={n!r}, p={p!r}.")
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def tco_summary(
+    stability: Stability, gamma: np.ndarray, n_items: int, split: float = PAPER_GAMMA_C
+) -> TCOSummary:
+    """Summarise ``classes.class_stability``: mean accuracy over the steps after ``fit_step`` and over the
+    interior depths after ``split`` (no depth is chosen by its result), with a Wilson interval on ``n_items``
+    (tokens of one item are not independent, so the items are the sample size)."""
+    from .layer_spectra import depth_windows
+
+    later = np.asarray(stability.steps) > stability.fit_step
+    if not later.any():
+        raise InvalidInputError("class stability needs steps after fit_step to test the class's persistence.")
+    _, after = depth_windows(gamma, split)
+    if len(after) == 0:
+        raise InvalidInputError(f"No interior depth after gamma = {split}.")
+    per_depth = stability.accuracy[later].mean(0)
+    accuracy = float(per_depth[after].mean())
+    return TCOSummary(
+        accuracy,
+        wilson_interval(accuracy, n_items),
+        float(stability.chance),
+        int(n_items),
+        float(per_depth.max()),
+    )
+
+
+# --- criteria: each a pure function of numbers, tested on inputs with a known answer -----------------------
+
+
+def judge_critical_depth(trans, n_depths: int) -> tuple[str, str]:
+    if trans is None:
+        return "not testable here", (
+            f"{n_depths} depths: the sigmoid fit needs at least {MIN_DEPTHS} to fit and test 4 parameters"
+        )
+    if not trans.has_transition:
+        return "does not hold", f"no transition: {trans.reason}"
+    low, high = trans.ci
+    if high < PAPER_GAMMA_C - GAMMA_C_TOLERANCE or low > PAPER_GAMMA_C + GAMMA_C_TOLERANCE:
+        return "does not hold", (
+            f"a transition at gamma_c = {trans.gamma_c:.3f} {_fmt_ci(low, high)}, outside "
+            f"{PAPER_GAMMA_C} +- {GAMMA_C_TOLERANCE}"
+        )
+    return "holds", f"a transition at gamma_c = {trans.gamma_c:.3f} {_fmt_ci(low, high)}"
+
+
+def judge_jump(trans, twin_trans=None) -> tuple[str, str]:
+    if trans is None:
+        return "not testable here", f"fewer than {MIN_DEPTHS} depths: no transition fit"
+    if not trans.has_transition:
+        return "does not hold", f"no transition to have a jump: {trans.reason}"
+    low, high = trans.amplitude_ci
+    if low < MIN_JUMP:
+        return (
+            "does not hold",
+            f"jump {trans.amplitude:+.3f} {_fmt_ci(low, high)} is not above {MIN_JUMP:.3f}",
+        )
+    if twin_trans is not None and low <= twin_trans.amplitude_ci[1]:
+        return "does not hold", (
+            f"jump {_fmt_ci(low, high)} does not exceed the random twin's {_fmt_ci(*twin_trans.amplitude_ci)}"
+        )
+    return "holds", f"jump {trans.amplitude:+.3f} {_fmt_ci(low, high)} >= {MIN_JUMP:.3f}"
+
+
+def judge_liquid(m_peak: float, ci: tuple[float, float], gamma: float, clean: float) -> tuple[str, str]:
+    where = f"highest interior m = {m_peak:.3f} {_fmt_ci(*ci)} at gamma = {gamma:.2f}"
+    cleaned = f"; with the confounds removed (chapter 3) m there is {clean:.3f}"
+    if ci[1] < SOLID_THRESHOLD:
+        return "holds", f"{where}, below the threshold {SOLID_THRESHOLD:.3f}{cleaned}"
+    if ci[0] >= SOLID_THRESHOLD:
+        return "does not hold", f"{where} crosses the threshold {SOLID_THRESHOLD:.3f}{cleaned}"
+    return "inconclusive", f"{where}: its interval straddles {SOLID_THRESHOLD:.3f}{cleaned}"
+
+
+def judge_bimodality(n_bimodal: int, n_after: int, twin_bimodal: int | None = None) -> tuple[str, str]:
+    if n_after == 0:
+        return "not testable here", "no interior depth after the split"
+    found = f"bimodal at {n_bimodal} of {n_after} interior depths after gamma = {PAPER_GAMMA_C}"
+    if n_bimodal == 0:
+        return "does not hold", found + " (first position removed; all three tests must agree)"
+    if twin_bimodal:
+        return "does not hold", found + f", but the random twin is bimodal at {twin_bimodal} too"
+    return "holds", found
+
+
+def judge_concentration(contrast, twin=None) -> tuple[str, str]:
+    low, high = contrast.ci
+    found = f"PR after / before = {contrast.ratio:.3f} {_fmt_ci(low, high)}"
+    if high >= 1:
+        return "does not hold", found + ": no significant drop"
+    if twin is not None and high >= twin.ci[0]:
+        return "does not hold", found + f": not below the random twin's {_fmt_ci(*twin.ci)}"
+    return "holds", found
+
+
+def judge_spikes(before: float, after: float, twin_after: float | None = None) -> tuple[str, str]:
+    if math.isnan(before) or math.isnan(after):
+        return "not testable here", "no interior depths on both sides of the split"
+    found = f"median spikes {before:.0f} before, {after:.0f} after gamma = {PAPER_GAMMA_C}"
+    if after <= before:
+        return "does not hold", found + ": no more after than before"
+    if twin_after is not None and after <= twin_after:
+        return "does not hold", found + f": not above the random twin's {twin_after:.0f}"
+    return "holds", found
+
+
+def judge_contraction(fit, twin=None) -> tuple[str, str]:
+    if fit is None:
+        return "not testable here", "fewer than 2 interior depths after the split"
+    low, high = fit.ci
+    found = f"q = {fit.q:.3f} {_fmt_ci(low, high)} per layer over layers {fit.start}-{fit.stop}"
+    if high >= 1:
+        return "does not hold", found + ": not below 1"
+    if twin is not None and high >= twin.ci[0]:
+        return "does not hold", found + f": not below the random twin's {_fmt_ci(*twin.ci)}"
+    return "holds", found
+
+
+def judge_tco(summary: TCOSummary, twin: TCOSummary | None = None) -> tuple[str, str]:
+    low, high = summary.ci
+    found = (
+        f"later-step accuracy {summary.accuracy:.3f} {_fmt_ci(low, high)}, chance {summary.chance:.3f}, "
+        f"{summary.n_items} items"
+    )
+    if low <= summary.chance + TCO_MARGIN:
+        return "does not hold", found + f": not above chance + {TCO_MARGIN}"
+    if twin is not None and low <= twin.ci[1]:
+        return "does not hold", found + f": not above the random twin's {_fmt_ci(*twin.ci)}"
+    return "holds", found
+
+
+def judge_scaling(runs: Sequence[tuple[str, float, Any]]) -> tuple[str, str, float]:
+    """``runs``: (label, parameters, transition or None) of trained models. Returns verdict, reason, Spearman."""
+    from scipy.stats import spearmanr
+
+    with_transition = sorted(
+        ((p, label, t) for label, p, t in runs if t is not None and t.has_transition), key=lambda r: r[0]
+    )
+    largest = max((p for _, p, _ in runs), default=0.0)
+    if len(with_transition) < 2:
+        sizes = ", ".join(f"{label} ({p / 1e6:.0f}M)" for label, p, _ in runs)
+        if largest < SMALL_MODEL:
+            return (
+                "not testable here",
+                (
+                    f"{len(with_transition)} of the runs here ({sizes}) has a transition and none reaches 1.5B "
+                    "parameters: growth with size needs models on both sides of the emergence"
+                ),
+                math.nan,
+            )
+        return (
+            "does not hold",
+            (
+                f"fewer than two runs ({sizes}) show a transition, including one of {largest / 1e9:.1f}B parameters"
+            ),
+            math.nan,
+        )
+    sizes = np.array([p for p, _, _ in with_transition])
+    jumps = np.array([t.amplitude for _, _, t in with_transition])
+    rho = float(spearmanr(sizes, jumps).statistic)
+    smallest, biggest = with_transition[0][2], with_transition[-1][2]
+    listing = ", ".join(f"{label}: {t.amplitude:+.3f}" for _, label, t in with_transition)
+    if np.all(np.diff(jumps) > 0) and biggest.amplitude_ci[0] > smallest.amplitude_ci[1]:
+        return "holds", f"jumps grow with size ({listing})", rho
+    return "does not hold", f"jumps do not grow with size beyond their intervals ({listing})", rho
+
+
+# --- rows -------------------------------------------------------------------------------------------------------
+
+
+def _run_kind(label: str) -> str:
+    if label.startswith("random:"):
+        return "null: random weights"
+    if "shuffled" in label:
+        return "null: shuffled words"
+    return "trained"
+
+
+def _row(
+    claim: str, m: Measurements, run: str, measured: str, value, ci, verdict_reason, command: str
+) -> Row:
+    verdict, reason = verdict_reason
+    return Row(
+        claim=claim,
+        model=m.label,
+        run=run,
+        parameters=m.parameters,
+        measured=measured,
+        value=float(value),
+        ci_low=float(ci[0]),
+        ci_high=float(ci[1]),
+        paper=CLAIMS[claim].paper,
+        verdict=verdict,
+        reason=reason,
+        command=command,
+    )
+
+
+def claim_rows(
+    m: Measurements,
+    twin: Measurements | None = None,
+    tco: TCOSummary | None = None,
+    twin_tco: TCOSummary | None = None,
+    run: str | None = None,
+) -> list[Row]:
+    """The rows of one model run: every capture-based claim (and ``tco`` when given), judged against ``twin``."""
+    run = run or _run_kind(m.label)
+    command = capture_command(m.model_name)
+    nan2 = (math.nan, math.nan)
+    t = m.transition
+    rows = [
+        _row(
+            "critical_depth",
+            m,
+            run,
+            f"gamma_c = {t.gamma_c:.3f}" if t is not None else "no fit",
+            t.gamma_c if t is not None else math.nan,
+            t.ci if t is not None else nan2,
+            judge_critical_depth(t, m.n_depths),
+            command,
+        ),
+        _row(
+            "omega_jump",
+            m,
+            run,
+            f"m {t.base:.3f} -> {t.base + t.amplitude:.3f}" if t is not None else "no fit",
+            t.amplitude if t is not None else math.nan,
+            t.amplitude_ci if t is not None else nan2,
+            judge_jump(t, twin.transition if twin is not None else None),
+            command,
+        ),
+    ]
+    if m.parameters < SMALL_MODEL:
+        rows.append(
+            _row(
+                "stays_liquid",
+                m,
+                run,
+                f"max m = {m.m_peak:.3f} at gamma = {m.m_peak_gamma:.2f}",
+                m.m_peak,
+                m.m_peak_ci,
+                judge_liquid(m.m_peak, m.m_peak_ci, m.m_peak_gamma, m.m_peak_clean),
+                command,
+            )
+        )
+    rows += [
+        _row(
+            "bimodality",
+            m,
+            run,
+            f"bimodal at {m.n_bimodal_after} of {m.n_after} depths",
+            m.n_bimodal_after / m.n_after if m.n_after else math.nan,
+            nan2,
+            judge_bimodality(
+                m.n_bimodal_after, m.n_after, twin.n_bimodal_after if twin is not None else None
+            ),
+            command,
+        ),
+        _row(
+            "spectral_concentration",
+            m,
+            run,
+            f"PR after / before = {m.pr.ratio:.3f}",
+            m.pr.ratio,
+            m.pr.ci,
+            judge_concentration(m.pr, twin.pr if twin is not None else None),
+            command,
+        ),
+        _row(
+            "mp_spikes",
+            m,
+            run,
+            f"median spikes {m.spikes_before:.0f} -> {m.spikes_after:.0f}",
+            m.spikes_after,
+            nan2,
+            judge_spikes(m.spikes_before, m.spikes_after, twin.spikes_after if twin is not None else None),
+            command,
+        ),
+    ]
+    c = m.contraction
+    rows.append(
+        _row(
+            "transverse_contraction",
+            m,
+            run,
+            f"q = {c.q:.3f}" if c is not None else "no fit",
+            c.q if c is not None else math.nan,
+            c.ci if c is not None else nan2,
+            judge_contraction(
+                c, twin.contraction if twin is not None and twin.contraction is not None else None
+            ),
+            command,
+        )
+    )
+    if tco is not None:
+        rows.append(
+            _row(
+                "tco",
+                m,
+                run,
+                f"accuracy {tco.accuracy:.3f} (chance {tco.chance:.3f})",
+                tco.accuracy,
+                tco.ci,
+                judge_tco(tco, twin_tco),
+                f"book_token_states({m.model_name!r}, 'binding') then classes.class_stability (chapter 6)",
+            )
+        )
+    return rows
+
+
+def scaling_row(runs: Mapping[str, Measurements]) -> Row:
+    """One row over the trained runs: does the jump grow with size (``judge_scaling``)?"""
+    trained = [
+        (label, m.parameters, m.transition) for label, m in runs.items() if _run_kind(label) == "trained"
+    ]
+    verdict, reason, rho = judge_scaling(trained)
+    command = " && ".join(capture_command(name) for name in LARGE_MODELS)
+    return Row(
+        claim="scaling",
+        model=", ".join(label for label, _, _ in trained),
+        run="trained",
+        parameters=max((p for _, p, _ in trained), default=math.nan),
+        measured="Spearman rho(size, jump)" if not math.isnan(rho) else "no two transitions to compare",
+        value=rho,
+        ci_low=math.nan,
+        ci_high=math.nan,
+        paper=CLAIMS["scaling"].paper,
+        verdict=verdict,
+        reason=reason,
+        command=command if verdict == "not testable here" else "",
+    )
+
+
+def not_testable_rows(largest_run: float) -> list[Row]:
+    """ "Not testable here" rows for what only 1.5B-30B models can show, unless a run of that size was measured."""
+    if largest_run >= SMALL_MODEL:
+        return []
+    big = "Qwen/Qwen2.5-32B"
+    reason = (
+        "the paper's claims are about 1.5B-30B+ models; no such weights are on this machine (offline, CPU), "
+        f"the largest run here has {largest_run / 1e6:.0f}M parameters"
+    )
+    rows = []
+    for claim in (
+        "critical_depth",
+        "omega_jump",
+        "bimodality",
+        "spectral_concentration",
+        "mp_spikes",
+        "transverse_contraction",
+    ):
+        rows.append(
+            Row(
+                claim,
+                f"{big} (the paper's 30B scale)",
+                "not run",
+                LARGE_MODELS[big],
+                "",
+                math.nan,
+                math.nan,
+                math.nan,
+                CLAIMS[claim].paper,
+                "not testable here",
+                reason,
+                capture_command(big),
+            )
+        )
+    rows.append(
+        Row(
+            "tco",
+            f"{big} (the paper's 30B scale)",
+            "not run",
+            LARGE_MODELS[big],
+            "",
+            math.nan,
+            math.nan,
+            math.nan,
+            CLAIMS["tco"].paper,
+            "not testable here",
+            reason + "; class stability needs token states, which no capture file carries",
+            f'python -c "from latentbook.capturing.state_cache import book_token_states; '
+            f"book_token_states('{big}', 'binding')\" (then chapter 6 with the model added)",
+        )
+    )
+    return rows
+
+
+# --- the ladder (chapter 7) -------------------------------------------------------------------------------------
+
+
+def ladder_rows() -> list[Row]:
+    """Rows of ``latentbook.ladder.verdict_rows()`` for the claim "diagnostics of reasoning capacity".
+
+    Each row it returns is a mapping with the keys of ``COLUMNS`` (``claim`` defaults to
+    "reasoning_diagnostics"; missing numbers to NaN, missing text to ""), with a verdict from ``VERDICTS``.
+    When the ladder module or its ``verdict_rows`` does not exist yet, one honest "not yet run" row.
+    """
+    try:
+        module = importlib.import_module("latentbook.ladder")
+    except ImportError:
+        module = None
+    function = getattr(module, "verdict_rows", None)
+    if function is None:
+        return [
+            Row(
+                "reasoning_diagnostics",
+                "ladder of small models trained on variable binding (chapter 7)",
+                "not run",
+                math.nan,
+                "",
+                math.nan,
+                math.nan,
+                math.nan,
+                CLAIMS["reasoning_diagnostics"].paper,
+                "not yet run",
+                "the ladder experiment (latentbook.ladder.verdict_rows) is not available in this version: "
+                "capability is not measured, so no diagnostic can be checked against it",
+                "latentbook train-ladder",
+            )
+        ]
+    rows = []
+    for raw in function():
+        data = dict(raw)
+        unknown = set(data) - set(COLUMNS)
+        if unknown:
+            raise InvalidInputError(
+                f"ladder.verdict_rows gave unknown columns {sorted(unknown)}; use {COLUMNS}."
+            )
+        data.setdefault("claim", "reasoning_diagnostics")
+        for key in ("parameters", "value", "ci_low", "ci_high"):
+            data[key] = float(data[key]) if data.get(key) is not None else math.nan
+        for key in ("model", "run", "measured", "paper", "reason", "command"):
+            data[key] = str(data.get(key) or "")
+        if "verdict" not in data:
+            raise InvalidInputError("Every row of ladder.verdict_rows needs a 'verdict'.")
+        rows.append(Row(**{key: data[key] for key in COLUMNS}))
+    return rows
+
+
+# --- results files from elsewhere -------------------------------------------------------------------------------
+
+
+def find_results_dir(start: str | Path | None = None) -> Path | None:
+    """``$LATENTBOOK_RESULTS`` if set, else the ``results/`` folder of the repository above ``start`` (the
+    working directory by default: chapters run inside ``book/``), found by its ``_toc.yml`` or ``pyproject.toml``."""
+    if os.environ.get("LATENTBOOK_RESULTS"):
+        return Path(os.environ["LATENTBOOK_RESULTS"])
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "_toc.yml").is_file() or (folder / "pyproject.toml").is_file():
+            return folder / "results" if (folder / "results").is_dir() else None
+    return None
+
+
+def load_results(folder: str | Path | None) -> tuple[dict[str, Capture], list[str]]:
+    """Every ``*.safetensors`` capture in ``folder`` (not recursive), by label ``"<model> (<file>)"``, and a
+    message for each file that is not a readable capture (it is skipped, never silently)."""
+    from ..capturing.results import load_capture
+
+    captures, problems = {}, []
+    if folder is None or not Path(folder).is_dir():
+        return captures, problems
+    for path in sorted(Path(folder).glob("*.safetensors")):
+        try:
+            cap = load_capture(path)
+        except CaptureFileError as exc:
+            problems.append(f"{path.name}: {exc}")
+            continue
+        captures[f"{cap.model_name} ({path.name})"] = cap
+    return captures, problems
+
+
+# --- the table ---------------------------------------------------------------------------------------------------
+
+
+def _twin_of(label: str, runs: Mapping[str, Measurements]) -> Measurements | None:
+    """The run labelled ``"random:" + label``, else a run of the model ``"random:" + model_name`` (results)."""
+    if label.startswith("random:") or "shuffled" in label:
+        return None
+    if "random:" + label in runs:
+        return runs["random:" + label]
+    wanted = "random:" + runs[label].model_name
+    return next((m for m in runs.values() if m.model_name == wanted), None)
+
+
+def verdict_table(
+    runs: Mapping[str, Measurements],
+    tco: Mapping[str, TCOSummary] | None = None,
+    results_dir: str | Path | None = None,
+    ladder: bool = True,
+    n_boot: int = 200,
+) -> pd.DataFrame:
+    """Every claim against every run: ``runs`` (from ``measure``), capture files in ``results_dir`` (measured
+    here, labelled "results file"), the ladder's rows, and "not testable here" rows for the paper's scale.
+
+    Files in ``results_dir`` that are not readable captures are listed in ``table.attrs["problems"]``.
+    """
+    import pandas as pd
+
+    runs = dict(runs)
+    kinds = {label: _run_kind(label) for label in runs}
+    results, problems = load_results(results_dir)
+    for label, cap in results.items():
+        runs[label] = measure(cap, label, n_boot=n_boot)
+        kinds[label] = "results file"
+    tco = tco or {}
+    rows: list[Row] = []
+    for label, m in runs.items():
+        twin = _twin_of(label, runs)
+        twin_tco = tco.get(twin.label) if twin is not None else None
+        rows += claim_rows(m, twin, tco.get(label), twin_tco, run=kinds[label])
+    rows.append(scaling_row({k: v for k, v in runs.items() if kinds[k] in ("trained", "results file")}))
+    trained_sizes = [m.parameters for k, m in runs.items() if kinds[k] in ("trained", "results file")]
+    rows += not_testable_rows(max(trained_sizes, default=0.0))
+    if ladder:
+        rows += ladder_rows()
+    table = pd.DataFrame([asdict(row) for row in rows], columns=list(COLUMNS))
+    table.attrs["problems"] = problems
+    return table
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Claims as rows, model runs as columns, verdicts as cells (the table at a glance)."""
+    return table.pivot_table(index="claim", columns="model", values="verdict", aggfunc="first").reindex(
+        [c for c in CLAIMS if c in set(table["claim"])]
+    )

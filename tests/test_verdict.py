@@ -1,0 +1,215 @@
+"""The verdict's criteria on inputs whose answer is known, and the table end to end on planted captures,
+including capture files picked up from a results folder and the ladder's rows."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import latentbook as lb
+from latentbook.analysis import classes, layer_spectra, synthetic, transition, verdict
+
+# --- planted captures ----------------------------------------------------------------------------------------
+
+
+def _planted_states(
+    gamma_c: float | None,
+    n_depths: int = 21,
+    n_prompts: int = 150,
+    per_prompt: int = 4,
+    d: int = 48,
+    seed: int = 0,
+):
+    """Tokens that turn from dense Gaussian (Omega ~0.20) to 2-sparse (Omega ~0.84) at ``gamma_c`` (a steep
+    sigmoid in the fraction of sparse tokens); ``None``: dense at every depth (the null)."""
+    rng = np.random.default_rng(seed)
+    n = n_prompts * per_prompt
+    gamma = np.arange(n_depths) / (n_depths - 1)
+    states = rng.standard_normal((n_depths, n, d))
+    if gamma_c is not None:
+        share = 1 / (1 + np.exp(-(gamma - gamma_c) / 0.01))
+        order = rng.random(n)
+        support = np.argsort(rng.random((n, d)), axis=1)[:, :2]
+        mask = np.zeros((n, d), dtype=bool)
+        np.put_along_axis(mask, support, True, axis=1)
+        for depth in range(n_depths):
+            sparse = order < share[depth]
+            states[depth, sparse] *= mask[sparse]
+    ids = np.repeat(np.arange(n_prompts), per_prompt)
+    positions = np.tile(np.arange(1, per_prompt + 1), n_prompts)
+    return states, ids, positions
+
+
+@pytest.fixture(scope="module")
+def planted():
+    return synthetic.as_capture(*_planted_states(0.42), name="planted", n_vectors=600)
+
+
+@pytest.fixture(scope="module")
+def null():
+    return synthetic.as_capture(*_planted_states(None), name="random:planted", n_vectors=600)
+
+
+# --- criteria on known answers ---------------------------------------------------------------------------------
+
+
+def test_critical_depth_and_jump_criteria_on_planted_curves():
+    at_paper = transition.critical_depth(*_curve(0.42, 0.21))
+    assert verdict.judge_critical_depth(at_paper, 41)[0] == "holds"
+    assert verdict.judge_jump(at_paper)[0] == "holds"
+    late = transition.critical_depth(*_curve(0.80, 0.21))
+    verdict_late, reason_late = verdict.judge_critical_depth(late, 41)
+    assert late.has_transition and verdict_late == "does not hold" and "outside" in reason_late
+    small = transition.critical_depth(*_curve(0.42, 0.05, noise=0.002))
+    assert small.has_transition and verdict.judge_jump(small)[0] == "does not hold"
+    flat = transition.critical_depth(*_curve(0.42, 0.0))
+    assert verdict.judge_critical_depth(flat, 41)[0] == "does not hold"
+    assert verdict.judge_jump(flat)[0] == "does not hold"
+    assert verdict.judge_critical_depth(None, 7)[0] == "not testable here"
+    # a twin with the same jump: the trained model does not beat its null
+    assert verdict.judge_jump(at_paper, at_paper)[0] == "does not hold"
+
+
+def _curve(gamma_c, amplitude, noise=0.01):
+    curve = synthetic.order_parameter_curve(
+        gamma_c=gamma_c, amplitude=amplitude, noise=noise, n_layers=40, seed=3
+    )
+    return curve.gamma, curve.m
+
+
+def test_liquid_bimodality_spikes_criteria():
+    assert verdict.judge_liquid(0.5, (0.49, 0.51), 0.3, 0.4)[0] == "holds"
+    assert verdict.judge_liquid(0.9, (0.88, 0.92), 0.1, 0.4)[0] == "does not hold"
+    assert verdict.judge_liquid(0.79, (0.78, 0.81), 0.1, 0.4)[0] == "inconclusive"
+    assert verdict.judge_bimodality(3, 10)[0] == "holds"
+    assert verdict.judge_bimodality(0, 10)[0] == "does not hold"
+    assert verdict.judge_bimodality(3, 10, twin_bimodal=2)[0] == "does not hold"
+    assert verdict.judge_spikes(3, 8)[0] == "holds"
+    assert verdict.judge_spikes(8, 8)[0] == "does not hold"
+    assert verdict.judge_spikes(3, 8, twin_after=9)[0] == "does not hold"
+
+
+def test_concentration_and_contraction_criteria():
+    def contrast(ratio, low, high):
+        return layer_spectra.Contrast(ratio, (low, high), 0.42, 4, 5, 0.95)
+
+    assert verdict.judge_concentration(contrast(0.5, 0.4, 0.6))[0] == "holds"
+    assert verdict.judge_concentration(contrast(0.95, 0.85, 1.05))[0] == "does not hold"
+    assert (
+        verdict.judge_concentration(contrast(0.5, 0.4, 0.6), contrast(0.55, 0.5, 0.6))[0] == "does not hold"
+    )
+    assert verdict.judge_concentration(contrast(0.5, 0.4, 0.6), contrast(0.9, 0.8, 0.95))[0] == "holds"
+
+
+def test_tco_criterion_on_persistent_and_transient_classes():
+    def summary(persistent, seed):
+        planted = synthetic.class_trajectories(
+            120, 4, 9, 32, 4, separation=5.0, persistent=persistent, seed=seed
+        )
+        stability = classes.class_stability(planted.states, planted.labels, planted.steps, planted.items)
+        return verdict.tco_summary(stability, np.arange(9) / 8, n_items=120)
+
+    kept, lost = summary(True, 0), summary(False, 1)
+    assert kept.accuracy > 0.9 and verdict.judge_tco(kept)[0] == "holds"
+    assert lost.accuracy == pytest.approx(0.25, abs=0.08) and verdict.judge_tco(lost)[0] == "does not hold"
+    assert verdict.judge_tco(kept, twin=kept)[0] == "does not hold"
+    assert verdict.judge_tco(kept, twin=lost)[0] == "holds"
+
+
+def test_wilson_interval_matches_its_formula_edge_cases():
+    low, high = verdict.wilson_interval(0.5, 100)
+    assert low == pytest.approx(0.4038, abs=1e-3) and high == pytest.approx(0.5962, abs=1e-3)
+    assert verdict.wilson_interval(0.0, 10)[0] == 0.0
+    with pytest.raises(lb.InvalidInputError):
+        verdict.wilson_interval(0.5, 0)
+
+
+def test_scaling_criterion():
+    t = [transition.critical_depth(*_curve(0.42, a, noise=0.005)) for a in (0.15, 0.25, 0.35)]
+    grows = [("s", 1e8, t[0]), ("m", 1e9, t[1]), ("l", 1e10, t[2])]
+    assert verdict.judge_scaling(grows)[0] == "holds"
+    assert verdict.judge_scaling(grows)[2] == pytest.approx(1.0)
+    shrinks = [("s", 1e8, t[2]), ("m", 1e9, t[1]), ("l", 1e10, t[0])]
+    assert verdict.judge_scaling(shrinks)[0] == "does not hold"
+    flat = transition.critical_depth(*_curve(0.42, 0.0))
+    small_only = [("s", 1e8, flat), ("m", 2e8, flat), ("e", 2e7, None)]
+    assert verdict.judge_scaling(small_only)[0] == "not testable here"
+    assert verdict.judge_scaling([*small_only, ("big", 7e9, flat)])[0] == "does not hold"
+
+
+def test_parameter_counts():
+    cap = synthetic.as_capture(np.zeros((3, 4, 8)) + 1.0, name="Qwen/Qwen2.5-1.5B")
+    assert verdict.n_parameters(cap) == (1.5e9, True)
+    cap = synthetic.as_capture(np.zeros((3, 4, 8)) + 1.0, name="random:minilm-l6")
+    assert verdict.n_parameters(cap) == (verdict.EMBEDDED_PARAMETERS["minilm-l6"], True)
+    cap = synthetic.as_capture(np.zeros((3, 4, 8)) + 1.0, name="my-model")
+    assert verdict.n_parameters(cap) == (12.0 * 2 * 64, False)
+
+
+# --- end to end -------------------------------------------------------------------------------------------------
+
+
+def test_measure_and_rows_on_a_planted_transition_and_its_null(planted, null):
+    runs = {
+        "planted": verdict.measure(planted, n_boot=60),
+        "random:planted": verdict.measure(null, n_boot=60),
+    }
+    table = verdict.verdict_table(runs, results_dir=None, ladder=False)
+    got = table.set_index(["claim", "model"])["verdict"]
+    assert got["critical_depth", "planted"] == "holds"
+    assert got["omega_jump", "planted"] == "holds"
+    assert got["critical_depth", "random:planted"] == "does not hold"
+    assert got["stays_liquid", "random:planted"] == "holds"
+    assert got["stays_liquid", "planted"] == "does not hold"  # 2-sparse tokens: Omega ~0.84 > 0.795
+    assert set(table["verdict"]) <= set(verdict.VERDICTS)
+    # every measured claim has a row for both runs, plus the large-model rows, all with a command
+    assert {"planted", "random:planted"} <= set(table["model"])
+    big = table[table["run"] == "not run"]
+    assert len(big) >= 6 and (big["verdict"] == "not testable here").all()
+    assert big["command"].str.startswith(("latentbook capture Qwen/Qwen2.5-32B", "python -c")).all()
+
+
+def test_results_folder_captures_are_picked_up(tmp_path, planted, monkeypatch):
+    results = tmp_path / "results"
+    results.mkdir()
+    planted.save(results / "planted.safetensors")
+    (results / "broken.safetensors").write_bytes(b"not a capture")
+    table = verdict.verdict_table({}, results_dir=results, ladder=False, n_boot=60)
+    rows = table[table["run"] == "results file"].set_index("claim")
+    assert set(rows["model"]) == {"planted (planted.safetensors)"}
+    assert rows.loc["critical_depth", "verdict"] == "holds"
+    assert rows.loc["critical_depth", "command"].startswith("latentbook capture planted")
+    assert len(table.attrs["problems"]) == 1 and "broken.safetensors" in table.attrs["problems"][0]
+
+    (tmp_path / "_toc.yml").write_text("format: jb-book\n")
+    (tmp_path / "book").mkdir()
+    monkeypatch.delenv("LATENTBOOK_RESULTS", raising=False)
+    assert verdict.find_results_dir(tmp_path / "book") == results
+    monkeypatch.setenv("LATENTBOOK_RESULTS", str(tmp_path / "elsewhere"))
+    assert verdict.find_results_dir(tmp_path / "book") == tmp_path / "elsewhere"
+
+
+def test_ladder_rows_are_used_when_they_exist_and_an_honest_row_otherwise(monkeypatch):
+    fake = types.ModuleType("latentbook.ladder")
+    monkeypatch.setitem(sys.modules, "latentbook.ladder", fake)
+    (row,) = verdict.ladder_rows()
+    assert row.verdict == "not yet run" and row.claim == "reasoning_diagnostics"
+    fake.verdict_rows = lambda: [
+        {
+            "model": "ladder (6 models)",
+            "measured": "Spearman(capability, gamma_c)",
+            "value": 0.1,
+            "ci_low": -0.5,
+            "ci_high": 0.7,
+            "verdict": "inconclusive",
+            "reason": "interval contains 0",
+        }
+    ]
+    (row,) = verdict.ladder_rows()
+    assert (row.verdict, row.value, row.command) == ("inconclusive", 0.1, "")
+    fake.verdict_rows = lambda: [{"model": "x", "verdict": "predicts capability"}]
+    with pytest.raises(lb.InvalidInputError, match="verdict"):
+        verdict.ladder_rows()
