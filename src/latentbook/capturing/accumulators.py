@@ -48,7 +48,8 @@ class Moments:
     ``sum_b n_b (mean_b - mean_p)(mean_b - mean_p)^T`` (from the stored batch means), and blocks, merges and
     checkpoints combine with Chan et al.'s update ``M2 = M2_a + M2_b + delta delta^T n_a n_b / n``.
     Covariance ``C = M2 / n``; second moment ``E[h h^T] = C + mean mean^T``. The ``d x d`` buffers are
-    allocated when first needed, never zero-filled for nothing.
+    allocated when first needed, never zero-filled for nothing; a capture of fewer than ``FLUSH_TOKENS``
+    tokens leaves its one block pending, to be folded (and its buffer freed) at the first read.
     """
 
     FLUSH_TOKENS = 8192
@@ -121,7 +122,7 @@ class Moments:
             self._m2.add_(gram.to(device))
         if len(counts) > 1:
             self._m2.addmm_(spread.T * counts, spread)  # between-batch scatter, exact in float64
-        self._batch_means, self._batch_counts = [], []
+        self._gram, self._batch_means, self._batch_counts = None, [], []  # a result holds no pending buffer
         self._combine(n_p, mean_p, None)
 
     def merge(self, other: Moments) -> None:

@@ -285,9 +285,6 @@ def capture(
             if on_batch is not None:
                 on_batch(done, len(order))
     bar.close()
-    for stats in [*streamer.layers, streamer.final_norm]:
-        if stats is not None:
-            stats.moments.flush()  # fold the pending batches into the float64 sums now, not at the first read
     result = _to_capture(loaded, streamer, settings, done, prompt_set)
     if distributed:
         dist.merge_across_ranks(result)
