@@ -25,7 +25,7 @@ def _labelled(ax):
     assert ax.get_xlabel() and ax.get_ylabel()
 
 
-def test_depth_profiles_one_line_per_model_nulls_dashed_same_colour():
+def test_depth_profiles_one_line_per_model_nulls_in_shades_and_styles():
     gamma = np.linspace(0, 1, 7)
     ax = plots.depth_profiles(
         {
@@ -41,9 +41,11 @@ def test_depth_profiles_one_line_per_model_nulls_dashed_same_colour():
     real, null, _, ref = ax.get_lines()
     np.testing.assert_allclose(real.get_ydata(), gamma**2)
     assert real.get_linestyle() == "-" and null.get_linestyle() == "--"
-    assert real.get_color() == null.get_color()
     shuffled = ax.get_lines()[2]
-    assert shuffled.get_linestyle() == ":" and shuffled.get_color() == real.get_color()
+    assert shuffled.get_linestyle() == ":"
+    r, n, s = (np.array(line.get_color()) for line in (real, null, shuffled))
+    assert np.all(n >= r) and np.all(s <= r) and not np.allclose(n, r)  # lighter twin, darker shuffled
+    assert np.allclose(n - r, (1 - r) * 0.45) and np.allclose(s, r * 0.6)  # shades of one colour
     assert ref.get_ydata()[0] == 0.2
     assert ax.get_yscale() == "log"
     with pytest.raises(lb.InvalidInputError):
@@ -52,6 +54,12 @@ def test_depth_profiles_one_line_per_model_nulls_dashed_same_colour():
     (band,) = banded.collections
     vertices = band.get_paths()[0].vertices
     assert vertices[:, 1].min() == pytest.approx(-0.1) and vertices[:, 1].max() == pytest.approx(1.1)
+
+
+def test_embedded_models_keep_their_colour_in_every_figure():
+    alone = plots.palette(["gemma3-270m"])["gemma3-270m"]
+    together = plots.palette(["minilm-l6", "smollm2-135m", "gemma3-270m"])["gemma3-270m"]
+    assert alone == together
 
 
 def test_head_scatter_draws_every_head_and_the_mean():

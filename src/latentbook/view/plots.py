@@ -1,9 +1,9 @@
 """Seaborn figures of the book: numbers in, labelled axes out.
 
 Every function draws on ``ax`` (a new figure when omitted) and returns the ``Axes``; none computes a
-statistic beyond arranging what it is given. Null models are drawn in the colour of their real model, so
-a reader pairs them at a glance: dashed for random weights (labels starting with ``random:``), dotted for
-shuffled words (labels containing ``shuffled``).
+statistic beyond arranging what it is given. Null models are drawn in a shade of their real model's
+colour, so a reader pairs them at a glance: lighter and dashed for random weights (labels starting with
+``random:``), darker and dotted for shuffled words (labels containing ``shuffled``).
 """
 
 from __future__ import annotations
@@ -45,11 +45,29 @@ def _base(label: str) -> str:
     return label.removeprefix("random:").replace(" (shuffled)", "").replace("shuffled", "").strip()
 
 
+MODEL_ORDER = (
+    "smollm2-135m",
+    "gemma3-270m",
+    "minilm-l6",
+)  # the embedded models keep their colours everywhere
+
+
 def palette(labels) -> dict[str, tuple]:
-    """One colour per real model; a null model shares the colour of the model it is the twin of."""
-    bases = list(dict.fromkeys(_base(label) for label in labels))
-    colours = dict(zip(bases, sns.color_palette("colorblind", len(bases))))
-    return {label: colours[_base(label)] for label in labels}
+    """One colour per real model (the embedded ones always the same); its random twin a lighter shade, its
+    shuffled-words run a darker one, so a reader pairs them at a glance and still tells them apart."""
+    seen = list(dict.fromkeys(_base(label) for label in labels))
+    bases = [b for b in MODEL_ORDER if b in seen] + [b for b in seen if b not in MODEL_ORDER]
+    order = list(MODEL_ORDER) + [b for b in bases if b not in MODEL_ORDER]
+    colours = sns.color_palette("colorblind", len(order))
+    base_colour = {b: colours[order.index(b)] for b in bases}
+
+    def shade(label: str) -> tuple:
+        rgb = np.array(base_colour[_base(label)])
+        if label.startswith("random:"):
+            return tuple(rgb + (1.0 - rgb) * 0.45)
+        return tuple(rgb * 0.6) if "shuffled" in label else tuple(rgb)
+
+    return {label: shade(label) for label in labels}
 
 
 def depth_profiles(
