@@ -163,10 +163,10 @@ def test_reservoir_many_small_offers_equal_one():
     assert torch.equal(streamed.values, whole.values)
 
 
-def test_moments_block_triangular_gram_matches_numpy():
+@pytest.mark.parametrize("d", [300, 1030])  # 4 blocks of 75; 8 blocks of 129, the last one narrower
+def test_moments_block_triangular_gram_matches_numpy(d):
     """d >= 256: only the upper block triangle of each batch's Gram is computed, then mirrored."""
     rng = np.random.default_rng(4)
-    d = 300  # blocks of 75: uneven against nothing, four of them
     x = torch.from_numpy(rng.normal(size=(900, d)) @ rng.normal(size=(d, d)) / 10 + 3.0)
     m = Moments(d, precision=torch.float64)
     m.FLUSH_TOKENS = 400

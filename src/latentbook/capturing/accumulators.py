@@ -42,8 +42,8 @@ class Moments:
     Each batch is centred on its own mean and its scatter, a Gram in ``precision`` (float32 by default: the
     tensor-core path on a GPU), is summed in place into a pending ``d x d`` block by fused products
     (``addmm_``: no ``d x d`` temporaries, which cost as much as the product itself on a CPU); for
-    ``d >= 256`` only its upper block triangle (4 column blocks: 5/8 of the full product), mirrored when
-    folded. Every ``FLUSH_TOKENS`` tokens, and before any read, the pending block is folded into the float64
+    ``d >= 256`` only its upper block triangle (4 column blocks, 8 from ``d = 1024``: 5/8 or 9/16 of the full
+    product), mirrored when folded. Every ``FLUSH_TOKENS`` tokens, and before any read, the pending block is folded into the float64
     sums: its scatter is the sum of the batch scatters plus the exact between-batch part
     ``sum_b n_b (mean_b - mean_p)(mean_b - mean_p)^T`` (from the stored batch means), and blocks, merges and
     checkpoints combine with Chan et al.'s update ``M2 = M2_a + M2_b + delta delta^T n_a n_b / n``.
@@ -62,7 +62,7 @@ class Moments:
             self._mean = torch.zeros(d, dtype=torch.float64, device=device)
         self._m2: torch.Tensor | None = None  # None while it is zero
         self._gram: torch.Tensor | None = None  # the pending block's sum of batch scatters (upper blocks)
-        self._block = d if d < 256 else -(-d // 4)  # column block of the upper block triangle
+        self._block = d if d < 256 else -(-d // (4 if d < 1024 else 8))  # column block of the upper triangle
         self._batch_means: list[torch.Tensor] = []
         self._batch_counts: list[int] = []
 
@@ -360,12 +360,17 @@ class TokenReservoir:
         accepted = np.flatnonzero(kept[n_old:])
         if not len(accepted):
             return
+        if len(accepted) < len(keys):
+            values = values[:, torch.from_numpy(accepted).to(values.device)]
         evicted = np.flatnonzero(~kept[:n_old])
         n_new = n_old - len(evicted) + len(accepted)
         slots = np.concatenate([evicted, np.arange(n_old, max(n_new, n_old))])[: len(accepted)]
         self._grow(n_new)
-        index = torch.from_numpy(accepted)
-        self._buffer[:, torch.from_numpy(slots)] = values[:, index.to(values.device)].detach().float().cpu()
+        values = values.detach().float().cpu()
+        if len(slots) and slots[-1] - slots[0] == len(slots) - 1:  # consecutive free slots: while filling
+            self._buffer[:, slots[0] : slots[-1] + 1] = values
+        else:
+            self._buffer[:, torch.from_numpy(slots)] = values
         for name, new in (("_keys", keys), ("_prompt_ids", prompt_ids), ("_positions", positions)):
             old = getattr(self, name)
             grown = np.concatenate([old, np.zeros(n_new - n_old, dtype=old.dtype)])
