@@ -177,3 +177,19 @@ def test_moments_block_triangular_gram_matches_numpy(d):
     for chunk in torch.split(x.float(), 128):
         m32.add(chunk)
     assert _rel(m32.covariance(), np.cov(x.numpy().T, bias=True)) < 1e-5
+
+
+def test_tf32_is_allowed_only_inside_the_gram():
+    from latentbook.capturing.accumulators import _tf32_matmul
+
+    matmul = torch.backends.cuda.matmul
+    before = matmul.allow_tf32
+    try:
+        matmul.allow_tf32 = False
+        with _tf32_matmul(True):
+            assert matmul.allow_tf32
+        assert not matmul.allow_tf32
+        with _tf32_matmul(False):
+            assert not matmul.allow_tf32
+    finally:
+        matmul.allow_tf32 = before

@@ -185,8 +185,9 @@ def capture(
 ) -> Capture:
     """Stream per-depth statistics of ``model`` on ``prompts`` into a ``Capture``.
 
-    ``precision`` is the dtype of each batch's scatter matrix ("float32": fast, relative error ~1e-7;
-    "float64": exact to rounding); running sums are always float64. Prompts longer than ``max_length``
+    ``precision`` is the dtype of each batch's scatter matrix ("float32": fast, relative error ~1e-7, and on
+    TF32 tensor cores for a bfloat16/float16 model on CUDA, ~1e-5; "float64": exact to rounding); running
+    sums are always float64 (``accumulators.Moments``). Prompts longer than ``max_length``
     tokens are truncated with a warning, or refused when ``strict=True``. ``attention=True`` also streams
     per-head attention statistics from the model's actual logits into ``Capture.attention``
     (``capturing/attention.py``; slower: attention runs eagerly, materialising the ``T x T`` logits).
