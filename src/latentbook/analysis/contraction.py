@@ -63,13 +63,27 @@ def _top_k_sum(x: np.ndarray, weights: np.ndarray, k: int) -> tuple[float, float
     return float(lam.sum()), float(np.sort(lam)[::-1][:k].sum())
 
 
-def _share_draws(x: np.ndarray, k: int, weights: np.ndarray, rank: int) -> np.ndarray:
-    """Transverse share of ``x`` ``(n, d)`` under each row of ``weights`` ``(B, n)`` (bootstrap draws), fast:
-    the total from norms (exact), the top ``k`` variance within the sample's top-``rank`` principal subspace,
-    which resampling barely rotates (a slight underestimate of the top ``k``, identical for every draw)."""
+def _principal(x: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (descending) of the centred covariance of ``x`` ``(n, d)`` and its top-``rank`` principal
+    directions ``(d, rank)``, from one ``eigh`` of the smaller of the covariance and the Gram matrix."""
+    n, d = x.shape
     centred = x - x.mean(0)
-    _, _, vt = np.linalg.svd(centred, full_matrices=False)
-    projected = x @ vt[:rank].T  # (n, rank)
+    if n < d:
+        lam, u = np.linalg.eigh(centred @ centred.T / n)
+        lam, u = lam[::-1], u[:, ::-1]
+        top = np.clip(lam[:rank], 1e-300, None)
+        directions = centred.T @ u[:, :rank] / np.sqrt(n * top)
+    else:
+        lam, v = np.linalg.eigh(centred.T @ centred / n)
+        lam, directions = lam[::-1], v[:, ::-1][:, :rank]
+    return np.clip(lam, 0.0, None), directions
+
+
+def _share_draws(x: np.ndarray, k: int, weights: np.ndarray, directions: np.ndarray) -> np.ndarray:
+    """Transverse share of ``x`` ``(n, d)`` under each row of ``weights`` ``(B, n)`` (bootstrap draws), fast:
+    the total from norms (exact), the top ``k`` variance within the sample's top principal ``directions``
+    (``(d, rank)``), which resampling barely rotates (a slight underestimate of the top ``k``)."""
+    projected = x @ directions  # (n, rank)
     w = weights / weights.sum(1, keepdims=True)
     mean = w @ x  # (B, d)
     total = w @ np.sum(x * x, axis=1) - np.sum(mean * mean, axis=1)
@@ -107,7 +121,7 @@ class ContractionFit:
     start: int
     stop: int
     k: int
-    share: np.ndarray  # transverse share at every depth (unit weights)
+    share: np.ndarray  # transverse share at depths start..stop (unit weights)
     level: float
 
 
@@ -137,17 +151,23 @@ def contraction_fit(
         raise InvalidInputError(f"Need 0 <= start < stop <= {cap.n_layers}, got start={start}, stop={stop}.")
     if not isinstance(n_boot, int) or n_boot < 20:
         raise InvalidInputError(f"n_boot must be an integer >= 20, got {n_boot!r}.")
+    if not isinstance(k, (int, np.integer)) or not 0 < k < cap.d_model:
+        raise InvalidInputError(f"k must be an integer in (0, {cap.d_model}), got {k!r}.")
     states, prompts = sample_states(cap, exclude_positions)
-    share = transverse_share(states, k)
     layers = np.arange(start, stop + 1, dtype=np.float64)
     window = states[start : stop + 1]
-    q = float(np.exp(_slope(layers, share[start : stop + 1]) / 2))
+    rank = min(5 * k, *window.shape[1:])
+    principal = [_principal(x, rank) for x in window]
+    share = np.array([1.0 - lam[:k].sum() / lam.sum() for lam, _ in principal])
+    q = float(np.exp(_slope(layers, share) / 2))
     _, groups = np.unique(prompts, return_inverse=True)
     n_groups = int(groups.max()) + 1
     rng = np.random.default_rng(seed)
     counts = rng.multinomial(n_groups, np.full(n_groups, 1 / n_groups), size=n_boot).astype(np.float64)
-    rank = min(5 * k, *window.shape[1:])
-    shares = np.stack([_share_draws(x, k, counts[:, groups], rank) for x in window], axis=1)  # (B, depths)
+    shares = np.stack(
+        [_share_draws(x, k, counts[:, groups], directions) for x, (_, directions) in zip(window, principal)],
+        axis=1,
+    )  # (B, depths)
     draws = np.exp(np.array([_slope(layers, row) for row in shares]) / 2)
     tails = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
     ci = tuple(float(v) for v in np.percentile(draws, tails))
