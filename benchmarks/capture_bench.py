@@ -270,38 +270,43 @@ def time_model(
     for run in bench.runners.values():  # warm-up: lazy initialisation, first-call costs
         run(warm)
     checks = agreement(bench, bench.prompts(2))
-    times: dict[str, list[float]] = {m: [] for m in bench.runners}
-    read_times: list[float] = []  # (e) folds a pending block into float64 at the first read: timed apart
+    wall: dict[str, list[float]] = {m: [] for m in bench.runners}
+    cpu: dict[str, list[float]] = {m: [] for m in bench.runners}
+    read_cpu: list[float] = []  # (e) folds a pending block into float64 at the first read: timed apart
     for r in range(rounds):
         for method in METHODS:
             if method not in bench.runners:
                 continue
             gc.collect()
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             result = bench.runners[method](texts)
-            times[method].append(time.perf_counter() - start)
+            cpu[method].append(time.process_time() - start_cpu)
+            wall[method].append(time.perf_counter() - start)
             if method == "e":
-                start = time.perf_counter()
+                start_cpu = time.process_time()
                 for depth in range(result.n_depths):
                     result.covariance(depth)
-                read_times.append(time.perf_counter() - start)
+                read_cpu.append(time.process_time() - start_cpu)
             del result
-        line = " ".join(f"{m}={times[m][-1]:.2f}" for m in times)
+        line = " ".join(f"{m}={cpu[m][-1]:.2f}/{wall[m][-1]:.2f}" for m in cpu)
         LOAD_SAMPLES.append(os.getloadavg()[0])
-        print(f"[{name}] round {r + 1}/{rounds}: {line} (load {LOAD_SAMPLES[-1]:.1f})")
+        print(f"[{name}] round {r + 1}/{rounds} (CPU/wall s): {line} (load {LOAD_SAMPLES[-1]:.1f})")
     n_tokens = len(texts) * seq_len
-    median_a = statistics.median(times["a"])
+    cpu_a, wall_a = statistics.median(cpu["a"]), statistics.median(wall["a"])
     methods_run, methods = methods, {}
     for method in METHODS:
-        if method in times:
-            median = statistics.median(times[method])
+        if method in cpu:
+            median_cpu, median_wall = statistics.median(cpu[method]), statistics.median(wall[method])
             methods[method] = {
                 "label": LABELS[method],
                 "status": "ok",
-                "times_s": [round(t, 4) for t in times[method]],
-                "median_s": round(median, 4),
-                "ratio_to_a": round(median / median_a, 4),
-                "tokens_per_s": round(n_tokens / median, 2),
+                "cpu_s": [round(t, 4) for t in cpu[method]],
+                "wall_s": [round(t, 4) for t in wall[method]],
+                "median_cpu_s": round(median_cpu, 4),
+                "median_wall_s": round(median_wall, 4),
+                "ratio_to_a": round(median_cpu / cpu_a, 4),
+                "wall_ratio_to_a": round(median_wall / wall_a, 4),
+                "tokens_per_cpu_s": round(n_tokens / median_cpu, 2),
             }
         elif method in methods_run:
             methods[method] = {"label": LABELS[method], "status": peers[method]}
@@ -318,7 +323,7 @@ def time_model(
         "tokens_per_run": n_tokens,
         "rounds": rounds,
         "covariance_rel_error_vs_e": checks,
-        "e_first_read_of_all_covariances_s": round(statistics.median(read_times), 4) if read_times else None,
+        "e_first_read_of_all_covariances_cpu_s": round(statistics.median(read_cpu), 4) if read_cpu else None,
         "methods": methods,
     }
 
@@ -431,39 +436,41 @@ def machine_info(threads: int) -> dict:
 def markdown(report: dict) -> str:
     m = report["machine"]
     load = report["load_average"]
+    busiest = max([load["start"][0], load["end"][0], *load.get("after_each_round", [])])
     lines = [
         f"# Capture benchmark on the CPU ({report['date']})",
         "",
         f"{m['cpu']}, {m['logical_cores']} logical cores, {m['memory_gib']} GiB; torch "
         f"{m['versions']['torch']} with {m['torch_threads']} thread(s), transformers "
         f"{m['versions']['transformers']}, transformer-lens {m['versions']['transformer-lens']}, "
-        f"nnsight {m['versions']['nnsight']}.",
-        f"Load average (1 min) at start {load['start'][0]:.1f}, at end {load['end'][0]:.1f}"
+        f"nnsight {m['versions']['nnsight']}. Highest 1-minute load average during the run: {busiest:.1f}"
         + (
-            ": **the machine was shared with other jobs**, so absolute times are noisy; rounds were interleaved "
-            "and medians taken."
+            f" on {m['logical_cores']} cores: **the machine was shared with other jobs**. Ratios are therefore "
+            "taken on the CPU time of the benchmark process (its own work, whoever else runs), medians of "
+            "interleaved rounds; wall-clock ratios are given beside them."
             if report["shared_machine"]
             else "."
         ),
         "",
-        "| model | method | median s | x (a) | tokens/s | cov. rel. error vs (e) |",
-        "|---|---|---:|---:|---:|---:|",
+        "| model | method | CPU s | x (a) | wall s | x (a), wall | tokens per CPU s | cov. rel. error vs (e) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for model in report["timing"]:
         head = f"{model['model']} ({model['n_prompts']} x {model['seq_len']} tokens)"
         for method, row in model["methods"].items():
             if row["status"] != "ok":
-                lines.append(f"| {head} | {row['label']} | {row['status']} | | | |")
+                lines.append(f"| {head} | {row['label']} | {row['status']} | | | | | |")
                 continue
             err = model["covariance_rel_error_vs_e"].get(method)
             lines.append(
-                f"| {head} | {row['label']} | {row['median_s']:.2f} | {row['ratio_to_a']:.3f} | "
-                f"{row['tokens_per_s']:.0f} | {'' if err is None else f'{err:.1e}'} |"
+                f"| {head} | {row['label']} | {row['median_cpu_s']:.2f} | {row['ratio_to_a']:.3f} | "
+                f"{row['median_wall_s']:.2f} | {row['wall_ratio_to_a']:.3f} | {row['tokens_per_cpu_s']:.0f} | "
+                f"{'' if err is None else f'{err:.1e}'} |"
             )
     folds = [
-        f"{model['model']} {model['e_first_read_of_all_covariances_s']:.2f} s"
+        f"{model['model']} {model['e_first_read_of_all_covariances_cpu_s']:.2f} CPU s"
         for model in report["timing"]
-        if model.get("e_first_read_of_all_covariances_s") is not None
+        if model.get("e_first_read_of_all_covariances_cpu_s") is not None
     ]
     if folds:
         lines += [
