@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.axes import Axes
+from matplotlib.ticker import FormatStrFormatter
 
 from ..errors import InvalidInputError
 
@@ -221,6 +222,7 @@ def free_energy_curves(
         ax.plot(x, curve, color="tab:blue", alpha=0.5, lw=1)
     ax.axhline(0.0, color="black", lw=0.8)
     if logx:
-        ax.set_xscale("log")
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))  # 0.25 0.5 1 2 4, not 2^-2
     ax.set(xlabel=xlabel, ylabel=r"$F(p) - F_{\min}$ (nats)")
     return ax
