@@ -1,7 +1,9 @@
 """Capture benchmark on the CPU: latentbook's streaming capture against the tools a researcher would use.
 
 The same prompts, cut to the same length (so every batch is full and no method gains from padding), go
-through five methods, timed in interleaved rounds (a b c d e, a b c d e, ...), medians reported:
+through five methods, timed in interleaved rounds (a b c d e, a b c d e, ...), medians reported. The time
+that counts is the CPU time of this process (torch on one thread): on a machine shared with other jobs it
+is the method's own work, where wall-clock time also counts the waits for a core (reported beside it).
 
 - (a) a plain forward of the full causal LM (with its unembedding, as a user runs it) under
   ``torch.inference_mode``; (a-trunk) the same without the unembedding, shown for transparency;
@@ -12,13 +14,14 @@ through five methods, timed in interleaved rounds (a b c d e, a b c d e, ...), m
 - (e) ``lb.capture``: streaming statistics, nothing held.
 
 "The statistics" for (b)-(d) are what ``lb.capture`` gives at least: per depth the mean, the covariance (a
-float32 centred Gram added into float64, as in the capture) and Omega per token. Peak RSS at ``N`` and
+float32 centred Gram, as ``torch.cov`` gives it) and Omega per token. ``lb.capture`` returns with its last
+block of scatter sums in float32 and folds it into float64 at the first read; that read is timed apart. Peak RSS at ``N`` and
 ``4N`` tokens is measured for each method in its own process (``--rss-worker``), from the RSS after setup.
 
 Peers live in a separate venv (``.venv-bench``) so the project's venv never changes; a peer that is not
 installed is reported as such in the table. Usage::
 
-    .venv-bench/bin/python benchmarks/capture_bench.py            # the full run (~15 min on 2 cores)
+    .venv-bench/bin/python benchmarks/capture_bench.py            # the full run (15-25 min on 2 shared cores)
     .venv-bench/bin/python benchmarks/capture_bench.py --quick    # a smoke test on random:llama-tiny
 """
 
@@ -356,16 +359,20 @@ def rss_worker(method: str, name: str, n_prompts: int, seq_len: int, batch_size:
     bench.runners[method](texts[:1])  # first-call allocations belong to setup, not to the tokens
     gc.collect()
     base = _vm_rss_kib()
-    Path("/proc/self/clear_refs").write_text("5")  # Linux: reset VmHWM (the peak) to the current RSS
+    try:
+        Path("/proc/self/clear_refs").write_text("5")  # Linux: reset VmHWM (the peak) to the current RSS
+        since = "setup"
+    except OSError:  # not allowed here: the peak then includes loading the model
+        since = "process start"
     result = bench.runners[method](texts)
     peak = _vm_hwm_kib()
     del result
-    print(json.dumps({"method": method, "base_kib": base, "peak_kib": peak, "tokens": n_prompts * seq_len}))
+    print(json.dumps({"method": method, "base_kib": base, "peak_kib": peak, "peak_since": since}))
 
 
 def measure_rss(name: str, n_prompts: int, seq_len: int, batch_size: int, threads: int, peers) -> dict:
     out = {"model": name, "seq_len": seq_len, "tokens_N": n_prompts * seq_len, "methods": {}}
-    for method in METHODS:
+    for method in ("a", "b", "c", "d", "e"):
         if method in ("c", "d") and peers.get(method) != "ok":
             out["methods"][method] = {"status": peers[method]}
             continue
@@ -393,6 +400,7 @@ def measure_rss(name: str, n_prompts: int, seq_len: int, batch_size: int, thread
             res = json.loads(lines[-1])
             row[f"peak_mb_{label}"] = round(res["peak_kib"] / 1024, 1)
             row[f"held_mb_{label}"] = round((res["peak_kib"] - res["base_kib"]) / 1024, 1)
+            row["peak_since"] = res["peak_since"]
             print(
                 f"[rss {name}] {method} {label}: peak {row[f'peak_mb_{label}']} MB (+{row[f'held_mb_{label}']})"
             )
@@ -504,7 +512,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rss-worker", nargs=3, metavar=("METHOD", "MODEL", "N_PROMPTS"))
     parser.add_argument("--quick", action="store_true", help="smoke test: random:llama-tiny, tiny sizes")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=None, help="rounds per model (default 5, 3 for the 1B)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: steadier on a shared box)")
     parser.add_argument("--seq-len", type=int, default=96)
     parser.add_argument("--batch-size", type=int, default=4)
@@ -520,17 +528,18 @@ def main(argv: list[str] | None = None) -> None:
         return
 
     if args.quick:
-        plan = [("random:llama-tiny", 4)]
+        plan = [("random:llama-tiny", 4, 2)]
         rss_plan = ("random:llama-tiny", 2)
         out = args.out or Path("/tmp/latentbook-bench-quick")
     else:
-        plan = [("smollm2-135m", 8), ("random:llama-1b", 2)]  # (model, prompts per timed run)
+        plan = [("smollm2-135m", 8, 5), ("random:llama-1b", 2, 3)]  # (model, prompts per run, rounds)
         rss_plan = ("smollm2-135m", 4)
         out = args.out or ROOT / "results" / "bench"
     if args.models:
-        default = dict(plan)
+        default = {name: (n, rounds) for name, n, rounds in plan}
         plan = [
-            (m.split("=")[0], int(m.split("=")[1]) if "=" in m else default.get(m, 2)) for m in args.models
+            (m.split("=")[0], int(m.split("=")[1]) if "=" in m else default.get(m, (2, 3))[0], 3)
+            for m in args.models
         ]
     peers = peer_status()
     for method, status in peers.items():
@@ -541,8 +550,8 @@ def main(argv: list[str] | None = None) -> None:
         "load_average": {"start": list(os.getloadavg())},
         "peers": peers,
         "timing": [
-            time_model(name, n, args.seq_len, args.batch_size, args.rounds, peers, args.methods)
-            for name, n in plan
+            time_model(name, n, args.seq_len, args.batch_size, args.rounds or rounds, peers, args.methods)
+            for name, n, rounds in plan
         ],
     }
     if not args.no_rss:
