@@ -269,10 +269,11 @@ def time_model(
     bench = Bench(name, seq_len, batch_size, peers, methods)
     texts = bench.prompts(n_prompts)
     print(f"[{name}] loaded in {time.perf_counter() - t0:.0f} s; {len(texts)} x {seq_len} tokens per run")
-    warm = [bench.prompts(1)[0]]
-    for run in bench.runners.values():  # warm-up: lazy initialisation, first-call costs
-        run(warm)
-    checks = agreement(bench, bench.prompts(2))
+    seq_len, bench.seq_len = bench.seq_len, 16
+    for run in bench.runners.values():  # warm-up on 16 tokens: lazy initialisation, first-call costs
+        run(bench.prompts(1))
+    bench.seq_len = seq_len
+    checks = agreement(bench, bench.prompts(1))
     wall: dict[str, list[float]] = {m: [] for m in bench.runners}
     cpu: dict[str, list[float]] = {m: [] for m in bench.runners}
     read_cpu: list[float] = []  # (e) folds a pending block into float64 at the first read: timed apart
