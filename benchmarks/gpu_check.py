@@ -202,6 +202,7 @@ def check_correctness(models: list[tuple[str, LoadedModel]], prompts, device, to
                 errors = compare(cap, ref)
                 limit = tolerances[str(dtype).removeprefix("torch.")]
                 own = compare(cap, exact)["cov_rel"]
+                own_limit = 1e-3 if half and cap is fast else 1e-5  # TF32 rounds to 11 significant bits
                 rows.append(
                     {
                         "model": label,
@@ -211,8 +212,11 @@ def check_correctness(models: list[tuple[str, LoadedModel]], prompts, device, to
                         "n_tokens": cap.n_tokens,
                         **{k: float(f"{v:.3g}") for k, v in errors.items()},
                         "capture_vs_float64_scatters": float(f"{own:.3g}"),
+                        "capture_limit": own_limit,
                         "cov_rel_limit": limit,
-                        "pass": errors["cov_rel"] <= limit and errors["mean_rel"] <= limit and own <= 1e-4,
+                        "pass": errors["cov_rel"] <= limit
+                        and errors["mean_rel"] <= limit
+                        and own <= own_limit,
                     }
                 )
                 print(f"  {rows[-1]}")
@@ -373,7 +377,7 @@ def markdown(report: dict) -> str:
         lines.append(
             f"| {row['model']} | {row['model_dtype']} | {row['capture']} | {row['n_tokens']} | "
             f"{row['mean_rel']:.1e} | {row['cov_rel']:.1e} | {row['omega_mean_abs']:.1e} | "
-            f"{row['capture_vs_float64_scatters']:.1e} | {row['cov_rel_limit']:.0e} | "
+            f"{row['capture_vs_float64_scatters']:.1e} (< {row['capture_limit']:.0e}) | {row['cov_rel_limit']:.0e} | "
             f"{'yes' if row['pass'] else 'NO'} |"
         )
     lines += [f"| {note} | | | | | | | | | |" for note in report["skipped"]]
