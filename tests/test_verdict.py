@@ -197,19 +197,35 @@ def test_ladder_rows_are_used_when_they_exist_and_an_honest_row_otherwise(monkey
     monkeypatch.setitem(sys.modules, "latentbook.ladder", fake)
     (row,) = verdict.ladder_rows()
     assert row.verdict == "not yet run" and row.claim == "reasoning_diagnostics"
+
+    def unmeasured():
+        raise lb.CaptureFileError("No ladder measurements at results/ladder/measurements.json")
+
+    fake.verdict_rows = unmeasured
+    (row,) = verdict.ladder_rows()
+    assert row.verdict == "not yet run" and "measurements.json" in row.reason
+    # the ladder's own format: a claim text, a ci string, its own verdict words
     fake.verdict_rows = lambda: [
         {
-            "model": "ladder (6 models)",
-            "measured": "Spearman(capability, gamma_c)",
-            "value": 0.1,
-            "ci_low": -0.5,
-            "ci_high": 0.7,
+            "claim": "gamma_c predicts capability (claim 6)",
+            "model": "ladder of 6",
+            "measured": "Spearman rho = +0.10",
+            "ci": "[-0.50, +0.70]",
             "verdict": "inconclusive",
-            "reason": "interval contains 0",
-        }
+            "reason": "the interval includes 0",
+            "command": "latentbook train-ladder --measure",
+        },
+        {
+            "claim": "bimodality predicts capability",
+            "model": "ladder of 6",
+            "ci": "[+0.20, +0.90]",
+            "verdict": "predicts capability",
+        },
     ]
-    (row,) = verdict.ladder_rows()
-    assert (row.verdict, row.value, row.command) == ("inconclusive", 0.1, "")
-    fake.verdict_rows = lambda: [{"model": "x", "verdict": "predicts capability"}]
+    first, second = verdict.ladder_rows()
+    assert (first.verdict, first.ci_low, first.ci_high) == ("inconclusive", -0.5, 0.7)
+    assert first.claim == "reasoning_diagnostics" and first.measured.startswith("gamma_c predicts capability")
+    assert second.verdict == "holds" and second.ci_low == pytest.approx(0.2)
+    fake.verdict_rows = lambda: [{"model": "x", "verdict": "maybe"}]
     with pytest.raises(lb.InvalidInputError, match="verdict"):
         verdict.ladder_rows()

@@ -619,7 +619,7 @@ def scaling_row(runs: Mapping[str, Measurements]) -> Row:
     command = " && ".join(capture_command(name) for name in LARGE_MODELS)
     return Row(
         claim="scaling",
-        model=", ".join(label for label, _, _ in trained),
+        model="all trained runs",
         run="trained",
         parameters=max((p for _, p, _ in trained), default=math.nan),
         measured="Spearman rho(size, jump)" if not math.isnan(rho) else "no two transitions to compare",
@@ -690,53 +690,108 @@ def not_testable_rows(largest_run: float) -> list[Row]:
 # --- the ladder (chapter 7) -------------------------------------------------------------------------------------
 
 
+# The ladder's own verdict words (``ladder.measure.verdict``) in this table's words.
+LADDER_VERDICTS = {
+    "predicts capability": "holds",
+    "does not": "does not hold",
+    "inconclusive": "inconclusive",
+}
+_NUMBER = re.compile(r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?")
+
+
+def _not_yet_run(why: str, command: str) -> Row:
+    return Row(
+        "reasoning_diagnostics",
+        "ladder of small models trained on variable binding (chapter 7)",
+        "not run",
+        math.nan,
+        "",
+        math.nan,
+        math.nan,
+        math.nan,
+        CLAIMS["reasoning_diagnostics"].paper,
+        "not yet run",
+        why + ": capability is not measured, so no diagnostic can be checked against it",
+        command,
+    )
+
+
+def _ladder_row(raw: Mapping[str, Any]) -> Row:
+    """One row of ``ladder.verdict_rows()`` in this table's columns (see ``ladder_rows``)."""
+    data = dict(raw)
+    known = set(COLUMNS) | {"ci"}
+    unknown = set(data) - known
+    if unknown:
+        raise InvalidInputError(
+            f"ladder.verdict_rows gave unknown keys {sorted(unknown)}; use {sorted(known)}."
+        )
+    word = str(data.get("verdict", ""))
+    word = LADDER_VERDICTS.get(word, word)
+    if word not in VERDICTS:
+        raise InvalidInputError(
+            f"ladder.verdict_rows gave the verdict {data.get('verdict')!r}; use one of {VERDICTS} "
+            f"or {sorted(LADDER_VERDICTS)}."
+        )
+    ci = data.get("ci")
+    if ci is not None and "ci_low" not in data:
+        bounds = (
+            [float(v) for v in _NUMBER.findall(str(ci))] if isinstance(ci, str) else [float(v) for v in ci]
+        )
+        if len(bounds) == 2:
+            data["ci_low"], data["ci_high"] = bounds
+    claim_text = str(data.get("claim", ""))
+    measured = str(data.get("measured") or "")
+    if claim_text and claim_text not in CLAIMS:  # the ladder names its diagnostic in the claim
+        measured = f"{claim_text}: {measured}" if measured else claim_text
+
+    def number(key: str) -> float:
+        value = data.get(key)
+        return float(value) if value is not None else math.nan
+
+    return Row(
+        claim="reasoning_diagnostics",
+        model=str(data.get("model") or "ladder (chapter 7)"),
+        run=str(data.get("run") or "ladder"),
+        parameters=number("parameters"),
+        measured=measured,
+        value=number("value"),
+        ci_low=number("ci_low"),
+        ci_high=number("ci_high"),
+        paper=str(data.get("paper") or CLAIMS["reasoning_diagnostics"].paper),
+        verdict=word,
+        reason=str(data.get("reason") or ""),
+        command=str(data.get("command") or ""),
+    )
+
+
 def ladder_rows() -> list[Row]:
     """Rows of ``latentbook.ladder.verdict_rows()`` for the claim "diagnostics of reasoning capacity".
 
-    Each row it returns is a mapping with the keys of ``COLUMNS`` (``claim`` defaults to
-    "reasoning_diagnostics"; missing numbers to NaN, missing text to ""), with a verdict from ``VERDICTS``.
-    When the ladder module or its ``verdict_rows`` does not exist yet, one honest "not yet run" row.
+    Each row the ladder returns is a mapping with keys among ``COLUMNS`` plus ``ci`` (``"[low, high]"`` or a pair);
+    its ``claim`` text names the diagnostic and goes in front of ``measured``; its verdict is one of ``VERDICTS``
+    or of ``LADDER_VERDICTS`` ("predicts capability" -> "holds", "does not" -> "does not hold",
+    "inconclusive"). When the ladder module, its ``verdict_rows``, or its measurements do not exist yet, one
+    honest "not yet run" row that says why.
     """
+    from ..errors import LatentbookError
+
     try:
         module = importlib.import_module("latentbook.ladder")
     except ImportError:
         module = None
     function = getattr(module, "verdict_rows", None)
+    command = getattr(module, "COMMAND", None) or "latentbook train-ladder --measure"
     if function is None:
         return [
-            Row(
-                "reasoning_diagnostics",
-                "ladder of small models trained on variable binding (chapter 7)",
-                "not run",
-                math.nan,
-                "",
-                math.nan,
-                math.nan,
-                math.nan,
-                CLAIMS["reasoning_diagnostics"].paper,
-                "not yet run",
-                "the ladder experiment (latentbook.ladder.verdict_rows) is not available in this version: "
-                "capability is not measured, so no diagnostic can be checked against it",
-                "latentbook train-ladder",
+            _not_yet_run(
+                "the ladder experiment (latentbook.ladder.verdict_rows) is not in this version", command
             )
         ]
-    rows = []
-    for raw in function():
-        data = dict(raw)
-        unknown = set(data) - set(COLUMNS)
-        if unknown:
-            raise InvalidInputError(
-                f"ladder.verdict_rows gave unknown columns {sorted(unknown)}; use {COLUMNS}."
-            )
-        data.setdefault("claim", "reasoning_diagnostics")
-        for key in ("parameters", "value", "ci_low", "ci_high"):
-            data[key] = float(data[key]) if data.get(key) is not None else math.nan
-        for key in ("model", "run", "measured", "paper", "reason", "command"):
-            data[key] = str(data.get(key) or "")
-        if "verdict" not in data:
-            raise InvalidInputError("Every row of ladder.verdict_rows needs a 'verdict'.")
-        rows.append(Row(**{key: data[key] for key in COLUMNS}))
-    return rows
+    try:
+        raw_rows = function()
+    except LatentbookError as exc:
+        return [_not_yet_run(f"the ladder has not been measured ({exc})", command)]
+    return [_ladder_row(raw) for raw in raw_rows] or [_not_yet_run("the ladder returned no rows", command)]
 
 
 # --- results files from elsewhere -------------------------------------------------------------------------------
