@@ -577,12 +577,12 @@ def static_explorer(
         xaxis=dict(title=dict(text=first.x_title)),
         yaxis=dict(title=dict(text=first.y_title)),
         updatemenus=[
-            dict(buttons=model_buttons, x=0.0, xanchor="left", y=1.45, yanchor="top", name="model"),
-            dict(buttons=metric_buttons, x=0.45, xanchor="left", y=1.45, yanchor="top", name="metric"),
+            dict(buttons=model_buttons, x=0.0, xanchor="left", y=1.38, yanchor="top", name="model"),
+            dict(buttons=metric_buttons, x=0.45, xanchor="left", y=1.38, yanchor="top", name="metric"),
         ],
         annotations=[
-            dict(text="model", x=0.0, y=1.5, xref="paper", yref="paper", showarrow=False, xanchor="left"),
-            dict(text="metric", x=0.45, y=1.5, xref="paper", yref="paper", showarrow=False, xanchor="left"),
+            dict(text="model", x=0.0, y=1.43, xref="paper", yref="paper", showarrow=False, xanchor="left"),
+            dict(text="metric", x=0.45, y=1.43, xref="paper", yref="paper", showarrow=False, xanchor="left"),
         ],
         sliders=sliders,
     )

@@ -1,0 +1,241 @@
+"""The built book in headless Chromium, offline: every page loads without errors from the book's own assets,
+every figure renders, and every static explorer's controls change its figure. Screenshots go to
+``_build/browser-artifacts/``.
+
+Needs ``_build/html`` (``make book``; or the folder in ``$LATENTBOOK_HTML``) and Debian's ``/usr/bin/chromium`` (``bash tools/ensure_chromium.sh``),
+driven by the ``playwright`` package from PyPI (never ``playwright install``). The book is served by
+``http.server`` on 127.0.0.1; every request to another host is blocked, so a page that needs the network fails.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import threading
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = Path(os.environ.get("LATENTBOOK_HTML", ROOT / "_build" / "html"))  # another built site, if set
+ARTIFACTS = ROOT / "_build" / "browser-artifacts"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not (BUILD / "index.html").is_file(), reason="no built book in _build/html: run `make book` first"
+    ),
+    pytest.mark.skipif(
+        not CHROMIUM.is_file(), reason="Debian chromium is missing: run `bash tools/ensure_chromium.sh`"
+    ),
+]
+
+
+def _pages() -> list[str]:
+    """Every HTML page of the site, relative to _build/html (not the static or source folders)."""
+    if not BUILD.is_dir():
+        return []
+    return sorted(
+        str(path.relative_to(BUILD))
+        for path in BUILD.rglob("*.html")
+        if not any(part.startswith("_") for part in path.relative_to(BUILD).parts)
+    )
+
+
+PAGES = _pages()
+EXPLORER_PAGES = [
+    page for page in PAGES if 'class="latentbook-explorer"' in (BUILD / page).read_text("utf-8")
+]
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def site():
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)  # screenshots of this run only
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(BUILD))
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    with sync_api.sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")),  # a fresh user-data-dir
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1280, "height": 900},
+        )
+        blocked: list[str] = []
+
+        def offline(route) -> None:
+            if urlparse(route.request.url).hostname == "127.0.0.1":
+                route.continue_()
+            else:
+                blocked.append(route.request.url)
+                route.abort()
+
+        context.route("**/*", offline)
+        context.blocked = blocked
+        yield context
+        context.close()
+
+
+class _Watch:
+    """Console errors, uncaught exceptions and failed responses of one page, sorted into the book's own or not."""
+
+    def __init__(self, page, site: str):
+        self.site = site
+        self.own: list[str] = []
+        self.foreign: list[str] = []
+        page.on("console", self._console)
+        page.on("pageerror", lambda error: self.own.append(f"uncaught exception: {error}"))
+        page.on("response", self._response)
+
+    def _mine(self, url: str) -> bool:
+        # Chromium asks for /favicon.ico by itself when a page names no icon: not an asset of the book
+        return url.startswith(self.site) and not url.endswith("/favicon.ico")
+
+    def _console(self, message) -> None:
+        if message.type != "error":
+            return
+        url = (message.location or {}).get("url", "")
+        (self.own if self._mine(url) else self.foreign).append(f"{message.text} ({url})")
+
+    def _response(self, response) -> None:
+        if response.status >= 400 and self._mine(response.url):
+            self.own.append(f"HTTP {response.status} for {response.url}")
+
+
+def _artifact(name: str) -> Path:
+    """A file under ARTIFACTS; each part of ``name`` made safe as a file name."""
+    path = ARTIFACTS.joinpath(*(re.sub(r"[^A-Za-z0-9_.-]+", "_", part) for part in name.split("/")))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+_IMAGES_LOADED = """async () => {
+  const images = Array.from(document.images);
+  for (const img of images) { img.loading = "eager"; }
+  await Promise.all(images.map(img => img.complete ? null : new Promise(done => {
+    img.addEventListener("load", done); img.addEventListener("error", done); setTimeout(done, 15000);
+  })));
+  return images.filter(img => !(img.complete && img.naturalWidth > 0)).map(img => img.currentSrc || img.src);
+}"""
+
+
+@pytest.mark.parametrize("page_path", PAGES)
+def test_page_loads_offline_without_errors_and_its_figures_render(browser, site, page_path):
+    page = browser.new_page()
+    watch = _Watch(page, site)
+    page.goto(site + page_path, wait_until="load")
+    page.wait_for_load_state("networkidle")
+    broken = page.evaluate(_IMAGES_LOADED)
+    page.screenshot(path=_artifact(f"pages/{page_path}.png"))
+    n_images = page.evaluate("document.images.length")
+    page.close()
+    if watch.foreign:
+        _artifact(f"pages/{page_path}.foreign-errors.txt").write_text("\n".join(watch.foreign))
+    assert not watch.own, f"{page_path}: errors from the book's own assets:\n" + "\n".join(watch.own)
+    assert not broken, f"{page_path}: {len(broken)} of {n_images} images did not load: {broken}"
+
+
+_STATE = """(element) => JSON.stringify({
+  title: element.layout.title && element.layout.title.text,
+  shown: element.data.map((t, i) => t.visible === true ? i : -1).filter(i => i >= 0),
+  data: element.data.filter(t => t.visible === true).map(t => [t.x, t.y]),
+})"""
+
+
+class _Explorer:
+    """Drives one static explorer with the mouse, as a reader would, and screenshots each step."""
+
+    def __init__(self, page, element, name: str):
+        self.page, self.element, self.name = page, element, name
+        self.shots = 0
+        self.positions = iter([0.05, 0.95] * 50)  # alternate ends of the slider: every move changes the depth
+        element.locator(".main-svg").first.wait_for(timeout=60000)
+        element.scroll_into_view_if_needed()
+        self.menus = element.evaluate("(e) => e.layout.updatemenus.map(m => m.buttons.map(b => b.label))")
+
+    def state(self) -> str:
+        return self.element.evaluate(_STATE)
+
+    def snap(self, what: str) -> None:
+        self.shots += 1
+        self.element.screenshot(path=_artifact(f"explorers/{self.name}-{self.shots:02d}-{what}.png"))
+
+    def choose(self, menu: int, label: str) -> None:
+        before = self.state()
+        self.element.locator(".updatemenu-header-group").nth(menu).click()
+        item = self.element.locator(".updatemenu-item-text", has_text=re.compile(f"^{re.escape(label)}$"))
+        item.first.click()
+        after = self.state()
+        self.snap(label)
+        assert after != before, f"{self.name}: choosing {label!r} did not change the figure"
+
+    def slide(self) -> None:
+        fraction = next(self.positions)
+        before = self.state()
+        box = self.element.locator(".slider-rail-rect").first.bounding_box()
+        self.page.mouse.click(box["x"] + fraction * box["width"], box["y"] + box["height"] / 2)
+        after = self.state()
+        self.snap(f"slider-{fraction:.2f}")
+        assert after != before, (
+            f"{self.name}: moving the depth slider to {fraction:.0%} did not change the figure"
+        )
+        assert json.loads(after)["title"] != json.loads(before)["title"]
+
+
+@pytest.mark.skipif(not EXPLORER_PAGES, reason="no static explorer in the built book")
+@pytest.mark.parametrize("page_path", EXPLORER_PAGES)
+def test_static_explorer_controls_change_the_figure_offline(browser, site, page_path):
+    page = browser.new_page()
+    watch = _Watch(page, site)
+    page.goto(site + page_path, wait_until="load")
+    elements = page.locator(".latentbook-explorer")
+    assert elements.count() >= 1
+    for k in range(elements.count()):
+        explorer = _Explorer(page, elements.nth(k), f"{page_path}-{k}")
+        assert page.evaluate("typeof window.Plotly") == "object"
+        explorer.snap("start")
+        explorer.slide()
+        explorer.slide()
+        models, metrics = explorer.menus
+        for label in metrics[1:]:  # every other metric, for the first model
+            explorer.choose(1, label)
+            explorer.slide()
+        for label in models[1:]:  # every other model, on the last metric
+            explorer.choose(0, label)
+            explorer.slide()
+        explorer.choose(1, metrics[0])  # back to the first metric, at the last model's depth
+    page.close()
+    assert not watch.own, f"{page_path}: errors from the book's own assets:\n" + "\n".join(watch.own)
+    assert not [url for url in browser.blocked if "plotly" in url], "plotly.js was requested from the network"
