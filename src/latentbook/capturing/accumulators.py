@@ -340,7 +340,7 @@ class TokenReservoir:
     Keys come from ``token_keys``, so the sample depends only on which tokens were seen, not on batch
     order, checkpoints or ranks, and ``merge`` (keep the smallest keys of the union) is exact.
     ``values`` has shape ``(n_depths, n_kept, width)``, in key order. An offer writes only the accepted
-    tokens into free or evicted slots of a preallocated buffer (no copy of the whole sample per batch);
+    tokens into free or evicted slots of a buffer of the full capacity (no copy of the sample per batch);
     the slots are put back in key order when the sample is read.
     """
 
@@ -406,12 +406,11 @@ class TokenReservoir:
         self._in_order = False
 
     def _grow(self, size: int) -> None:
+        """Room for ``size`` slots: the whole capacity at once (its pages are only touched when written)."""
         if size > self._buffer.shape[1]:
             n_depths, old, width = self._buffer.shape
-            with torch.inference_mode(
-                False
-            ):  # a normal tensor: written in place inside and outside a capture
-                bigger = torch.empty(n_depths, min(max(size, 2 * old), self.capacity), width)
+            with torch.inference_mode(False):  # a normal tensor: written in place in and out of a capture
+                bigger = torch.empty(n_depths, max(size, self.capacity), width)
                 bigger[:, :old] = self._buffer
             self._buffer = bigger
 
