@@ -8,9 +8,9 @@ import torch
 
 import latentbook as lb
 from latentbook.errors import IntegrityError, InvalidInputError, UnknownModelError
-from latentbook.ladder import measure, store, task, train
+from latentbook.ladder import measure, report, store, task, train
 
-SPEC = task.TaskSpec(n_statements=6)
+SPEC = task.TaskSpec()
 
 
 def test_answers_match_an_independent_interpreter_and_hops_are_exact():
@@ -27,13 +27,16 @@ def test_answers_match_an_independent_interpreter_and_hops_are_exact():
             assert len(words) == SPEC.seq_len
 
 
-def test_every_variable_is_assigned_once_and_chains_hold_distinct_values():
-    for e in task.generate(SPEC, 300, seed=3):
+def test_every_variable_is_assigned_once_and_values_cover_the_k_classes():
+    examples = task.generate(SPEC, 300, seed=3)
+    for e in examples:
         words = e.text.split()
         lhs = words[0 : 4 * SPEC.n_statements : 4]
-        assert len(set(lhs)) == len(lhs)
-        assert len(set(e.chain_values)) == len(e.chain_values)
+        assert len(set(lhs)) == len(lhs) == SPEC.n_statements
         assert all(0 <= v < SPEC.n_values for v in e.chain_values)
+    assert {e.answer for e in examples} == set(range(SPEC.n_values))
+    short = task.generate(SPEC, 20, seed=4, n_statements=3)
+    assert all(len(e.text.split()) == 4 * 3 + 2 and e.hops <= 3 for e in short)
 
 
 def test_heldout_names_are_disjoint_from_training_names():
@@ -162,3 +165,44 @@ def test_spearman_interval_and_verdicts():
     noisy = measure.spearman_ci(x, np.array([3.0, 1, 4, 1.5, 5, 2]))
     assert measure.verdict(noisy, +1)[0] == "inconclusive"
     assert measure.wilson(50, 100)[0] == pytest.approx(0.4038, abs=1e-3)
+
+
+def _fake_measurements(capabilities, stability):
+    def entry(cap, stab, layers):
+        return {
+            "n_layers": layers,
+            "d_model": 32,
+            "n_parameters": 1000 * layers,
+            "capability": {
+                "mean": cap,
+                "accuracy": {"1": cap, "3": cap},
+                "guess_floor": {"1": 0.3, "3": 0.4},
+            },
+            "omega": {"rise": {"value": 0.1}, "bimodality": {"coefficient": 0.4}},
+            "spikes": {"n_spikes": [0, 3]},
+            "contraction": {"q": 0.9},
+            "stability": {"score": stab},
+        }
+
+    rungs = [f"r{i}" for i in range(len(capabilities))]
+    models = {
+        r: {"trained": entry(c, s, i + 1), "null": entry(0.3, 0.1, i + 1)}
+        for i, (r, c, s) in enumerate(zip(rungs, capabilities, stability))
+    }
+    return {"rungs": rungs, "models": models}
+
+
+def test_correlations_and_verdict_rows(tmp_path):
+    m = _fake_measurements([0.3, 0.4, 0.5, 0.7, 0.8, 0.95], [0.1, 0.2, 0.3, 0.5, 0.6, 0.9])
+    m["correlations"] = report.correlations(m)
+    assert m["correlations"]["stability"]["level"]["verdict"] == "predicts capability"
+    assert m["correlations"]["omega_rise"]["level"]["verdict"] == "does not"  # constant across the ladder
+    table = report.ladder_table(m)
+    assert list(table.rung) == m["rungs"] and "null capability" in table
+    path = tmp_path / "measurements.json"
+    path.write_text(json.dumps(m))
+    rows = report.verdict_rows(path)
+    assert len(rows) == len(report.DIAGNOSTICS)
+    for row in rows:
+        assert set(row) == {"claim", "model", "measured", "ci", "paper", "verdict", "reason", "command"}
+        assert row["verdict"] in ("predicts capability", "does not", "inconclusive")

@@ -1,8 +1,9 @@
-"""Command line: ``latentbook models | capture | report``, so a GPU box can produce ``results/`` files.
+"""Command line: ``latentbook models | capture | report | train-ladder``, so a GPU box can produce ``results/`` files.
 
 latentbook models
 latentbook capture smollm2-135m --prompts general --out results/smollm2.safetensors
 latentbook report results/smollm2.safetensors
+latentbook train-ladder --measure    # chapter 7's ladder, trained on the CPU, then measured
 """
 
 from __future__ import annotations
@@ -43,6 +44,15 @@ def _parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("report", help="summarise a capture file")
     rep.add_argument("path", type=Path)
+
+    lad = sub.add_parser("train-ladder", help="train chapter 7's ladder of small Llamas (CPU, seeded, exact)")
+    lad.add_argument("--out", type=Path, default=None, help="folder of the rungs (default: results/ladder)")
+    lad.add_argument("--rungs", default=None, help="comma-separated rung names (default: all)")
+    lad.add_argument("--measure", action="store_true", help="then measure every rung and its null")
+    lad.add_argument("--measure-only", action="store_true", help="measure the rungs already trained")
+    lad.add_argument(
+        "--steps", type=int, default=None, help="training steps per rung (default: the ladder's)"
+    )
     return parser
 
 
@@ -123,6 +133,26 @@ def _report(args: argparse.Namespace) -> None:
         print(f"{depth:6d}  {g:5.3f}   {m:.4f}")
 
 
+def _train_ladder(args: argparse.Namespace) -> None:
+    import dataclasses
+    import os
+
+    from .ladder import report, store, train
+
+    if args.out is not None:
+        os.environ["LATENTBOOK_LADDER_DIR"] = str(args.out)
+    names = args.rungs.split(",") if args.rungs else [r.name for r in train.LADDER]
+    rungs = tuple(train.ladder_rung(name) for name in names)
+    config = train.LADDER_CONFIG
+    if args.steps is not None:
+        config = dataclasses.replace(config, steps=args.steps)
+    if not args.measure_only:
+        for folder in train.train_ladder(store.ladder_dir(), rungs, config=config):
+            print(f"trained {folder.name} -> {folder}")
+    if args.measure or args.measure_only:
+        print(f"measurements -> {report.measure_ladder(rungs=[r.name for r in rungs])}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -134,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
             _capture(args)
         elif args.command == "report":
             _report(args)
+        elif args.command == "train-ladder":
+            _train_ladder(args)
     except LatentbookError as exc:
         print(f"latentbook: error: {exc}", file=sys.stderr)
         return 2

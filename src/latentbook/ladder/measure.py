@@ -77,8 +77,30 @@ def wilson(hits: int, n: int) -> tuple[float, float]:
     return float(centre - half), float(centre + half)
 
 
+def guess_floor(spec: TaskSpec, hops: int, n: int = 512, seed: int = 11) -> float:
+    """Accuracy of a model that answers a uniformly random value among those written in the program.
+
+    ``mean over programs of 1 / (number of distinct values in the program)``: what reading the values
+    without binding them achieves (it rises with hops, since longer chains leave fewer distractor chains).
+    The programs are those ``accuracy_by_hops`` evaluates (same seed).
+    """
+    examples = generate(spec, n, hops=hops, split="heldout", seed=seed * 1000 + hops)
+    return float(np.mean([1.0 / len(set(e.chain_values)) for e in examples]))
+
+
+def first_value_floor(spec: TaskSpec, hops: int, n: int = 512, seed: int = 11) -> float:
+    """Accuracy of answering the first value written in the program, binding nothing.
+
+    A positional heuristic: a long queried chain must start early, so the first value is more often the
+    answer the more hops there are. Same programs as ``accuracy_by_hops`` (same seed).
+    """
+    examples = generate(spec, n, hops=hops, split="heldout", seed=seed * 1000 + hops)
+    return float(np.mean([int(next(w for w in e.text.split() if w.isdigit())) == e.answer for e in examples]))
+
+
 def capability(model, spec: TaskSpec, n: int = 512, seed: int = 11) -> dict:
-    """Held-out accuracy per hop count with Wilson intervals, and the mean over hop counts (the capability)."""
+    """Held-out accuracy per hop count with Wilson intervals, the mean over hop counts (the capability),
+    and two baselines that bind nothing, per hop count (``guess_floor``, ``first_value_floor``)."""
     from .train import accuracy_by_hops
 
     acc = accuracy_by_hops(model, spec, n=n, split="heldout", seed=seed)
@@ -87,7 +109,9 @@ def capability(model, spec: TaskSpec, n: int = 512, seed: int = 11) -> dict:
         "accuracy": {str(h): a for h, a in acc.items()},
         "ci": {str(h): wilson(round(a * n), n) for h, a in acc.items()},
         "mean": float(np.mean(list(acc.values()))),
-        "chance_floor": 1.0 / spec.n_values,
+        "guess_floor": {str(h): guess_floor(spec, h, n, seed) for h in acc},
+        "first_value_floor": {str(h): first_value_floor(spec, h, n, seed) for h in acc},
+        "uniform_floor": 1.0 / spec.n_values,
     }
 
 
@@ -166,11 +190,15 @@ def contraction_diagnostics(
 ) -> dict:
     """Transverse contraction ``q`` of the query states over all depths, with a bootstrap interval over programs.
 
-    Relevant subspace: the span of the value-class centroids (``labels``); ``q < 1`` contracts.
+    Relevant subspace: the span of the value-class centroids (``labels``); ``q < 1`` contracts. Each depth is
+    first divided by its RMS (``sqrt(mean ||h||^2 / d)``): every layer adds to the residual stream, so its
+    scale grows with depth, and RMSNorm removes that scale before any layer reads it; ``q`` then measures
+    the transverse directions shrinking relative to the whole stream, not the stream's growth.
     """
     from ..analysis import flow
 
     states = np.transpose(query_states, (1, 0, 2)).astype(np.float64)
+    states = states / np.sqrt(np.mean(states**2, axis=(1, 2), keepdims=True))
     q = flow.contraction_factor(states, labels=labels)
     rng = np.random.default_rng(seed)
     draws = []

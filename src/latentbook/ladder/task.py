@@ -4,9 +4,10 @@ A program is a list of assignments, then one query::
 
     a = 7 ; k = a ; m = 2 ; q = k ; ? q      -> answer 7 (3 hops: q -> k -> a -> 7)
 
-- every program has ``n_statements`` assignments (so every sequence has the same length and the length
-  never gives the hop count away); the queried chain has 1 to ``max_hops`` assignments, the rest are
-  distractor chains with values of their own (all chains hold distinct values);
+- every evaluated program has ``n_statements`` assignments (so the length never gives the hop count
+  away); the queried chain has 1 to ``max_hops`` assignments, the rest are distractor chains, each with
+  its own value drawn from the ``k = n_values`` values (chains may share a value, so answering by
+  elimination does not pay);
 - chains are interleaved at random, each in program order (a variable is assigned before it is read);
 - values are ``n_values`` digit tokens ``0 .. k-1``; variable names come from a seeded pool split into
   *training* names and *held-out* names that never appear in training.
@@ -39,7 +40,7 @@ class TaskSpec:
     """Sizes of the task. The defaults are the ladder's task."""
 
     n_values: int = 8
-    n_statements: int = 8
+    n_statements: int = 6
     max_hops: int = 4
     n_names: int = 96
     n_heldout: int = 24
@@ -52,8 +53,6 @@ class TaskSpec:
             raise InvalidInputError(
                 f"max_hops ({self.max_hops}) must be in 1..n_statements ({self.n_statements})."
             )
-        if self.n_statements > self.n_values * self.max_hops:
-            raise InvalidInputError("n_statements too large: chains would run out of distinct values.")
         if not 0 < self.n_heldout < self.n_names:
             raise InvalidInputError(f"n_heldout must be in 1..n_names-1, got {self.n_heldout}.")
         if self.n_names - self.n_heldout < self.n_statements or self.n_heldout < self.n_statements:
@@ -120,9 +119,9 @@ class Example:
         )
 
 
-def _chain_lengths(rng: np.random.Generator, spec: TaskSpec, hops: int) -> list[int]:
+def _chain_lengths(rng: np.random.Generator, spec: TaskSpec, hops: int, n_statements: int) -> list[int]:
     lengths = [hops]
-    left = spec.n_statements - hops
+    left = n_statements - hops
     while left > 0:
         n = int(rng.integers(1, min(spec.max_hops, left) + 1))
         lengths.append(n)
@@ -130,12 +129,10 @@ def _chain_lengths(rng: np.random.Generator, spec: TaskSpec, hops: int) -> list[
     return lengths
 
 
-def _one(rng: np.random.Generator, spec: TaskSpec, names: list[str], hops: int) -> Example:
-    lengths = _chain_lengths(rng, spec, hops)
-    if len(lengths) > spec.n_values:
-        lengths = [hops, spec.n_statements - hops]  # rare: too many chains for distinct values
-    values = rng.choice(spec.n_values, size=len(lengths), replace=False)
-    chosen = list(rng.choice(len(names), size=spec.n_statements, replace=False))
+def _one(rng: np.random.Generator, spec: TaskSpec, names: list[str], hops: int, n_statements: int) -> Example:
+    lengths = _chain_lengths(rng, spec, hops, n_statements)
+    values = rng.integers(0, spec.n_values, size=len(lengths))  # chains may share a value
+    chosen = list(rng.choice(len(names), size=n_statements, replace=False))
     chains: list[list[tuple[str, str]]] = []
     for n, value in zip(lengths, values):
         vars_ = [names[chosen.pop()] for _ in range(n)]
@@ -165,23 +162,34 @@ def _one(rng: np.random.Generator, spec: TaskSpec, names: list[str], hops: int) 
 
 
 def generate(
-    spec: TaskSpec, n: int, *, hops: int | None = None, split: str = "train", seed: int = 0
+    spec: TaskSpec,
+    n: int,
+    *,
+    hops: int | None = None,
+    split: str = "train",
+    seed: int = 0,
+    n_statements: int | None = None,
 ) -> list[Example]:
     """``n`` programs, seeded. ``hops=None`` draws the hop count uniformly from ``1..max_hops``.
 
     ``split="train"`` uses the training names only, ``split="heldout"`` the held-out names only.
+    ``n_statements`` (default ``spec.n_statements``) shortens the programs (training uses short ones too).
     """
+    n_statements = spec.n_statements if n_statements is None else n_statements
+    if not 1 <= n_statements <= spec.n_statements:
+        raise InvalidInputError(f"n_statements must be in 1..{spec.n_statements}, got {n_statements}.")
+    top = min(spec.max_hops, n_statements)
     if split not in ("train", "heldout"):
         raise InvalidInputError(f"split must be 'train' or 'heldout', got {split!r}.")
-    if hops is not None and not 1 <= hops <= spec.max_hops:
-        raise InvalidInputError(f"hops must be in 1..{spec.max_hops}, got {hops}.")
+    if hops is not None and not 1 <= hops <= top:
+        raise InvalidInputError(f"hops must be in 1..{top} for {n_statements} statements, got {hops}.")
     if n < 1:
         raise InvalidInputError(f"n must be at least 1, got {n}.")
     train, heldout = name_pool(spec)
     names = train if split == "train" else heldout
     rng = np.random.default_rng(seed)
     return [
-        _one(rng, spec, names, hops if hops is not None else int(rng.integers(1, spec.max_hops + 1)))
+        _one(rng, spec, names, hops if hops is not None else int(rng.integers(1, top + 1)), n_statements)
         for _ in range(n)
     ]
 
@@ -204,7 +212,8 @@ def with_queries(
         env[lhs] = env.get(rhs, rhs)
     query = words[-1]
     others = [v for v in env if v != query]
-    picked = [query, *(others[i] for i in rng.choice(len(others), size=n_queries - 1, replace=False))]
+    extra = min(n_queries - 1, len(others))
+    picked = [query, *(others[i] for i in rng.choice(len(others), size=extra, replace=False))]
     out, positions = list(program), []
     for name in picked:
         out += ["?", name]

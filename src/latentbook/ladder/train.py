@@ -53,12 +53,12 @@ class Rung:
 
 
 LADDER: tuple[Rung, ...] = (
-    Rung("l1-d128", 1, 128),
-    Rung("l2-d128", 2, 128),
-    Rung("l4-d128", 4, 128),
-    Rung("l6-d128", 6, 128),
+    Rung("l1-d64", 1, 64),
+    Rung("l2-d64", 2, 64),
+    Rung("l4-d32", 4, 32),
     Rung("l4-d64", 4, 64),
-    Rung("l4-d192", 4, 192),
+    Rung("l8-d64", 8, 64),
+    Rung("l4-d128", 4, 128),
 )
 
 
@@ -74,16 +74,17 @@ def ladder_rung(name: str) -> Rung:
 class TrainConfig:
     """The fixed budget of every rung. Batches depend only on ``seed`` and the step, never on the rung."""
 
-    steps: int = 1500
+    steps: int = 3000
     batch_size: int = 32
-    n_queries: int = 4
+    n_queries: int = 6
+    min_statements: int = 2  # each step draws its program length from min_statements..n_statements
     lr: float = 3e-3
     warmup: int = 50
     weight_decay: float = 0.01
     clip: float = 1.0
     seed: int = 0
     eval_every: int = 250
-    n_eval: int = 128  # held-out programs per hop count at each evaluation during training
+    n_eval: int = 64  # held-out programs per hop count at each evaluation during training
 
 
 LADDER_SPEC = TaskSpec()
@@ -102,6 +103,7 @@ def model_config(rung: Rung, spec: TaskSpec):
         num_attention_heads=rung.n_heads,
         num_key_value_heads=rung.n_heads,
         max_position_embeddings=128,
+        initializer_range=rung.d_model**-0.5,  # 1/sqrt(d), not Llama's 0.02 (tuned for d = 4096)
         tie_word_embeddings=False,
         bos_token_id=vocabulary(spec).index("<bos>"),
         pad_token_id=vocabulary(spec).index("<pad>"),
@@ -116,6 +118,11 @@ def init_model(rung: Rung, spec: TaskSpec, seed: int = 0):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = LlamaForCausalLM(model_config(rung, spec))
+        names = torch.tensor(name_token_ids(spec))
+        with torch.no_grad():  # name = shared "name" direction + its own random identity (frozen in training)
+            shared = torch.randn(1, rung.d_model)
+            identity = torch.randn(len(names), rung.d_model)
+            model.model.embed_tokens.weight[names] = (shared + identity) / math.sqrt(2 * rung.d_model)
     return model
 
 
@@ -124,11 +131,15 @@ def training_batch(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(ids ``(B, T)``, query positions ``(B, n_queries)``, answer ids ``(B, n_queries)``) of one step."""
     rng = np.random.default_rng([config.seed, step])
-    examples = generate(spec, config.batch_size, split="train", seed=int(rng.integers(2**63)))
+    n_statements = int(rng.integers(config.min_statements, spec.n_statements + 1))
+    examples = generate(
+        spec, config.batch_size, split="train", seed=int(rng.integers(2**63)), n_statements=n_statements
+    )
+    n_queries = min(config.n_queries, n_statements)
     vocab = {w: i for i, w in enumerate(vocabulary(spec))}
     ids, positions, answers = [], [], []
     for example in examples:
-        text, pos, ans = with_queries(spec, example, config.n_queries, rng)
+        text, pos, ans = with_queries(spec, example, n_queries, rng)
         ids.append([vocab["<bos>"], *(vocab[w] for w in text.split())])
         positions.append(pos)
         answers.append([vocab[str(a)] for a in ans])
@@ -201,10 +212,14 @@ def train(
     """
     from tqdm.auto import tqdm
 
-    if config.steps < 1 or config.batch_size < 1 or not 1 <= config.n_queries < spec.n_statements:
+    if config.steps < 1 or config.batch_size < 1 or config.n_queries < 1:
         raise InvalidInputError(
-            "steps and batch_size must be positive and n_queries in 1..n_statements-1; got "
-            f"{config.steps}, {config.batch_size}, {config.n_queries}."
+            f"steps, batch_size and n_queries must be positive; got {config.steps}, {config.batch_size}, "
+            f"{config.n_queries}."
+        )
+    if not 1 <= config.min_statements <= spec.n_statements:
+        raise InvalidInputError(
+            f"min_statements must be in 1..{spec.n_statements}, got {config.min_statements}."
         )
     if threads is not None:
         torch.set_num_threads(threads)

@@ -1,0 +1,179 @@
+"""Seaborn figures of the ladder (chapter 7), drawn from ``measurements.json`` and the training logs.
+
+Each function takes the measurements dict (``report.load_measurements()``) and returns a matplotlib Figure
+with labelled axes. Introduced in: chapter 7.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .report import DIAGNOSTICS, capability_of, diagnostic_values
+
+
+def _sns():
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid")
+    return plt, sns
+
+
+def training_curves(logs: dict[str, dict], smooth: int = 100):
+    """Loss (moving average over ``smooth`` steps) and held-out mean accuracy against the training step."""
+    import pandas as pd
+
+    plt, sns = _sns()
+    loss_rows, acc_rows = [], []
+    for rung, log in logs.items():
+        loss = np.convolve(log["loss"], np.ones(smooth) / smooth, mode="valid")
+        steps = np.arange(smooth, len(log["loss"]) + 1)
+        loss_rows += [
+            {"rung": rung, "step": int(s), "loss": float(v)} for s, v in zip(steps[::10], loss[::10])
+        ]
+        for e in log["evals"]:
+            for hops, acc in e["accuracy"].items():
+                acc_rows.append({"rung": rung, "step": e["step"], "hops": int(hops), "accuracy": acc})
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    sns.lineplot(pd.DataFrame(loss_rows), x="step", y="loss", hue="rung", ax=axes[0])
+    axes[0].set(xlabel="training step", ylabel=f"training loss (mean of {smooth} steps)", title="Loss")
+    acc = pd.DataFrame(acc_rows)
+    sns.lineplot(acc[acc.hops == 3], x="step", y="accuracy", hue="rung", ax=axes[1], legend=False, marker="o")
+    axes[1].set(
+        xlabel="training step",
+        ylabel="held-out accuracy, 3 hops",
+        title="Held-out 3-hop accuracy",
+        ylim=(0, 1),
+    )
+    fig.tight_layout()
+    return fig
+
+
+def accuracy_by_hops(m: dict):
+    """Held-out accuracy per hop count of every rung (trained, and its untrained null), with Wilson intervals."""
+    import pandas as pd
+
+    plt, sns = _sns()
+    rows = []
+    for rung in m["rungs"]:
+        for kind in ("trained", "null"):
+            cap = m["models"][rung][kind]["capability"]
+            for hops, a in cap["accuracy"].items():
+                lo, hi = cap["ci"][hops]
+                rows.append(
+                    {"rung": rung, "kind": kind, "hops": int(hops), "accuracy": a, "lo": lo, "hi": hi}
+                )
+    df = pd.DataFrame(rows)
+    fig, ax = plt.subplots(figsize=(8, 4))
+    palette = dict(zip(m["rungs"], sns.color_palette("viridis", len(m["rungs"]))))
+    for (rung, kind), g in df.groupby(["rung", "kind"], sort=False):
+        ax.errorbar(
+            g.hops + (0.04 if kind == "null" else 0),
+            g.accuracy,
+            yerr=[g.accuracy - g.lo, g.hi - g.accuracy],
+            color=palette[rung],
+            ls="-" if kind == "trained" else ":",
+            marker="o" if kind == "trained" else "x",
+            label=f"{rung}" if kind == "trained" else None,
+            capsize=2,
+        )
+    cap = m["models"][m["rungs"][0]]["trained"]["capability"]
+    baselines = (
+        ("guess_floor", "--", "guess among written values"),
+        ("first_value_floor", "-.", "answer the first value"),
+    )
+    for key, ls, label in baselines:
+        if key in cap:
+            ax.plot([int(h) for h in cap[key]], list(cap[key].values()), color="grey", ls=ls, label=label)
+    ax.set(
+        xlabel="hops from the query to the value",
+        ylabel="held-out accuracy",
+        ylim=(0, 1.02),
+        xticks=sorted(df.hops.unique()),
+        title="Capability: trained (solid) and untrained nulls (dotted)",
+    )
+    ax.legend(frameon=False, fontsize=8, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def omega_profiles(m: dict):
+    """``m(gamma)`` of every rung, trained (solid, with its bootstrap band) and null (dashed)."""
+    plt, sns = _sns()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    palette = dict(zip(m["rungs"], sns.color_palette("viridis", len(m["rungs"]))))
+    for rung in m["rungs"]:
+        for kind, ls in (("trained", "-"), ("null", "--")):
+            o = m["models"][rung][kind]["omega"]
+            ax.plot(
+                o["gamma"],
+                o["m"],
+                ls=ls,
+                marker="o",
+                ms=3,
+                color=palette[rung],
+                label=rung if kind == "trained" else None,
+            )
+            if kind == "trained":
+                ax.fill_between(o["gamma"], o["m_low"], o["m_high"], color=palette[rung], alpha=0.2)
+    ax.axhline(1 - np.sqrt(2 / np.pi), color="grey", lw=1, ls=":", label=r"Gaussian $1-\sqrt{2/\pi}$")
+    ax.set(
+        xlabel=r"depth $\gamma = l/L$",
+        ylabel=r"$m(\gamma)$, mean $\Omega$ over tokens",
+        title="Order parameter: trained (solid) and untrained nulls (dashed)",
+    )
+    ax.legend(frameon=False, fontsize=8, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def class_stability(m: dict, rungs: list[str] | None = None, kinds: tuple[str, ...] = ("trained", "null")):
+    """Heatmaps: accuracy of value centroids fitted at the assignment, at each later step (rows) and depth."""
+    import pandas as pd
+
+    plt, sns = _sns()
+    rungs = rungs or m["rungs"]
+    fig, axes = plt.subplots(
+        len(kinds), len(rungs), figsize=(2.3 * len(rungs) + 1, 2.4 * len(kinds)), squeeze=False
+    )
+    for j, rung in enumerate(rungs):
+        for i, kind in enumerate(kinds):
+            s = m["models"][rung][kind]["stability"]
+            acc = pd.DataFrame(s["accuracy"], index=s["steps"])
+            ax = axes[i, j]
+            sns.heatmap(acc, vmin=0, vmax=1, cmap="mako", ax=ax, cbar=j == len(rungs) - 1, annot=False)
+            ax.set(title=f"{rung} ({kind})", xlabel="depth l", ylabel="step of the chain" if j == 0 else "")
+            ax.tick_params(labelsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def capability_scatter(m: dict):
+    """Capability (mean held-out accuracy) against each diagnostic, trained rungs and nulls, with Spearman rho."""
+    plt, sns = _sns()
+    names = list(DIAGNOSTICS)
+    fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 3.4), sharey=True)
+    palette = dict(zip(m["rungs"], sns.color_palette("viridis", len(m["rungs"]))))
+    for ax, name in zip(axes, names):
+        for rung in m["rungs"]:
+            for kind, marker in (("trained", "o"), ("null", "x")):
+                entry = m["models"][rung][kind]
+                ax.scatter(
+                    diagnostic_values(entry)[name],
+                    capability_of(entry),
+                    color=palette[rung],
+                    marker=marker,
+                    s=40,
+                    label=rung if (kind == "trained" and name == names[0]) else None,
+                )
+        c = m["correlations"][name]["level"]
+        ax.set(
+            xlabel=DIAGNOSTICS[name][0], title=f"rho = {c['rho']:+.2f} [{c['ci'][0]:+.2f}, {c['ci'][1]:+.2f}]"
+        )
+        ax.xaxis.label.set_size(8)
+        ax.locator_params(axis="x", nbins=4)
+        ax.title.set_size(9)
+    axes[0].set_ylabel("capability (mean held-out accuracy)")
+    axes[0].legend(frameon=False, fontsize=7)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,179 @@
+"""The ladder's results: measure every rung and its null, correlate each diagnostic with capability, verdicts.
+
+1. ``measure_ladder(out)`` measures every trained rung (``ladder:<rung>``) and its untrained
+   initialisation (``ladder:<rung>:init``) and writes ``results/ladder/measurements.json``;
+2. ``load_measurements()`` reads it back; ``ladder_table(m)`` is one row per rung (trained and null side by
+   side); ``correlations(m)`` the rank correlation of each diagnostic with capability across the rungs;
+3. ``verdict_rows()`` turns them into rows of the verdict chapter.
+
+Introduced in: chapter 7.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .._files import atomic_write
+from ..errors import CaptureFileError
+from .measure import measure, spearman_ci, verdict
+from .store import ladder_dir, trained_rungs, training_log
+from .task import TaskSpec
+
+MEASUREMENTS = "measurements.json"
+COMMAND = "latentbook train-ladder --measure"
+
+# name -> (label, expected sign of its rank correlation with capability under the paper's claims, claim)
+DIAGNOSTICS: dict[str, tuple[str, int, str]] = {
+    "omega_rise": (
+        "Omega rise m(1) - m(0)",
+        +1,
+        "claims 1 and 4: the order parameter jumps in capable models",
+    ),
+    "bimodality": ("bimodality coefficient of Omega (last depth)", +1, "claim 2: Omega becomes bimodal"),
+    "spikes": ("spikes of the query covariance above MP (last depth)", +1, "claim 3, Theorem 6.3"),
+    "contraction": ("transverse contraction factor q (query states)", -1, "Theorem 6.1: q < 1 contracts"),
+    "stability": ("TCO class stability at later hops (last depth)", +1, "claim 5: bound objects persist"),
+}
+
+
+def diagnostic_values(entry: dict) -> dict[str, float]:
+    """The scalar of each diagnostic for one measured model."""
+    return {
+        "omega_rise": entry["omega"]["rise"]["value"],
+        "bimodality": entry["omega"]["bimodality"]["coefficient"],
+        "spikes": float(entry["spikes"]["n_spikes"][-1]),
+        "contraction": entry["contraction"]["q"],
+        "stability": entry["stability"]["score"],
+    }
+
+
+def measure_ladder(
+    out: str | Path | None = None, rungs: list[str] | None = None, progress: bool = True
+) -> Path:
+    """Measure every trained rung and its null; write ``measurements.json`` (atomically) and return its path."""
+    from tqdm.auto import tqdm
+
+    from ..capturing.capture import _versions
+    from ..models import load_model
+
+    root = ladder_dir()
+    rungs = rungs or trained_rungs(root)
+    result: dict = {"rungs": rungs, "models": {}, "command": COMMAND}
+    for rung in tqdm(rungs, desc="measure", disable=not progress):
+        log = training_log(rung)
+        spec = TaskSpec(**log["spec"])
+        trained = load_model(f"ladder:{rung}", device="cpu")
+        null = load_model(f"ladder:{rung}:init", device="cpu")
+        result["models"][rung] = {
+            "trained": measure(trained, spec),
+            "null": measure(null, spec),
+            "sha256": trained.sha,
+            "train_seconds": log["seconds"],
+            "train_steps": log["config"]["steps"],
+        }
+        result["spec"], result["config"] = log["spec"], log["config"]
+    result["correlations"] = correlations(result)
+    result["provenance"] = {
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "versions": _versions(),
+    }
+    path = Path(out) if out is not None else root / MEASUREMENTS
+    atomic_write(path, lambda tmp: tmp.write_text(json.dumps(result, indent=1)))
+    return path
+
+
+def load_measurements(path: str | Path | None = None) -> dict:
+    """``measurements.json`` of the ladder (default: the repository's ``results/ladder``)."""
+    path = Path(path) if path is not None else ladder_dir() / MEASUREMENTS
+    if not path.is_file():
+        raise CaptureFileError(f"No ladder measurements at {path}: run `{COMMAND}`.")
+    return json.loads(path.read_text())
+
+
+def capability_of(entry: dict) -> float:
+    """The capability of one measured model: mean held-out accuracy over hop counts 1..max_hops."""
+    return entry["capability"]["mean"]
+
+
+def ladder_table(m: dict):
+    """One row per rung: size, accuracy by hops (trained and null), and every diagnostic (trained and null)."""
+    import pandas as pd
+
+    rows = []
+    for rung in m["rungs"]:
+        entry = m["models"][rung]
+        row = {
+            "rung": rung,
+            "layers": entry["trained"]["n_layers"],
+            "d_model": entry["trained"]["d_model"],
+            "parameters": entry["trained"]["n_parameters"],
+        }
+        for kind in ("trained", "null"):
+            acc = entry[kind]["capability"]["accuracy"]
+            for hops, a in acc.items():
+                row[f"{kind} acc {hops}-hop"] = a
+            row[f"{kind} capability"] = capability_of(entry[kind])
+            for name, value in diagnostic_values(entry[kind]).items():
+                row[f"{kind} {name}"] = value
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def correlations(m: dict) -> dict:
+    """Spearman's rho of capability with each diagnostic across the trained rungs, with CI and verdict.
+
+    Also ``"shift"``: the same for the trained-minus-null change of the diagnostic, which removes what a
+    rung's architecture alone does at initialisation.
+    """
+    rungs = m["rungs"]
+    if len(rungs) < 3:
+        return {}  # a rank correlation needs at least three rungs
+    capability = np.array([capability_of(m["models"][r]["trained"]) for r in rungs])
+    out = {}
+    for name, (label, sign, claim) in DIAGNOSTICS.items():
+        trained = np.array([diagnostic_values(m["models"][r]["trained"])[name] for r in rungs])
+        null = np.array([diagnostic_values(m["models"][r]["null"])[name] for r in rungs])
+        entry = {"label": label, "expected_sign": sign, "claim": claim}
+        for key, values in (("level", trained), ("shift", trained - null)):
+            r = spearman_ci(capability, values)
+            word, reason = verdict(r, sign)
+            entry[key] = {
+                "rho": r.rho,
+                "ci": r.ci,
+                "p_value": r.p_value,
+                "n": r.n,
+                "verdict": word,
+                "reason": reason,
+            }
+        out[name] = entry
+    return out
+
+
+def verdict_rows(path: str | Path | None = None) -> list[dict]:
+    """Rows for the verdict chapter: one per diagnostic (does it predict capability across the ladder?).
+
+    Keys: claim, model, measured, ci, paper, verdict, reason, command. Read from ``measurements.json``.
+    """
+    m = load_measurements(path)
+    rungs = m["rungs"]
+    model = f"ladder of {len(rungs)} trained Llamas ({', '.join(rungs)}) and their untrained nulls"
+    rows = []
+    for c in m["correlations"].values():
+        level = c["level"]
+        rows.append(
+            dict(
+                claim=f"{c['label']} predicts capability ({c['claim']})",
+                model=model,
+                measured=f"Spearman rho = {level['rho']:+.2f} (n = {level['n']}, p = {level['p_value']:.3f})",
+                ci=f"[{level['ci'][0]:+.2f}, {level['ci'][1]:+.2f}]",
+                paper=f"rises with reasoning capacity (expected sign {'+' if c['expected_sign'] > 0 else '-'})",
+                verdict=level["verdict"],
+                reason=level["reason"] + f"; trained-minus-null: {c['shift']['verdict']}",
+                command=COMMAND,
+            )
+        )
+    return rows
