@@ -12,7 +12,7 @@ import json
 import os
 import re
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from .._files import cache_dir, inside
@@ -20,15 +20,21 @@ from ..models.zoo import load_model
 from .capture import capture, prompt_set_hash
 from .results import Capture, load_capture
 
+# What a capture's numbers depend on: the loaders, the capture code, the prompt sets and their helpers.
+CAPTURE_SOURCES = ("models", "capturing", "prompts", "_files.py", "errors.py")
 
-@lru_cache(maxsize=1)
-def package_source_hash() -> str:
-    """sha256 over the path and bytes of every .py and data file of the installed latentbook package."""
+
+@cache
+def package_source_hash(parts: tuple[str, ...] | None = None) -> str:
+    """sha256 over the path and bytes of every .py and data file of latentbook (or of ``parts`` of it)."""
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if parts is not None and relative.parts[0] not in parts:
+            continue
         if path.is_file() and path.suffix in {".py", ".jsonl", ".json"} and "__pycache__" not in path.parts:
-            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+            digest.update(str(relative).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 
@@ -43,7 +49,7 @@ def cache_key(model_name: str, prompts: list[str], settings: dict) -> str:
         "model": model_name,
         "prompts": prompt_set_hash(prompts),
         "settings": settings,
-        "source": package_source_hash(),
+        "source": package_source_hash(CAPTURE_SOURCES),  # an analysis or view change keeps the captures
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
