@@ -191,22 +191,24 @@ def contraction_diagnostics(
     """Transverse contraction ``q`` of the query states over all depths, with a bootstrap interval over programs.
 
     Relevant subspace: the span of the value-class centroids (``labels``); ``q < 1`` contracts. Each depth is
-    first divided by its RMS (``sqrt(mean ||h||^2 / d)``): every layer adds to the residual stream, so its
-    scale grows with depth, and RMSNorm removes that scale before any layer reads it; ``q`` then measures
-    the transverse directions shrinking relative to the whole stream, not the stream's growth.
+    first divided by its standard deviation (``sqrt(tr C / d)``, centred): every layer adds to the residual
+    stream, so its scale grows with depth, and a norm removes that scale before any layer reads it; ``q`` then
+    measures the transverse directions shrinking relative to all the variance, not the stream's growth. The
+    ``"variance"`` estimator is used: at depth 0 the query states are the embeddings of a few held-out
+    names, too few distinct vectors for the least-squares layer map of the ``"map"`` estimator.
     """
     from ..analysis import flow
 
     states = np.transpose(query_states, (1, 0, 2)).astype(np.float64)
-    states = states / np.sqrt(np.mean(states**2, axis=(1, 2), keepdims=True))
-    q = flow.contraction_factor(states, labels=labels)
+    states = states / np.sqrt(np.mean(np.var(states, axis=1, keepdims=True), axis=2, keepdims=True))
+    q = flow.contraction_factor(states, labels=labels, method="variance")
     rng = np.random.default_rng(seed)
     draws = []
     for _ in range(n_boot):
         pick = rng.integers(0, states.shape[1], states.shape[1])
         if len(np.unique(labels[pick])) < 2:
             continue
-        draws.append(flow.contraction_factor(states[:, pick], labels=labels[pick]).q)
+        draws.append(flow.contraction_factor(states[:, pick], labels=labels[pick], method="variance").q)
     low, high = np.percentile(draws, [2.5, 97.5])
     return {"q": q.q, "ci": (float(low), float(high)), "per_step": q.per_step.tolist()}
 

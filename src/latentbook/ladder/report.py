@@ -52,9 +52,13 @@ def diagnostic_values(entry: dict) -> dict[str, float]:
 
 
 def measure_ladder(
-    out: str | Path | None = None, rungs: list[str] | None = None, progress: bool = True
+    out: str | Path | None = None, rungs: list[str] | None = None, progress: bool = True, reuse: bool = True
 ) -> Path:
-    """Measure every trained rung and its null; write ``measurements.json`` (atomically) and return its path."""
+    """Measure every trained rung and its null; write ``measurements.json`` (atomically) and return its path.
+
+    With ``reuse``, a rung already in the file with the same weights (sha256) is not measured again; the file
+    is rewritten after each rung, so an interrupted run loses nothing it already measured.
+    """
     from tqdm.auto import tqdm
 
     from ..capturing.capture import _versions
@@ -62,11 +66,17 @@ def measure_ladder(
 
     root = ladder_dir()
     rungs = rungs or trained_rungs(root)
+    path = Path(out) if out is not None else root / MEASUREMENTS
+    done = json.loads(path.read_text())["models"] if reuse and path.is_file() else {}
     result: dict = {"rungs": rungs, "models": {}, "command": COMMAND}
     for rung in tqdm(rungs, desc="measure", disable=not progress):
         log = training_log(rung)
         spec = TaskSpec(**log["spec"])
         trained = load_model(f"ladder:{rung}", device="cpu")
+        result["spec"], result["config"] = log["spec"], log["config"]
+        if rung in done and done[rung].get("sha256") == trained.sha:
+            result["models"][rung] = done[rung]
+            continue
         null = load_model(f"ladder:{rung}:init", device="cpu")
         result["models"][rung] = {
             "trained": measure(trained, spec),
@@ -75,13 +85,13 @@ def measure_ladder(
             "train_seconds": log["seconds"],
             "train_steps": log["config"]["steps"],
         }
-        result["spec"], result["config"] = log["spec"], log["config"]
+        partial = {**result, "rungs": list(result["models"])}
+        atomic_write(path, lambda tmp, data=partial: tmp.write_text(json.dumps(data, indent=1)))
     result["correlations"] = correlations(result)
     result["provenance"] = {
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "versions": _versions(),
     }
-    path = Path(out) if out is not None else root / MEASUREMENTS
     atomic_write(path, lambda tmp: tmp.write_text(json.dumps(result, indent=1)))
     return path
 
