@@ -27,7 +27,8 @@ def _set_fingerprint(items) -> list[str]:
     ]
 
 
-def _save(path, result: TokenStates) -> None:
+def save_token_states(path, result: TokenStates) -> None:
+    """Write ``result`` as an ``.npz`` of plain arrays (no pickle), atomically."""
     def write(tmp):
         with open(tmp, "wb") as handle:
             np.savez(
@@ -43,7 +44,8 @@ def _save(path, result: TokenStates) -> None:
     atomic_write(path, write)
 
 
-def _load(path) -> TokenStates:
+def load_token_states(path) -> TokenStates:
+    """Read a file written by ``save_token_states`` (``allow_pickle=False``)."""
     try:
         with np.load(path, allow_pickle=False) as data:
             return TokenStates(
@@ -77,7 +79,7 @@ def book_token_states(
     folder.mkdir(parents=True, exist_ok=True)
     path = inside(folder, f"{safe}-{set_name}-{key}.npz")
     if path.is_file():
-        return _load(path)
+        return load_token_states(path)
     result = token_states(model_name, items)
-    _save(path, result)
+    save_token_states(path, result)
     return result

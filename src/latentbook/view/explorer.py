@@ -47,7 +47,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._files import atomic_write
 from ..capturing.accumulators import omega_of
 from ..capturing.results import Capture
 from ..errors import InvalidInputError
@@ -425,36 +424,15 @@ def class_states(model_name: str):
     Kept beside the book's captures (``capture_cache_dir()``), keyed like them on the model, the texts and
     latentbook's source, so the explorers read them from disk after the first run.
     """
-    from ..capturing.states import TokenStates, token_states
+    from ..capturing.state_cache import load_token_states, save_token_states
+    from ..capturing.states import token_states
     from ..prompts import reasoning
 
-    labelled = reasoning.load(CLASS_SET)
     path = class_states_path(model_name)
     if path.is_file():
-        with np.load(path, allow_pickle=False) as saved:
-            return TokenStates(
-                saved["states"],
-                saved["labels"],
-                saved["steps"],
-                saved["items"],
-                saved["token_index"],
-                tuple(saved["tokens"].tolist()),
-            )
-    result = token_states(model_name, labelled)
-
-    def write(tmp):
-        with open(tmp, "wb") as handle:
-            np.savez(
-                handle,
-                states=result.states,
-                labels=result.labels,
-                steps=result.steps,
-                items=result.items,
-                token_index=result.token_index,
-                tokens=np.array(result.tokens, dtype=str),
-            )
-
-    atomic_write(path, write)
+        return load_token_states(path)
+    result = token_states(model_name, reasoning.load(CLASS_SET))
+    save_token_states(path, result)
     return result
 
 
