@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._files import atomic_write
 from ..errors import InvalidInputError
 
 SPECIALS = ("<pad>", "<bos>", "<unk>")
@@ -285,4 +286,4 @@ def name_token_ids(spec: TaskSpec) -> np.ndarray:
 
 
 def save_spec(spec: TaskSpec, path: str | Path) -> None:
-    Path(path).write_text(json.dumps(spec.to_dict(), indent=1))
+    atomic_write(path, lambda tmp: tmp.write_text(json.dumps(spec.to_dict(), indent=1)))

@@ -22,6 +22,8 @@ import copy
 import hashlib
 import json
 import math
+import os
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -260,14 +262,29 @@ def train(
 
 
 def save_rung(model, log: TrainLog, spec: TaskSpec, folder: str | Path) -> Path:
-    """Write the model (float16 safetensors), config, tokenizer, training log and ``SHA256SUMS``."""
+    """Write the model (float16 safetensors), config, tokenizer, training log and ``SHA256SUMS``.
+
+    Everything is written into a temporary sibling folder, then renamed into place: a killed run never leaves
+    a half-written rung under its final name.
+    """
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    copy.deepcopy(model).to(torch.float16).save_pretrained(folder, safe_serialization=True)
-    build_tokenizer(spec).save_pretrained(folder)
-    (folder / LOG_FILE).write_text(json.dumps(asdict(log), indent=None))
-    files = sorted(p for p in folder.iterdir() if p.is_file() and p.name != SUMS_FILE)
-    (folder / SUMS_FILE).write_text("".join(f"{sha256_file(p)}  {p.name}\n" for p in files))
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        copy.deepcopy(model).to(torch.float16).save_pretrained(tmp, safe_serialization=True)
+        build_tokenizer(spec).save_pretrained(tmp)
+        (tmp / LOG_FILE).write_text(json.dumps(asdict(log), indent=None))
+        files = sorted(p for p in tmp.iterdir() if p.is_file() and p.name != SUMS_FILE)
+        (tmp / SUMS_FILE).write_text("".join(f"{sha256_file(p)}  {p.name}\n" for p in files))
+        if folder.exists():
+            old = folder.with_name(f".{folder.name}.{os.getpid()}.old")
+            os.rename(folder, old)
+            shutil.rmtree(old)
+        os.rename(tmp, folder)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return folder
 
 
