@@ -37,6 +37,10 @@ book-ci: $(STAMP)
 	LATENTBOOK_BOOK_FRESH=1 bash tools/build_book.sh --all 2>&1 | tee _build-ci.log
 	@echo "book-ci: $$(grep -c 'WARNING' _build-ci.log || true) warning lines (see _build-ci.log)"
 
+# Student copies of the labs, solutions stripped, into _build/student (CI checks them in tests/test_student_copies.py).
+student-copies: $(STAMP)
+	$(BIN)/python tools/make_student_copies.py --out _build/student
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/ruff format --check src tests benchmarks tools
