@@ -32,9 +32,9 @@ book: $(STAMP)
 	bash tools/build_book.sh
 
 # CI: execute every chapter from scratch; any cell error is fatal (execute.raise_on_error in _config.yml).
-# Sphinx warnings are counted and printed, not yet fatal: `-W` waits for one cold build verified warning-free.
+# Sphinx warnings are fatal too (-W --keep-going reports them all before failing).
 book-ci: $(STAMP)
-	LATENTBOOK_BOOK_FRESH=1 bash tools/build_book.sh --all 2>&1 | tee _build-ci.log
+	LATENTBOOK_BOOK_FRESH=1 bash tools/build_book.sh --all -W --keep-going 2>&1 | tee _build-ci.log
 	@echo "book-ci: $$(grep -c 'WARNING' _build-ci.log || true) warning lines (see _build-ci.log)"
 
 # Student copies of the labs, solutions stripped, into _build/student (CI checks them in tests/test_student_copies.py).

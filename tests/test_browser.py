@@ -172,13 +172,19 @@ _STATE = """(element) => JSON.stringify({
   shown: element.data.map((t, i) => t.visible === true ? i : -1).filter(i => i >= 0),
   data: element.data.filter(t => t.visible === true).map(t => [t.x, t.y]),
 })"""
+# plotly applies a slider step in the next animation frame (sliders/draw.js: requestAnimationFrame), so the
+# figure is read again until it differs from ``before`` or the wait runs out
+_CHANGED = f"""([element, before]) => ({_STATE})(element) !== before"""
 
 
 class _Explorer:
     """Drives one static explorer with the mouse, as a reader would, and screenshots each step."""
 
     def __init__(self, page, element, name: str):
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
         self.page, self.element, self.name = page, element, name
+        self.timeout_error = PlaywrightTimeout
         self.shots = 0
         self.positions = iter([0.05, 0.95] * 50)  # alternate ends of the slider: every move changes the depth
         element.locator(".main-svg").first.wait_for(timeout=60000)
@@ -187,6 +193,15 @@ class _Explorer:
 
     def state(self) -> str:
         return self.element.evaluate(_STATE)
+
+    def state_after(self, before: str, timeout_ms: float = 10000) -> str:
+        """The figure's state once it differs from ``before``, or as it is after ``timeout_ms``."""
+        handle = self.element.element_handle()
+        try:
+            self.page.wait_for_function(_CHANGED, arg=[handle, before], timeout=timeout_ms)
+        except self.timeout_error:
+            pass
+        return self.state()
 
     def snap(self, what: str) -> None:
         self.shots += 1
@@ -197,7 +212,7 @@ class _Explorer:
         self.element.locator(".updatemenu-header-group").nth(menu).click()
         item = self.element.locator(".updatemenu-item-text", has_text=re.compile(f"^{re.escape(label)}$"))
         item.first.click()
-        after = self.state()
+        after = self.state_after(before)
         self.snap(label)
         assert after != before, f"{self.name}: choosing {label!r} did not change the figure"
 
@@ -206,7 +221,7 @@ class _Explorer:
         before = self.state()
         box = self.element.locator(".slider-rail-rect").first.bounding_box()
         self.page.mouse.click(box["x"] + fraction * box["width"], box["y"] + box["height"] / 2)
-        after = self.state()
+        after = self.state_after(before)
         self.snap(f"slider-{fraction:.2f}")
         assert after != before, (
             f"{self.name}: moving the depth slider to {fraction:.0%} did not change the figure"
