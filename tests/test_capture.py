@@ -92,6 +92,7 @@ def test_save_and_load_round_trip(tiny, tmp_path):
     np.testing.assert_array_equal(back.eigvals(1), cap.eigvals(1))
     np.testing.assert_allclose(back.all_eigvals()[1], cap.eigvals(1), rtol=1e-9, atol=1e-12)
     assert set(cap.provenance["versions"]) >= {"latentbook", "torch", "transformers"}
+    assert cap.provenance["n_parameters"] == sum(p.numel() for p in tiny.model.parameters())
     assert "/root" not in str(cap.provenance) and "/home" not in str(cap.provenance)
 
 

@@ -79,8 +79,6 @@ TCO_MARGIN = 0.10
 MIN_DEPTHS = 8
 VERDICTS = ("holds", "does not hold", "inconclusive", "not testable here", "not yet run")
 
-# Parameter counts of the embedded models (their model cards); random twins have the same architecture.
-EMBEDDED_PARAMETERS = {"smollm2-135m": 134.5e6, "gemma3-270m": 268.1e6, "minilm-l6": 22.7e6}
 # The paper's scale, for the commands of "not testable here" rows (Hugging Face ids; weights needed locally).
 LARGE_MODELS = {"Qwen/Qwen2.5-1.5B": 1.5e9, "Qwen/Qwen2.5-7B": 7.6e9, "Qwen/Qwen2.5-32B": 32.8e9}
 
@@ -175,13 +173,11 @@ _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([bm])(?![a-z])", re.IGNORECASE)
 
 
 def n_parameters(cap: Capture) -> tuple[float, bool]:
-    """Parameter count of the captured model and whether it is exact: the provenance's ``n_parameters``, the
-    embedded models' table, a size in the name (``135m``, ``1.5B``), else ``12 L d^2`` (approximate)."""
+    """Parameter count of the captured model and whether it is exact: the provenance's ``n_parameters`` (counted
+    at capture), for older results files a size in the name (``135m``, ``1.5B``), else ``12 L d^2`` (approximate)."""
     if cap.provenance.get("n_parameters"):
         return float(cap.provenance["n_parameters"]), True
     base = cap.model_name.removeprefix("random:")
-    if base in EMBEDDED_PARAMETERS:
-        return EMBEDDED_PARAMETERS[base], True
     match = _SIZE.search(base.split("/")[-1])
     if match:
         return float(match.group(1)) * (1e9 if match.group(2).lower() == "b" else 1e6), True

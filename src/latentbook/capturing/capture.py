@@ -306,6 +306,7 @@ def _to_capture(
         "prompt_set": prompt_set,
         "prompts_done": done,
         "model_family": loaded.family,
+        "n_parameters": sum(p.numel() for p in loaded.model.parameters()),
         "device": str(loaded.device),
         "dtype": str(loaded.dtype).removeprefix("torch."),
         "versions": _versions(),
