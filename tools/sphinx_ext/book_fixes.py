@@ -11,7 +11,10 @@ def _page(app, pagename, templatename, context, doctree):
         context["default_mode"] = "auto"
     seen, kept = set(), []
     for script in context.get("script_files", []):
-        key = (getattr(script, "filename", None) or "", tuple(sorted(getattr(script, "attributes", {}).items())))
+        key = (
+            getattr(script, "filename", None) or "",
+            tuple(sorted(getattr(script, "attributes", {}).items())),
+        )
         if key not in seen:
             seen.add(key)
             kept.append(script)

@@ -29,6 +29,7 @@ def _set_fingerprint(items) -> list[str]:
 
 def save_token_states(path, result: TokenStates) -> None:
     """Write ``result`` as an ``.npz`` of plain arrays (no pickle), atomically."""
+
     def write(tmp):
         with open(tmp, "wb") as handle:
             np.savez(

@@ -43,4 +43,3 @@ def shuffled(texts: list[str], seed: int = 0) -> list[str]:
         rng.shuffle(words)
         out.append(" ".join(words))
     return out
-
