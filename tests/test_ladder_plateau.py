@@ -1,0 +1,61 @@
+"""benchmarks/ladder_plateau.py: its gradient sharing, its baseline and one short run end to end."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "ladder_plateau.py"
+
+
+@pytest.fixture(scope="module")
+def plateau():
+    spec = importlib.util.spec_from_file_location("ladder_plateau", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_shared_rows_get_the_mean_gradient_and_the_others_their_own(plateau):
+    weight = torch.nn.Parameter(torch.zeros(5, 3))
+    rows = torch.tensor([1, 3, 4])
+    plateau._share_rows(weight, rows)
+    target = torch.arange(15.0).reshape(5, 3)
+    (weight * target).sum().backward()
+    np.testing.assert_allclose(weight.grad[rows].numpy(), np.tile(target[rows].mean(0).numpy(), (3, 1)))
+    np.testing.assert_allclose(weight.grad[[0, 2]].numpy(), target[[0, 2]].numpy())
+
+
+def test_guessing_baseline_matches_its_closed_form(plateau):
+    # two chains, values uniform over k: right with probability (1 + 1/k) / 2
+    k = plateau.SPEC.n_values
+    assert plateau.guessing_baseline(4000, seed=5) == pytest.approx((1 + 1 / k) / 2, abs=0.02)
+
+
+def test_a_short_run_writes_every_variant(plateau, tmp_path, monkeypatch):
+    out = tmp_path / "plateau.json"
+    argv = [
+        "ladder_plateau.py",
+        "--steps",
+        "3",
+        "--n-eval",
+        "32",
+        "--out",
+        str(out),
+        "--only",
+        "llama",
+        "names iid",
+    ]
+    monkeypatch.setattr(sys, "argv", argv)
+    plateau.main()
+    report = json.loads(out.read_text())
+    assert set(report["variants"]) == {"llama", "names iid"}
+    for row in report["variants"].values():
+        assert 0 <= row["train_names_accuracy"] <= 1 and 0 <= row["heldout_accuracy"] <= 1
+        assert np.isfinite(row["final_loss"])
