@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 import torch
 
+from latentbook.errors import CaptureFileError
+
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "ladder_plateau.py"
 
 
@@ -59,3 +61,29 @@ def test_a_short_run_writes_every_variant(plateau, tmp_path, monkeypatch):
     for row in report["variants"].values():
         assert 0 <= row["train_names_accuracy"] <= 1 and 0 <= row["heldout_accuracy"] <= 1
         assert np.isfinite(row["final_loss"])
+
+
+def test_plateau_table_marks_learners_and_shared_names():
+    from latentbook.ladder import report
+
+    def row(names, mlp, acc, **extra):
+        return dict(
+            names=names, mlp=mlp, final_loss=0.1, train_names_accuracy=acc, heldout_accuracy=acc, **extra
+        )
+
+    plateau = {
+        "guessing_baseline": 0.56,
+        "variants": {
+            "llama": row("frozen", "stock", 0.57),
+            "iid": row("frozen", "none", 0.90, name_init="iid"),
+            "trained": row("trained", "zero-init", 0.75),
+            "edge": row("frozen", "stock", 0.76),  # exactly guess + margin: not learnt
+        },
+    }
+    table, learns = report.plateau_table(plateau, margin=0.2)
+    assert learns == ["iid"]
+    assert table["shared name direction"].tolist() == [True, False, False, True]
+    assert report.plateau_table(plateau, margin=0.1)[1] == ["iid", "trained", "edge"]
+    with pytest.raises(CaptureFileError, match="ladder_plateau.py"):
+        report.load_plateau(Path("/nonexistent/ladder_plateau.json"))
+    assert report.load_plateau()["variants"]["llama"]["mlp"] == "stock"  # the shipped report

@@ -4,7 +4,9 @@
    initialisation (``ladder:<rung>:init``) and writes ``results/ladder/measurements.json``;
 2. ``load_measurements()`` reads it back; ``ladder_table(m)`` is one row per rung (trained and null side by
    side); ``correlations(m)`` the rank correlation of each diagnostic with capability across the rungs;
-3. ``verdict_rows()`` turns them into rows of the verdict chapter.
+3. ``verdict_rows()`` turns them into rows of the verdict chapter;
+4. ``plateau_table(load_plateau())`` summarises ``benchmarks/ladder_plateau.py``: which training variants learn
+   the easiest lookup (why the ladder does not bind).
 
 Introduced in: chapter 7.
 """
@@ -25,6 +27,8 @@ from .task import TaskSpec
 
 MEASUREMENTS = "measurements.json"
 COMMAND = "latentbook train-ladder --measure"
+PLATEAU = Path(__file__).resolve().parents[3] / "results" / "bench" / "ladder_plateau.json"
+PLATEAU_COMMAND = "python benchmarks/ladder_plateau.py"
 
 # name -> (label, expected sign of its rank correlation with capability under the paper's claims, claim)
 DIAGNOSTICS: dict[str, tuple[str, int, str]] = {
@@ -102,6 +106,37 @@ def load_measurements(path: str | Path | None = None) -> dict:
     if not path.is_file():
         raise CaptureFileError(f"No ladder measurements at {path}: run `{COMMAND}`.")
     return json.loads(path.read_text())
+
+
+def load_plateau(path: str | Path | None = None) -> dict:
+    """The report of ``benchmarks/ladder_plateau.py`` (default: the repository's ``results/bench``)."""
+    path = Path(path) if path is not None else PLATEAU
+    if not path.is_file():
+        raise CaptureFileError(f"No plateau benchmark at {path}: run `{PLATEAU_COMMAND}`.")
+    return json.loads(path.read_text())
+
+
+def plateau_table(plateau: dict, margin: float = 0.2):
+    """(one row per variant, the variants that learn): a variant *learns* when its accuracy with training names
+    exceeds the guessing baseline by more than ``margin``. A row says whether the names share a direction (the
+    ladder's init) and how the MLPs start."""
+    import pandas as pd
+
+    guess = plateau["guessing_baseline"]
+    rows = {
+        name: {
+            "names": v["names"],
+            "shared name direction": v["names"] != "trained" and v.get("name_init") != "iid",
+            "MLPs": v["mlp"],
+            "training loss": v["final_loss"],
+            "accuracy, training names": v["train_names_accuracy"],
+            "accuracy, held-out names": v["heldout_accuracy"],
+        }
+        for name, v in plateau["variants"].items()
+    }
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    learns = table.index[table["accuracy, training names"] > guess + margin].tolist()
+    return table, learns
 
 
 def capability_of(entry: dict) -> float:
