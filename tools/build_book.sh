@@ -9,7 +9,7 @@ BIN=.venv/bin
 source_hash=$($BIN/python -c "from latentbook.capturing.cache import package_source_hash; print(package_source_hash())")
 mkdir -p _build
 if [ "${LATENTBOOK_BOOK_FRESH:-0}" = 1 ] || [ "$(cat _build/.package-source-hash 2>/dev/null)" != "$source_hash" ]; then
-  rm -rf _build/.jupyter_cache _build/html _build/jupyter_execute
+  rm -rf _build/.jupyter_cache _build/.doctrees _build/html _build/jupyter_execute  # doctrees too: Sphinx must re-read every page
 fi
 if [ "${LATENTBOOK_BOOK_FRESH:-0}" = 1 ]; then
   export LATENTBOOK_CAPTURE_CACHE="$(mktemp -d)"
