@@ -30,7 +30,8 @@ import torch
 
 from latentbook._files import atomic_write
 from latentbook.ladder import train as ladder_train
-from latentbook.ladder.task import encode, generate, name_token_ids
+from latentbook.ladder.measure import guess_floor
+from latentbook.ladder.task import TaskSpec, encode, generate, name_token_ids
 
 VARIANTS = {
     "llama": dict(names="frozen", mlp="stock"),
@@ -44,23 +45,14 @@ VARIANTS = {
     "names iid, MLP zero-init": dict(names="frozen", mlp="zero-init", name_init="iid"),
     "names iid, no MLP": dict(names="frozen", mlp="none", name_init="iid"),
 }
-SPEC = ladder_train.LADDER_SPEC
-N_STATEMENTS = 2
+SPEC = TaskSpec(n_statements=2, max_hops=1)  # the ladder's vocabulary and names, programs of two statements
 
 
 def batch(step: int, size: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(ids, answer ids) of 2-statement, 1-hop training programs; identical for every variant."""
-    examples = generate(
-        SPEC, size, hops=1, split="train", seed=seed * 1_000_003 + step, n_statements=N_STATEMENTS
-    )
+    examples = generate(SPEC, size, hops=1, split="train", seed=seed * 1_000_003 + step)
     ids, answers = encode(SPEC, examples)
     return torch.from_numpy(ids), torch.from_numpy(answers)
-
-
-def guessing_baseline(n: int, seed: int) -> float:
-    """Accuracy of answering one of the program's two values at random: mean of (#chains holding the answer) / 2."""
-    examples = generate(SPEC, n, hops=1, split="heldout", seed=seed, n_statements=N_STATEMENTS)
-    return float(np.mean([e.chain_values.count(e.answer) / len(e.chain_values) for e in examples]))
 
 
 def _share_rows(weight: torch.nn.Parameter, rows: torch.Tensor) -> None:
@@ -72,14 +64,6 @@ def _share_rows(weight: torch.nn.Parameter, rows: torch.Tensor) -> None:
         return grad
 
     weight.register_hook(hook)
-
-
-@torch.no_grad()
-def accuracy(model, n: int, seed: int, split: str) -> float:
-    """Greedy accuracy at the query on ``n`` programs with training or held-out names."""
-    ids, answers = encode(SPEC, generate(SPEC, n, hops=1, split=split, seed=seed, n_statements=N_STATEMENTS))
-    logits = model(input_ids=torch.from_numpy(ids), use_cache=False).logits[:, -1]
-    return float((logits.argmax(-1).numpy() == answers).mean())
 
 
 def run(variant: dict, steps: int, lr: float, batch_size: int, seed: int, n_eval: int) -> dict:
@@ -99,11 +83,12 @@ def run(variant: dict, steps: int, lr: float, batch_size: int, seed: int, n_eval
         layer.mlp.down_proj.weight.requires_grad_(variant["mlp"] == "zero-init")
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.98), weight_decay=0.0)
+    schedule = ladder_train.TrainConfig(steps=steps, lr=lr)  # the ladder's warm-up and cosine decay
     losses, start = [], time.perf_counter()
     model.train()
     for step in range(steps):
         for group in optimizer.param_groups:
-            group["lr"] = lr * min(1.0, (step + 1) / 50) * 0.5 * (1 + math.cos(math.pi * step / steps))
+            group["lr"] = ladder_train.learning_rate(schedule, step)
         ids, answers = batch(step, batch_size, seed)
         loss = torch.nn.functional.cross_entropy(model(input_ids=ids).logits[:, -1], answers)
         optimizer.zero_grad(set_to_none=True)
@@ -114,8 +99,12 @@ def run(variant: dict, steps: int, lr: float, batch_size: int, seed: int, n_eval
     model.eval()
     return dict(
         final_loss=float(np.mean(losses[-200:])),
-        train_names_accuracy=accuracy(model, n_eval, seed + 1, "train"),
-        heldout_accuracy=accuracy(model, n_eval, seed + 1, "heldout"),
+        train_names_accuracy=ladder_train.accuracy_by_hops(model, SPEC, n_eval, split="train", seed=seed + 1)[
+            1
+        ],
+        heldout_accuracy=ladder_train.accuracy_by_hops(model, SPEC, n_eval, split="heldout", seed=seed + 1)[
+            1
+        ],
         seconds=time.perf_counter() - start,
     )
 
@@ -130,29 +119,30 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", choices=list(VARIANTS), help="run these variants only")
     parser.add_argument("--out", type=Path, default=Path("results/bench/ladder_plateau.json"))
     args = parser.parse_args()
+    if args.steps < 1 or args.batch_size < 1 or args.n_eval < 1:
+        parser.error("--steps, --batch-size and --n-eval must be at least 1")
     torch.set_num_threads(1)
-    baseline = guessing_baseline(args.n_eval, args.seed + 1)
-    rows = {}
+    baseline = guess_floor(SPEC, 1, args.n_eval, args.seed + 1)  # a random one of the values in the program
     print(f"guessing one of the two values: {baseline:.3f}")
+    report = dict(
+        task=dict(hops=1, spec=SPEC.to_dict()),
+        settings=vars(args) | {"out": str(args.out)},
+        guessing_baseline=baseline,
+        variants={},
+        torch_version=torch.__version__,
+    )
     for name, variant in VARIANTS.items():
         if args.only and name not in args.only:
             continue
-        rows[name] = run(variant, args.steps, args.lr, args.batch_size, args.seed, args.n_eval)
-        r = rows[name]
+        r = run(variant, args.steps, args.lr, args.batch_size, args.seed, args.n_eval)
         print(
             f"{name:28s} loss {r['final_loss']:.3f}  accuracy: training names {r['train_names_accuracy']:.3f},"
             f" held-out names {r['heldout_accuracy']:.3f}  ({r['seconds']:.0f} s)",
             flush=True,
         )
-    report = dict(
-        task=dict(n_statements=N_STATEMENTS, hops=1, spec=SPEC.to_dict()),
-        settings=vars(args) | {"out": str(args.out)},
-        guessing_baseline=baseline,
-        variants={name: VARIANTS[name] | rows[name] for name in rows},
-        torch_version=torch.__version__,
-    )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(args.out, lambda tmp: tmp.write_text(json.dumps(report, indent=1)))
+        report["variants"][name] = variant | r
+        # rewritten after every variant, atomically: an interrupted run keeps the variants it finished
+        atomic_write(args.out, lambda tmp: tmp.write_text(json.dumps(report, indent=1)))
     print(f"written: {args.out}")
 
 

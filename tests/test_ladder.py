@@ -103,6 +103,14 @@ def test_training_lowers_the_loss_and_is_reproducible(trained_tiny):
         assert torch.equal(p, q)
 
 
+def test_learning_rate_warms_up_then_decays_to_zero():
+    config = train.TrainConfig(steps=100, lr=1e-3, warmup=10)
+    assert train.learning_rate(config, 0) == pytest.approx(1e-4 * 0.5 * (1 + np.cos(0)))
+    assert train.learning_rate(config, 9) == pytest.approx(1e-3 * 0.5 * (1 + np.cos(np.pi * 9 / 100)))
+    assert train.learning_rate(config, 50) == pytest.approx(0.5e-3)
+    assert train.learning_rate(config, 99) < 1e-6
+
+
 def test_name_embeddings_stay_at_their_initialisation(trained_tiny):
     model, _, _ = trained_tiny
     init = train.init_model(TINY, SPEC, TINY_CONFIG.seed)

@@ -36,8 +36,10 @@ def test_shared_rows_get_the_mean_gradient_and_the_others_their_own(plateau):
 
 def test_guessing_baseline_matches_its_closed_form(plateau):
     # two chains, values uniform over k: right with probability (1 + 1/k) / 2
+    from latentbook.ladder.measure import guess_floor
+
     k = plateau.SPEC.n_values
-    assert plateau.guessing_baseline(4000, seed=5) == pytest.approx((1 + 1 / k) / 2, abs=0.02)
+    assert guess_floor(plateau.SPEC, 1, 4000, seed=5) == pytest.approx((1 + 1 / k) / 2, abs=0.02)
 
 
 def test_a_short_run_writes_every_variant(plateau, tmp_path, monkeypatch):
@@ -87,3 +89,33 @@ def test_plateau_table_marks_learners_and_shared_names():
     with pytest.raises(CaptureFileError, match="ladder_plateau.py"):
         report.load_plateau(Path("/nonexistent/ladder_plateau.json"))
     assert report.load_plateau()["variants"]["llama"]["mlp"] == "stock"  # the shipped report
+
+
+def test_an_interrupted_run_keeps_the_variants_it_finished(plateau, tmp_path, monkeypatch):
+    out = tmp_path / "plateau.json"
+    real_run = plateau.run
+    calls = []
+
+    def run_then_fail(*args):
+        calls.append(args)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_run(*args)
+
+    monkeypatch.setattr(plateau, "run", run_then_fail)
+    argv = [
+        "ladder_plateau.py",
+        "--steps",
+        "2",
+        "--n-eval",
+        "16",
+        "--out",
+        str(out),
+        "--only",
+        "llama",
+        "no MLP",
+    ]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(KeyboardInterrupt):
+        plateau.main()
+    assert list(json.loads(out.read_text())["variants"]) == ["llama"]

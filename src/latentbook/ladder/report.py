@@ -22,12 +22,12 @@ import numpy as np
 from .._files import atomic_write
 from ..errors import CaptureFileError
 from .measure import measure, spearman_ci, verdict
-from .store import ladder_dir, trained_rungs, training_log
+from .store import REPO_LADDER, ladder_dir, trained_rungs, training_log
 from .task import TaskSpec
 
 MEASUREMENTS = "measurements.json"
 COMMAND = "latentbook train-ladder --measure"
-PLATEAU = Path(__file__).resolve().parents[3] / "results" / "bench" / "ladder_plateau.json"
+PLATEAU = REPO_LADDER.parent / "bench" / "ladder_plateau.json"
 PLATEAU_COMMAND = "python benchmarks/ladder_plateau.py"
 
 # name -> (label, expected sign of its rank correlation with capability under the paper's claims, claim)

@@ -148,6 +148,12 @@ def training_batch(
     return torch.tensor(ids), torch.tensor(positions), torch.tensor(answers)
 
 
+def learning_rate(config: TrainConfig, step: int) -> float:
+    """Linear warm-up, then cosine decay to 0: ``lr * min(1, (step+1)/warmup) * (1 + cos(pi step/steps)) / 2``."""
+    warm = min(1.0, (step + 1) / config.warmup)
+    return config.lr * warm * 0.5 * (1 + math.cos(math.pi * step / config.steps))
+
+
 def query_loss(model, ids: torch.Tensor, positions: torch.Tensor, answers: torch.Tensor) -> torch.Tensor:
     """Mean cross entropy of the answers, read at the queried names only."""
     hidden = model.model(input_ids=ids).last_hidden_state
@@ -240,10 +246,8 @@ def train(
     start = time.perf_counter()
     bar = tqdm(range(config.steps), desc=rung.name, disable=not progress, mininterval=2.0)
     for step in bar:
-        warm = min(1.0, (step + 1) / config.warmup)
-        cosine = 0.5 * (1 + math.cos(math.pi * step / config.steps))
         for group in optimizer.param_groups:
-            group["lr"] = config.lr * warm * cosine
+            group["lr"] = learning_rate(config, step)
         loss = query_loss(model, *training_batch(spec, config, step))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
