@@ -5,12 +5,13 @@ rung ``l2-d64`` on programs of two statements, one hop, one query (``a = 7 ; b =
 a lookup is the whole task and guessing one of the two values written in the program is right with probability
 ``(1 + [values equal]) / 2``. Every variant gets the same batches, seed and steps; they differ in
 
-- the variable names: ``frozen`` at the ladder's init (a shared "name" direction plus a random identity, so
-  any two names have cosine about 0.5), ``trained``, ``shared`` (frozen identities, one common learnt offset),
+- the variable names: ``frozen`` at the first ladder's init (a shared "name" direction plus a random identity,
+  so any two names have cosine about 0.5), ``trained``, ``shared`` (frozen identities, one common learnt offset),
   or ``iid`` (frozen independent codes ``N(0, I/d)``, no shared direction);
 - the MLPs: ``stock`` (Llama init), ``zero-init`` (``down_proj`` starts at 0, trained) or ``none`` (fixed at 0).
 
-``llama`` is the ladder as shipped. It reports the mean training loss of the last 200 steps, the accuracy on
+``llama`` is the first ladder (stock Llama init, names sharing a direction; ``stock_init``); the ladder now
+starts from ``train.init_model``: independent name codes and zero-init ``down_proj``. It reports the mean training loss of the last 200 steps, the accuracy on
 programs with training names and with held-out names, and the guessing baseline on the same programs::
 
     .venv/bin/python benchmarks/ladder_plateau.py                 # 6000 steps per variant (about 12 min)
@@ -66,9 +67,25 @@ def _share_rows(weight: torch.nn.Parameter, rows: torch.Tensor) -> None:
     weight.register_hook(hook)
 
 
+def stock_init(seed: int):
+    """Rung ``l2-d64`` as the first ladder initialised it: stock Llama, each name = (shared + identity) / sqrt(2d)."""
+    from transformers import LlamaForCausalLM
+
+    rung = ladder_train.ladder_rung("l2-d64")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(ladder_train.model_config(rung, SPEC))
+        names = torch.tensor(name_token_ids(SPEC))
+        with torch.no_grad():
+            shared = torch.randn(1, rung.d_model)
+            identity = torch.randn(len(names), rung.d_model)
+            model.model.embed_tokens.weight[names] = (shared + identity) / math.sqrt(2 * rung.d_model)
+    return model
+
+
 def run(variant: dict, steps: int, lr: float, batch_size: int, seed: int, n_eval: int) -> dict:
     torch.manual_seed(seed)
-    model = ladder_train.init_model(ladder_train.ladder_rung("l2-d64"), SPEC, seed)
+    model = stock_init(seed)
     embed = model.model.embed_tokens.weight
     names = torch.tensor(name_token_ids(SPEC))
     if variant.get("name_init") == "iid":  # no shared "name" direction: independent draws of the same norm
@@ -83,7 +100,7 @@ def run(variant: dict, steps: int, lr: float, batch_size: int, seed: int, n_eval
         layer.mlp.down_proj.weight.requires_grad_(variant["mlp"] == "zero-init")
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.98), weight_decay=0.0)
-    schedule = ladder_train.TrainConfig(steps=steps, lr=lr)  # the ladder's warm-up and cosine decay
+    schedule = ladder_train.TrainConfig(steps=steps, lr=lr, warmup=50, schedule="cosine")
     losses, start = [], time.perf_counter()
     model.train()
     for step in range(steps):

@@ -1,5 +1,6 @@
 """Chapter 7's ladder: the task generator, the training pipeline on a tiny model, loading, measurement."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -11,6 +12,8 @@ from latentbook.errors import IntegrityError, InvalidInputError, UnknownModelErr
 from latentbook.ladder import measure, report, store, task, train
 
 SPEC = task.TaskSpec()
+TINY = train.Rung("l1-d32", 1, 32)
+TINY_CONFIG = train.TrainConfig(steps=40, batch_size=16, warmup=5, eval_every=40, n_eval=16, lr=1e-2)
 
 
 def test_answers_match_an_independent_interpreter_and_hops_are_exact():
@@ -35,8 +38,8 @@ def test_every_variable_is_assigned_once_and_values_cover_the_k_classes():
         assert len(set(lhs)) == len(lhs) == SPEC.n_statements
         assert all(0 <= v < SPEC.n_values for v in e.chain_values)
     assert {e.answer for e in examples} == set(range(SPEC.n_values))
-    short = task.generate(SPEC, 20, seed=4, n_statements=3)
-    assert all(len(e.text.split()) == 4 * 3 + 2 and e.hops <= 3 for e in short)
+    short = task.generate(task.TaskSpec(n_statements=3, max_hops=2), 20, seed=4)
+    assert all(len(e.text.split()) == 4 * 3 + 2 and e.hops <= 2 for e in short)
 
 
 def test_heldout_names_are_disjoint_from_training_names():
@@ -77,10 +80,6 @@ def test_training_queries_are_prefixed_by_the_evaluation_prompt():
             assert words[p - 1] == "?" and task.resolve(" ".join(words[1 : p + 1])) == a
 
 
-TINY = train.Rung("l1-d32", 1, 32)
-TINY_CONFIG = train.TrainConfig(steps=40, batch_size=16, warmup=5, eval_every=40, n_eval=16, lr=1e-2)
-
-
 @pytest.fixture(scope="module")
 def trained_tiny(tmp_path_factory):
     model, log = train.train(TINY, SPEC, TINY_CONFIG, progress=False, threads=None)
@@ -103,12 +102,94 @@ def test_training_lowers_the_loss_and_is_reproducible(trained_tiny):
         assert torch.equal(p, q)
 
 
-def test_learning_rate_warms_up_then_decays_to_zero():
-    config = train.TrainConfig(steps=100, lr=1e-3, warmup=10)
-    assert train.learning_rate(config, 0) == pytest.approx(1e-4 * 0.5 * (1 + np.cos(0)))
-    assert train.learning_rate(config, 9) == pytest.approx(1e-3 * 0.5 * (1 + np.cos(np.pi * 9 / 100)))
-    assert train.learning_rate(config, 50) == pytest.approx(0.5e-3)
-    assert train.learning_rate(config, 99) < 1e-6
+def test_learning_rate_warms_up_then_stays_or_decays_to_zero():
+    constant = train.TrainConfig(steps=100, lr=1e-3, warmup=10)
+    assert train.learning_rate(constant, 0) == pytest.approx(1e-4)
+    assert train.learning_rate(constant, 9) == train.learning_rate(constant, 99) == pytest.approx(1e-3)
+    cosine = train.TrainConfig(steps=100, lr=1e-3, warmup=10, schedule="cosine")
+    assert train.learning_rate(cosine, 0) == pytest.approx(1e-4)
+    assert train.learning_rate(cosine, 9) == pytest.approx(1e-3 * 0.5 * (1 + np.cos(np.pi * 9 / 100)))
+    assert train.learning_rate(cosine, 50) == pytest.approx(0.5e-3)
+    assert train.learning_rate(cosine, 99) < 1e-6
+    with pytest.raises(InvalidInputError):
+        train.train(TINY, SPEC, train.TrainConfig(steps=2, schedule="linear"), progress=False)
+
+
+def test_statement_values_run_the_program_up_to_each_statement():
+    for e in task.generate(SPEC, 50, seed=4):
+        words = ["<bos>", *e.text.split()]
+        statements = train.statement_values(e.text)
+        assert len(statements) == SPEC.n_statements
+        for position, value in statements:
+            assert words[position] == ";"
+            lhs = words[position - 3]
+            assert task.resolve(" ".join([*words[1 : position + 1], "?", lhs])) == value
+
+
+def test_training_batches_follow_the_hop_curriculum():
+    vocab = task.vocabulary(SPEC)
+    config = train.TrainConfig(batch_size=24)
+    for hops in range(1, SPEC.max_hops + 1):
+        ids, positions, answers = train.training_batch(SPEC, config, step=3, hops=hops)
+        assert ids.shape[1] == SPEC.seq_len + 3 * (config.n_queries - 1)  # full programs, "7 ? k" per query
+        assert positions.shape[1] == config.n_queries + SPEC.n_statements
+        for row, pos, ans in zip(ids.tolist(), positions.tolist(), answers.tolist()):
+            words = [vocab[i] for i in row]
+            program = " ".join(words[1 : words.index("?")])
+            chains = {}  # longest chain ending at each variable
+            for i in range(0, len(program.split()), 4):
+                lhs, _, rhs, _ = program.split()[i : i + 4]
+                chains[lhs] = chains.get(rhs, 0) + 1
+            assert max(chains.values()) <= hops
+            for p, a in zip(pos, ans):  # every supervised position: a query or a ';', with its true value
+                text = (
+                    " ".join(words[1 : p + 1])
+                    if words[p] != ";"
+                    else " ".join([*words[1 : p + 1], "?", words[p - 3]])
+                )
+                assert task.resolve(text) == int(vocab[a])
+    with pytest.raises(InvalidInputError):
+        train.training_batch(SPEC, config, step=0, hops=SPEC.max_hops + 1)
+
+
+def test_initialisation_zero_mlp_outputs_and_independent_name_codes():
+    model = train.init_model(train.ladder_rung("l2-d64"), SPEC, seed=3)
+    assert all(torch.count_nonzero(layer.mlp.down_proj.weight) == 0 for layer in model.model.layers)
+    codes = model.model.embed_tokens.weight[torch.tensor(task.name_token_ids(SPEC))].detach()
+    unit = codes / codes.norm(dim=1, keepdim=True)
+    cosines = (unit @ unit.T)[~torch.eye(len(codes), dtype=torch.bool)]
+    # independent N(0, I/d) codes: norms near 1, cosines N(0, 1/d); a shared direction would shift their mean
+    assert abs(float(codes.norm(dim=1).mean()) - 1.0) < 0.05
+    assert abs(float(cosines.mean())) < 0.02 and float(cosines.std()) < 1.5 / 64**0.5
+
+
+def test_fresh_name_codes_are_per_program_and_leave_other_tokens_alone():
+    model = train.init_model(TINY, SPEC, 0)
+    ids, _, _ = train.training_batch(SPEC, train.TrainConfig(batch_size=8), step=0, hops=2)
+    names = torch.tensor(task.name_token_ids(SPEC))
+    emb = train.fresh_name_embeddings(model, ids, names, torch.Generator().manual_seed(0))
+    stock = model.model.embed_tokens(ids)
+    is_name = torch.isin(ids, names)
+    assert torch.equal(emb[~is_name], stock[~is_name])
+    assert not torch.isclose(emb[is_name], stock[is_name]).all(-1).any()
+    for b in range(2):  # one code per name within a program, a different one in the next program
+        for name in ids[b][is_name[b]].unique():
+            rows = emb[b][ids[b] == name]
+            assert torch.equal(rows, rows[:1].expand_as(rows))
+    shared = set(ids[0][is_name[0]].tolist()) & set(ids[1][is_name[1]].tolist())
+    for name in shared:
+        assert not torch.equal(emb[0][ids[0] == name][0], emb[1][ids[1] == name][0])
+    again = train.fresh_name_embeddings(model, ids, names, torch.Generator().manual_seed(0))
+    assert torch.equal(emb, again)
+
+
+def test_curriculum_grows_one_hop_at_a_time_when_the_gate_opens():
+    config = train.TrainConfig(**{**TINY_CONFIG.__dict__, "steps": 5, "gate": -1.0})
+    _, log = train.train(TINY, SPEC, config, progress=False, threads=None)
+    assert [s["hops"] for s in log.stages] == list(range(1, SPEC.max_hops + 1))
+    assert [s["step"] for s in log.stages] == list(range(SPEC.max_hops))
+    _, closed = train.train(TINY, SPEC, dataclasses.replace(config, gate=1.0), progress=False, threads=None)
+    assert closed.stages == [{"step": 0, "hops": 1}]
 
 
 def test_name_embeddings_stay_at_their_initialisation(trained_tiny):

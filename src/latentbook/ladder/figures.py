@@ -20,26 +20,39 @@ def _sns():
 
 
 def training_curves(logs: dict[str, dict], smooth: int = 100):
-    """Loss (moving average over ``smooth`` steps) and held-out mean accuracy against the training step."""
+    """Loss (moving average over ``smooth`` steps), the curriculum's stage and held-out 3-hop accuracy against
+    the training step."""
     import pandas as pd
 
     plt, sns = _sns()
-    loss_rows, acc_rows = [], []
+    loss_rows, stage_rows, acc_rows = [], [], []
     for rung, log in logs.items():
         loss = np.convolve(log["loss"], np.ones(smooth) / smooth, mode="valid")
         steps = np.arange(smooth, len(log["loss"]) + 1)
         loss_rows += [
             {"rung": rung, "step": int(s), "loss": float(v)} for s, v in zip(steps[::10], loss[::10])
         ]
+        stages = [*log["stages"], {"step": len(log["loss"]), "hops": log["stages"][-1]["hops"]}]
+        stage_rows += [{"rung": rung, "step": s["step"], "hops": s["hops"]} for s in stages]
         for e in log["evals"]:
             for hops, acc in e["accuracy"].items():
                 acc_rows.append({"rung": rung, "step": e["step"], "hops": int(hops), "accuracy": acc})
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
     sns.lineplot(pd.DataFrame(loss_rows), x="step", y="loss", hue="rung", ax=axes[0])
     axes[0].set(xlabel="training step", ylabel=f"training loss (mean of {smooth} steps)", title="Loss")
+    sns.lineplot(
+        pd.DataFrame(stage_rows),
+        x="step",
+        y="hops",
+        hue="rung",
+        ax=axes[1],
+        legend=False,
+        drawstyle="steps-post",
+    )
+    axes[1].set(xlabel="training step", ylabel="longest chain trained on", title="Curriculum over hops")
     acc = pd.DataFrame(acc_rows)
-    sns.lineplot(acc[acc.hops == 3], x="step", y="accuracy", hue="rung", ax=axes[1], legend=False, marker="o")
-    axes[1].set(
+    sns.lineplot(acc[acc.hops == 3], x="step", y="accuracy", hue="rung", ax=axes[2], legend=False, marker="o")
+    axes[2].set(
         xlabel="training step",
         ylabel="held-out accuracy, 3 hops",
         title="Held-out 3-hop accuracy",

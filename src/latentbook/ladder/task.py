@@ -120,9 +120,9 @@ class Example:
         )
 
 
-def _chain_lengths(rng: np.random.Generator, spec: TaskSpec, hops: int, n_statements: int) -> list[int]:
+def _chain_lengths(rng: np.random.Generator, spec: TaskSpec, hops: int) -> list[int]:
     lengths = [hops]
-    left = n_statements - hops
+    left = spec.n_statements - hops
     while left > 0:
         n = int(rng.integers(1, min(spec.max_hops, left) + 1))
         lengths.append(n)
@@ -130,10 +130,10 @@ def _chain_lengths(rng: np.random.Generator, spec: TaskSpec, hops: int, n_statem
     return lengths
 
 
-def _one(rng: np.random.Generator, spec: TaskSpec, names: list[str], hops: int, n_statements: int) -> Example:
-    lengths = _chain_lengths(rng, spec, hops, n_statements)
+def _one(rng: np.random.Generator, spec: TaskSpec, names: list[str], hops: int) -> Example:
+    lengths = _chain_lengths(rng, spec, hops)
     values = rng.integers(0, spec.n_values, size=len(lengths))  # chains may share a value
-    chosen = list(rng.choice(len(names), size=n_statements, replace=False))
+    chosen = list(rng.choice(len(names), size=spec.n_statements, replace=False))
     chains: list[list[tuple[str, str]]] = []
     for n, value in zip(lengths, values):
         vars_ = [names[chosen.pop()] for _ in range(n)]
@@ -169,28 +169,22 @@ def generate(
     hops: int | None = None,
     split: str = "train",
     seed: int = 0,
-    n_statements: int | None = None,
 ) -> list[Example]:
     """``n`` programs, seeded. ``hops=None`` draws the hop count uniformly from ``1..max_hops``.
 
     ``split="train"`` uses the training names only, ``split="heldout"`` the held-out names only.
-    ``n_statements`` (default ``spec.n_statements``) shortens the programs (training uses short ones too).
     """
-    n_statements = spec.n_statements if n_statements is None else n_statements
-    if not 1 <= n_statements <= spec.n_statements:
-        raise InvalidInputError(f"n_statements must be in 1..{spec.n_statements}, got {n_statements}.")
-    top = min(spec.max_hops, n_statements)
     if split not in ("train", "heldout"):
         raise InvalidInputError(f"split must be 'train' or 'heldout', got {split!r}.")
-    if hops is not None and not 1 <= hops <= top:
-        raise InvalidInputError(f"hops must be in 1..{top} for {n_statements} statements, got {hops}.")
+    if hops is not None and not 1 <= hops <= spec.max_hops:
+        raise InvalidInputError(f"hops must be in 1..{spec.max_hops}, got {hops}.")
     if n < 1:
         raise InvalidInputError(f"n must be at least 1, got {n}.")
     train, heldout = name_pool(spec)
     names = train if split == "train" else heldout
     rng = np.random.default_rng(seed)
     return [
-        _one(rng, spec, names, hops if hops is not None else int(rng.integers(1, top + 1)), n_statements)
+        _one(rng, spec, names, hops if hops is not None else int(rng.integers(1, spec.max_hops + 1)))
         for _ in range(n)
     ]
 

@@ -8,17 +8,28 @@
    ``lb.load_model("ladder:<name>")`` loads (the sums are checked on every load);
 4. ``train_ladder(out)`` does all rungs, one at a time (``latentbook train-ladder``).
 
-Design choices that make a held-out test meaningful: the loss is taken only at queried names (cross
-entropy of the answer); the **embeddings of variable names are frozen at their random initialisation**, so
-a held-out name is a fresh draw from the same distribution as a training name, and a model can answer a
-held-out program only by binding, never by memorising names. Every program gives ``n_queries`` supervised
-queries; the first, whose hop count is controlled, is the one evaluated.
+The recipe (each part measured in ``benchmarks/ladder_plateau.py`` or chapter 7):
+
+- every program has ``spec.n_statements`` statements, so the length never gives the hop count away; the loss
+  is the cross entropy of the value at every queried name *and* at every statement's ``;`` (the value its
+  variable holds after it), so each hop of a chain is supervised where it happens;
+- a **curriculum over hops**: at stage ``h`` (from 1) the chains have at most ``h`` hops; the stage grows when
+  the running accuracy at the first query exceeds ``config.gate``;
+- variable names are random codes ``N(0, I/d)`` that are never trained: the init's codes during stage 1 (a
+  fixed set of names on which the lookup circuit forms quickly), then **fresh codes for every program** (a
+  model can then answer only by binding, never by knowing a name, and the held-out names' codes are simply
+  more draws of the same kind);
+- the MLPs' ``down_proj`` starts at zero, so they add nothing until they are trained.
+
+Every program gives ``n_queries`` supervised queries; the first, whose hop count is controlled, is the one
+evaluated and the one the curriculum watches.
 Introduced in: chapter 7.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import math
@@ -33,7 +44,16 @@ import torch
 
 from .._files import sha256_file
 from ..errors import InvalidInputError
-from .task import TaskSpec, build_tokenizer, encode, generate, name_token_ids, vocabulary, with_queries
+from .task import (
+    TOKENS_PER_STATEMENT,
+    TaskSpec,
+    build_tokenizer,
+    encode,
+    generate,
+    name_token_ids,
+    vocabulary,
+    with_queries,
+)
 
 HEAD_DIM = 32
 SUMS_FILE = "SHA256SUMS"
@@ -74,19 +94,20 @@ def ladder_rung(name: str) -> Rung:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """The fixed budget of every rung. Batches depend only on ``seed`` and the step, never on the rung."""
+    """The fixed budget of every rung. Batches depend only on ``seed``, the step and the curriculum's stage."""
 
-    steps: int = 3000
-    batch_size: int = 32
+    steps: int = 10000
+    batch_size: int = 64
     n_queries: int = 6
-    min_statements: int = 2  # each step draws its program length from min_statements..n_statements
-    lr: float = 3e-3
-    warmup: int = 50
+    lr: float = 1e-3
+    warmup: int = 100
+    schedule: str = "constant"  # after warm-up: "constant", or "cosine" (decay to 0 at the last step)
     weight_decay: float = 0.01
     clip: float = 1.0
     seed: int = 0
-    eval_every: int = 250
+    eval_every: int = 500
     n_eval: int = 64  # held-out programs per hop count at each evaluation during training
+    gate: float = 0.9  # the curriculum adds a hop when the running first-query accuracy exceeds this
 
 
 LADDER_SPEC = TaskSpec()
@@ -114,52 +135,106 @@ def model_config(rung: Rung, spec: TaskSpec):
 
 
 def init_model(rung: Rung, spec: TaskSpec, seed: int = 0):
-    """The rung at its seeded random initialisation: the untrained null of the trained model."""
+    """The rung at its seeded random initialisation: the untrained null of the trained model.
+
+    Stock Llama init except: every variable name is an independent code ``N(0, I/d)`` (no direction shared by
+    all names) and the MLP output projections start at zero (``benchmarks/ladder_plateau.py``: with the stock
+    init and names that share a direction, not even a two-statement lookup is learnt).
+    """
     from transformers import LlamaForCausalLM
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = LlamaForCausalLM(model_config(rung, spec))
-        names = torch.tensor(name_token_ids(spec))
-        with torch.no_grad():  # name = shared "name" direction + its own random identity (frozen in training)
-            shared = torch.randn(1, rung.d_model)
-            identity = torch.randn(len(names), rung.d_model)
-            model.model.embed_tokens.weight[names] = (shared + identity) / math.sqrt(2 * rung.d_model)
+        with torch.no_grad():
+            names = torch.tensor(name_token_ids(spec))
+            model.model.embed_tokens.weight[names] = torch.randn(len(names), rung.d_model) / math.sqrt(
+                rung.d_model
+            )
+            for layer in model.model.layers:
+                layer.mlp.down_proj.weight.zero_()
     return model
 
 
+def statement_values(text: str) -> list[tuple[int, int]]:
+    """(token position of each statement's ``;``, the value its variable holds after it) of a program's text."""
+    words = text.split()
+    env: dict[str, str] = {}
+    out = []
+    for i in range(0, words.index("?"), TOKENS_PER_STATEMENT):
+        lhs, _, rhs, _ = words[i : i + TOKENS_PER_STATEMENT]
+        env[lhs] = env.get(rhs, rhs)
+        out.append((i + TOKENS_PER_STATEMENT, int(env[lhs])))  # word i+3 is the ';', token i+4 after <bos>
+    return out
+
+
 def training_batch(
-    spec: TaskSpec, config: TrainConfig, step: int
+    spec: TaskSpec, config: TrainConfig, step: int, hops: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(ids ``(B, T)``, query positions ``(B, n_queries)``, answer ids ``(B, n_queries)``) of one step."""
+    """(ids ``(B, T)``, supervised positions ``(B, m)``, answer ids ``(B, m)``) of one step at stage ``hops``.
+
+    Programs have ``spec.n_statements`` statements and chains of at most ``hops`` hops. The supervised
+    positions are the ``n_queries`` queried names (the first one's hop count uniform in ``1..hops``), then
+    every statement's ``;``.
+    """
+    if not 1 <= hops <= spec.max_hops:
+        raise InvalidInputError(f"hops must be in 1..{spec.max_hops}, got {hops}.")
     rng = np.random.default_rng([config.seed, step])
-    n_statements = int(rng.integers(config.min_statements, spec.n_statements + 1))
-    examples = generate(
-        spec, config.batch_size, split="train", seed=int(rng.integers(2**63)), n_statements=n_statements
-    )
-    n_queries = min(config.n_queries, n_statements)
+    stage = dataclasses.replace(spec, max_hops=hops)
+    examples = generate(stage, config.batch_size, split="train", seed=int(rng.integers(2**63)))
     vocab = {w: i for i, w in enumerate(vocabulary(spec))}
     ids, positions, answers = [], [], []
     for example in examples:
-        text, pos, ans = with_queries(spec, example, n_queries, rng)
+        text, pos, ans = with_queries(spec, example, config.n_queries, rng)
+        statements = statement_values(example.text)
         ids.append([vocab["<bos>"], *(vocab[w] for w in text.split())])
-        positions.append(pos)
-        answers.append([vocab[str(a)] for a in ans])
+        positions.append(pos + [p for p, _ in statements])
+        answers.append([vocab[str(a)] for a in ans + [v for _, v in statements]])
     return torch.tensor(ids), torch.tensor(positions), torch.tensor(answers)
 
 
+def fresh_name_embeddings(
+    model, ids: torch.Tensor, names: torch.Tensor, generator: torch.Generator
+) -> torch.Tensor:
+    """Input embeddings ``(B, T, d)`` in which every program gets its own random code ``N(0, I/d)`` per name.
+
+    A name keeps one code within its program (so binding is possible) and a new one in the next program.
+    """
+    embed = model.model.embed_tokens
+    d = embed.weight.shape[1]
+    codes = torch.randn(ids.shape[0], embed.weight.shape[0], d, generator=generator) / math.sqrt(d)
+    fresh = codes[torch.arange(ids.shape[0])[:, None], ids]
+    return torch.where(torch.isin(ids, names)[..., None], fresh, embed(ids))
+
+
 def learning_rate(config: TrainConfig, step: int) -> float:
-    """Linear warm-up, then cosine decay to 0: ``lr * min(1, (step+1)/warmup) * (1 + cos(pi step/steps)) / 2``."""
-    warm = min(1.0, (step + 1) / config.warmup)
-    return config.lr * warm * 0.5 * (1 + math.cos(math.pi * step / config.steps))
+    """Linear warm-up ``lr * min(1, (step+1)/warmup)``, then constant, or times ``(1 + cos(pi step/steps)) / 2``
+    with ``schedule="cosine"``."""
+    warm = config.lr * min(1.0, (step + 1) / config.warmup)
+    if config.schedule == "cosine":
+        return warm * 0.5 * (1 + math.cos(math.pi * step / config.steps))
+    return warm
 
 
-def query_loss(model, ids: torch.Tensor, positions: torch.Tensor, answers: torch.Tensor) -> torch.Tensor:
-    """Mean cross entropy of the answers, read at the queried names only."""
-    hidden = model.model(input_ids=ids).last_hidden_state
+def query_loss(
+    model,
+    ids: torch.Tensor,
+    positions: torch.Tensor,
+    answers: torch.Tensor,
+    embeddings: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(mean cross entropy of the answers at ``positions``, logits ``(B, m, V)`` there).
+
+    ``embeddings`` replaces the token embeddings of ``ids`` (fresh name codes) when given.
+    """
+    if embeddings is None:
+        hidden = model.model(input_ids=ids).last_hidden_state
+    else:
+        hidden = model.model(inputs_embeds=embeddings).last_hidden_state
     rows = torch.arange(ids.shape[0])[:, None].expand_as(positions)
     logits = model.lm_head(hidden[rows, positions])
-    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), answers.reshape(-1))
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), answers.reshape(-1))
+    return loss, logits
 
 
 @torch.no_grad()
@@ -194,6 +269,7 @@ class TrainLog:
     config: dict
     loss: list[float] = field(default_factory=list)
     evals: list[dict] = field(default_factory=list)  # {"step": s, "accuracy": {hops: acc}}
+    stages: list[dict] = field(default_factory=list)  # {"step": s, "hops": h}: when the curriculum grew
     seconds: float = 0.0
     n_parameters: int = 0
     torch_version: str = torch.__version__
@@ -225,40 +301,50 @@ def train(
             f"steps, batch_size and n_queries must be positive; got {config.steps}, {config.batch_size}, "
             f"{config.n_queries}."
         )
-    if not 1 <= config.min_statements <= spec.n_statements:
-        raise InvalidInputError(
-            f"min_statements must be in 1..{spec.n_statements}, got {config.min_statements}."
-        )
+    if config.schedule not in ("constant", "cosine"):
+        raise InvalidInputError(f"schedule must be 'constant' or 'cosine', got {config.schedule!r}.")
     if threads is not None:
         torch.set_num_threads(threads)
     model = init_model(rung, spec, config.seed)
     model.train()
     embed = model.model.embed_tokens.weight
-    _freeze_rows(embed, torch.tensor(name_token_ids(spec)))
+    names = torch.tensor(name_token_ids(spec))
+    _freeze_rows(embed, names)
     others = [p for p in model.parameters() if p is not embed]
     optimizer = torch.optim.AdamW(
         [{"params": [embed], "weight_decay": 0.0}, {"params": others, "weight_decay": config.weight_decay}],
         lr=config.lr,
         betas=(0.9, 0.98),
     )
-    log = TrainLog(asdict(rung), spec.to_dict(), asdict(config))
+    codes = torch.Generator().manual_seed(config.seed + 1)
+    log = TrainLog(asdict(rung), spec.to_dict(), asdict(config), stages=[{"step": 0, "hops": 1}])
     log.n_parameters = sum(p.numel() for p in model.parameters())
+    hops, running = 1, 0.0
     start = time.perf_counter()
     bar = tqdm(range(config.steps), desc=rung.name, disable=not progress, mininterval=2.0)
     for step in bar:
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(config, step)
-        loss = query_loss(model, *training_batch(spec, config, step))
+        ids, positions, answers = training_batch(spec, config, step, hops)
+        fresh = fresh_name_embeddings(model, ids, names, codes) if hops > 1 else None
+        loss, logits = query_loss(model, ids, positions, answers, fresh)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
         optimizer.step()
         log.loss.append(float(loss.detach()))
+        first_query = float((logits[:, 0].argmax(-1) == answers[:, 0]).float().mean())
+        running = 0.98 * running + 0.02 * first_query
+        if running > config.gate and hops < spec.max_hops:
+            hops, running = hops + 1, 0.0
+            log.stages.append({"step": step + 1, "hops": hops})
         if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
             acc = accuracy_by_hops(model, spec, config.n_eval, seed=7)
             log.evals.append({"step": step + 1, "accuracy": acc})
             bar.set_postfix(
-                loss=f"{np.mean(log.loss[-50:]):.3f}", acc=" ".join(f"{a:.2f}" for a in acc.values())
+                hops=hops,
+                loss=f"{np.mean(log.loss[-50:]):.3f}",
+                acc=" ".join(f"{a:.2f}" for a in acc.values()),
             )
     log.seconds = time.perf_counter() - start
     model.eval()
