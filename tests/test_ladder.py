@@ -192,6 +192,26 @@ def test_curriculum_grows_one_hop_at_a_time_when_the_gate_opens():
     assert closed.stages == [{"step": 0, "hops": 1}]
 
 
+def test_fresh_names_from_chooses_the_stage_of_fresh_codes():
+    short = train.TrainConfig(**{**TINY_CONFIG.__dict__, "steps": 3})
+    fixed, _ = train.train(TINY, SPEC, short, progress=False, threads=None)  # stage 1 < 2: the init's codes
+    never, _ = train.train(
+        TINY,
+        SPEC,
+        dataclasses.replace(short, fresh_names_from=SPEC.max_hops + 1),
+        progress=False,
+        threads=None,
+    )
+    fresh, _ = train.train(
+        TINY, SPEC, dataclasses.replace(short, fresh_names_from=1), progress=False, threads=None
+    )
+    assert all(torch.equal(p, q) for p, q in zip(fixed.parameters(), never.parameters()))
+    assert not all(torch.equal(p, q) for p, q in zip(fixed.parameters(), fresh.parameters()))
+    for bad in (0, SPEC.max_hops + 2):
+        with pytest.raises(InvalidInputError):
+            train.train(TINY, SPEC, dataclasses.replace(short, fresh_names_from=bad), progress=False)
+
+
 def test_name_embeddings_stay_at_their_initialisation(trained_tiny):
     model, _, _ = trained_tiny
     init = train.init_model(TINY, SPEC, TINY_CONFIG.seed)

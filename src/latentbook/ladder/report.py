@@ -29,6 +29,8 @@ MEASUREMENTS = "measurements.json"
 COMMAND = "latentbook train-ladder --measure"
 PLATEAU = REPO_LADDER.parent / "bench" / "ladder_plateau.json"
 PLATEAU_COMMAND = "python benchmarks/ladder_plateau.py"
+NAMES_BENCH = REPO_LADDER.parent / "bench" / "ladder_names.json"
+NAMES_COMMAND = "python benchmarks/ladder_names.py"
 
 # name -> (label, expected sign of its rank correlation with capability under the paper's claims, claim)
 DIAGNOSTICS: dict[str, tuple[str, int, str]] = {
@@ -137,6 +139,29 @@ def plateau_table(plateau: dict, margin: float = 0.2):
     table = pd.DataFrame.from_dict(rows, orient="index")
     learns = table.index[table["accuracy, training names"] > guess + margin].tolist()
     return table, learns
+
+
+def load_names_benchmark(path: str | Path | None = None) -> dict:
+    """The report of ``benchmarks/ladder_names.py`` (default: the repository's ``results/bench``)."""
+    path = Path(path) if path is not None else NAMES_BENCH
+    if not path.is_file():
+        raise CaptureFileError(f"No name-code benchmark at {path}: run `{NAMES_COMMAND}`.")
+    return json.loads(path.read_text())
+
+
+def names_table(bench: dict):
+    """One row per variant of ``benchmarks/ladder_names.py``: the stage from which names get fresh codes, accuracy
+    by hop count with held-out and with training names, and the step at which each curriculum stage opened."""
+    import pandas as pd
+
+    rows = {}
+    for name, v in bench["variants"].items():
+        row = {"fresh codes from stage": v["fresh_names_from"]}
+        for split, key in (("held-out", "heldout"), ("training names", "training_names")):
+            row |= {f"{split}, {hops} hop": a for hops, a in v[key].items()}
+        row["stages opened at step"] = ", ".join(str(s["step"]) for s in v["stages"][1:]) or "-"
+        rows[name] = row
+    return pd.DataFrame.from_dict(rows, orient="index")
 
 
 def capability_of(entry: dict) -> float:

@@ -18,7 +18,8 @@ The recipe (each part measured in ``benchmarks/ladder_plateau.py`` or chapter 7)
 - variable names are random codes ``N(0, I/d)`` that are never trained: the init's codes during stage 1 (a
   fixed set of names on which the lookup circuit forms quickly), then **fresh codes for every program** (a
   model can then answer only by binding, never by knowing a name, and the held-out names' codes are simply
-  more draws of the same kind);
+  more draws of the same kind); ``benchmarks/ladder_names.py`` compares this with fresh codes from the start
+  (no lookup forms) and fixed codes throughout (a lookup over the training names that fails on held-out ones);
 - the MLPs' ``down_proj`` starts at zero, so they add nothing until they are trained.
 
 Every program gives ``n_queries`` supervised queries; the first, whose hop count is controlled, is the one
@@ -108,6 +109,7 @@ class TrainConfig:
     eval_every: int = 500
     n_eval: int = 64  # held-out programs per hop count at each evaluation during training
     gate: float = 0.9  # the curriculum adds a hop when the running first-query accuracy exceeds this
+    fresh_names_from: int = 2  # stage from which programs draw fresh name codes (max_hops+1: never)
 
 
 LADDER_SPEC = TaskSpec()
@@ -301,6 +303,10 @@ def train(
             f"steps, batch_size and n_queries must be positive; got {config.steps}, {config.batch_size}, "
             f"{config.n_queries}."
         )
+    if not 1 <= config.fresh_names_from <= spec.max_hops + 1:
+        raise InvalidInputError(
+            f"fresh_names_from must be in 1..{spec.max_hops + 1}, got {config.fresh_names_from}."
+        )
     if config.schedule not in ("constant", "cosine"):
         raise InvalidInputError(f"schedule must be 'constant' or 'cosine', got {config.schedule!r}.")
     if threads is not None:
@@ -326,7 +332,7 @@ def train(
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(config, step)
         ids, positions, answers = training_batch(spec, config, step, hops)
-        fresh = fresh_name_embeddings(model, ids, names, codes) if hops > 1 else None
+        fresh = fresh_name_embeddings(model, ids, names, codes) if hops >= config.fresh_names_from else None
         loss, logits = query_loss(model, ids, positions, answers, fresh)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
