@@ -42,7 +42,7 @@ def run(fresh_names_from: int, steps: int, n_eval: int, threads: int | None = 1)
     config = dataclasses.replace(ladder_train.LADDER_CONFIG, steps=steps, fresh_names_from=fresh_names_from)
     start = time.perf_counter()
     model, log = ladder_train.train(
-        ladder_train.ladder_rung(RUNG), ladder_train.LADDER_SPEC, config, progress=False
+        ladder_train.ladder_rung(RUNG), ladder_train.LADDER_SPEC, config, progress=False, threads=threads
     )
     spec = ladder_train.LADDER_SPEC
     return dict(

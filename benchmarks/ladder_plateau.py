@@ -1,6 +1,6 @@
-"""Why the ladder does not bind (issue 9): the easiest binding task, training variants side by side.
+"""Why the first ladder did not bind (issue 9): the easiest binding task, training variants side by side.
 
-The ladder's rungs (chapter 7) never beat the first-value heuristic. This script isolates the simplest case:
+The first ladder's rungs (chapter 7) never beat the first-value heuristic. This script isolates the simplest case:
 rung ``l2-d64`` on programs of two statements, one hop, one query (``a = 7 ; b = 3 ; ? a`` -> ``7``), where
 a lookup is the whole task and guessing one of the two values written in the program is right with probability
 ``(1 + [values equal]) / 2``. Every variant gets the same batches, seed and steps; they differ in
@@ -11,8 +11,9 @@ a lookup is the whole task and guessing one of the two values written in the pro
 - the MLPs: ``stock`` (Llama init), ``zero-init`` (``down_proj`` starts at 0, trained) or ``none`` (fixed at 0).
 
 ``llama`` is the first ladder (stock Llama init, names sharing a direction; ``stock_init``); the ladder now
-starts from ``train.init_model``: independent name codes and zero-init ``down_proj``. It reports the mean training loss of the last 200 steps, the accuracy on
-programs with training names and with held-out names, and the guessing baseline on the same programs::
+starts from ``train.init_model``: independent name codes and zero-init ``down_proj``. It reports the mean
+training loss of the last 200 steps, the accuracy on programs with training names and with held-out names, and
+the guessing baseline on the same programs::
 
     .venv/bin/python benchmarks/ladder_plateau.py                 # 6000 steps per variant (about 12 min)
     .venv/bin/python benchmarks/ladder_plateau.py --steps 300     # a smoke test

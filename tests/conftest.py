@@ -1,4 +1,6 @@
+import importlib.util
 import os
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -25,3 +27,13 @@ def tiny():
 @pytest.fixture(scope="session")
 def smollm2():
     return lb.load_model("smollm2-135m")
+
+
+def load_benchmark(name: str):
+    """The module of ``benchmarks/<name>.py`` (benchmarks are scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location(
+        name, Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

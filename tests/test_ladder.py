@@ -118,7 +118,7 @@ def test_learning_rate_warms_up_then_stays_or_decays_to_zero():
 def test_statement_values_run_the_program_up_to_each_statement():
     for e in task.generate(SPEC, 50, seed=4):
         words = ["<bos>", *e.text.split()]
-        statements = train.statement_values(e.text)
+        statements = task.statement_values(e.text)
         assert len(statements) == SPEC.n_statements
         for position, value in statements:
             assert words[position] == ";"

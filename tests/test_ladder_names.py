@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -10,15 +9,12 @@ import pytest
 from latentbook.errors import CaptureFileError
 from latentbook.ladder import report, train
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "ladder_names.py"
+from .conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def names():
-    spec = importlib.util.spec_from_file_location("ladder_names", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("ladder_names")
 
 
 def test_variants_are_the_ladder_setting_and_both_extremes(names):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -13,15 +12,12 @@ import torch
 
 from latentbook.errors import CaptureFileError
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "ladder_plateau.py"
+from .conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def plateau():
-    spec = importlib.util.spec_from_file_location("ladder_plateau", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("ladder_plateau")
 
 
 def test_shared_rows_get_the_mean_gradient_and_the_others_their_own(plateau):

@@ -5,8 +5,9 @@
 2. ``load_measurements()`` reads it back; ``ladder_table(m)`` is one row per rung (trained and null side by
    side); ``correlations(m)`` the rank correlation of each diagnostic with capability across the rungs;
 3. ``verdict_rows()`` turns them into rows of the verdict chapter;
-4. ``plateau_table(load_plateau())`` summarises ``benchmarks/ladder_plateau.py``: which training variants learn
-   the easiest lookup (why the ladder does not bind).
+4. ``plateau_table(load_plateau())`` summarises ``benchmarks/ladder_plateau.py`` (which training variants learn
+   the easiest lookup: why the first ladder did not bind) and ``names_table(load_names_benchmark())``
+   ``benchmarks/ladder_names.py`` (when variable names should get fresh codes).
 
 Introduced in: chapter 7.
 """
@@ -110,12 +111,16 @@ def load_measurements(path: str | Path | None = None) -> dict:
     return json.loads(path.read_text())
 
 
+def _load_bench(path: str | Path | None, default: Path, command: str) -> dict:
+    path = Path(path) if path is not None else default
+    if not path.is_file():
+        raise CaptureFileError(f"No benchmark report at {path}: run `{command}`.")
+    return json.loads(path.read_text())
+
+
 def load_plateau(path: str | Path | None = None) -> dict:
     """The report of ``benchmarks/ladder_plateau.py`` (default: the repository's ``results/bench``)."""
-    path = Path(path) if path is not None else PLATEAU
-    if not path.is_file():
-        raise CaptureFileError(f"No plateau benchmark at {path}: run `{PLATEAU_COMMAND}`.")
-    return json.loads(path.read_text())
+    return _load_bench(path, PLATEAU, PLATEAU_COMMAND)
 
 
 def plateau_table(plateau: dict, margin: float = 0.2):
@@ -143,10 +148,7 @@ def plateau_table(plateau: dict, margin: float = 0.2):
 
 def load_names_benchmark(path: str | Path | None = None) -> dict:
     """The report of ``benchmarks/ladder_names.py`` (default: the repository's ``results/bench``)."""
-    path = Path(path) if path is not None else NAMES_BENCH
-    if not path.is_file():
-        raise CaptureFileError(f"No name-code benchmark at {path}: run `{NAMES_COMMAND}`.")
-    return json.loads(path.read_text())
+    return _load_bench(path, NAMES_BENCH, NAMES_COMMAND)
 
 
 def names_table(bench: dict):

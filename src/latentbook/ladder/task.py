@@ -189,6 +189,18 @@ def generate(
     ]
 
 
+def statement_values(text: str) -> list[tuple[int, int]]:
+    """(token position of each statement's ``;``, the value its variable holds after it) of a program's text."""
+    words = text.split()
+    env: dict[str, str] = {}
+    out = []
+    for i in range(0, words.index("?"), TOKENS_PER_STATEMENT):
+        lhs, _, rhs, _ = words[i : i + TOKENS_PER_STATEMENT]
+        env[lhs] = env.get(rhs, rhs)
+        out.append((i + TOKENS_PER_STATEMENT, int(env[lhs])))  # word i+3 is the ';', token i+4 after <bos>
+    return out
+
+
 def with_queries(
     spec: TaskSpec, example: Example, n_queries: int, rng: np.random.Generator
 ) -> tuple[str, list[int], list[int]]:
@@ -201,10 +213,7 @@ def with_queries(
     """
     words = example.text.split()
     program = words[: words.index("?")]
-    env: dict[str, str] = {}
-    for i in range(0, len(program), TOKENS_PER_STATEMENT):
-        lhs, _, rhs, _ = program[i : i + TOKENS_PER_STATEMENT]
-        env[lhs] = env.get(rhs, rhs)
+    env = {words[p - TOKENS_PER_STATEMENT]: str(v) for p, v in statement_values(example.text)}
     query = words[-1]
     others = [v for v in env if v != query]
     extra = min(n_queries - 1, len(others))

@@ -46,12 +46,12 @@ import torch
 from .._files import sha256_file
 from ..errors import InvalidInputError
 from .task import (
-    TOKENS_PER_STATEMENT,
     TaskSpec,
     build_tokenizer,
     encode,
     generate,
     name_token_ids,
+    statement_values,
     vocabulary,
     with_queries,
 )
@@ -156,18 +156,6 @@ def init_model(rung: Rung, spec: TaskSpec, seed: int = 0):
             for layer in model.model.layers:
                 layer.mlp.down_proj.weight.zero_()
     return model
-
-
-def statement_values(text: str) -> list[tuple[int, int]]:
-    """(token position of each statement's ``;``, the value its variable holds after it) of a program's text."""
-    words = text.split()
-    env: dict[str, str] = {}
-    out = []
-    for i in range(0, words.index("?"), TOKENS_PER_STATEMENT):
-        lhs, _, rhs, _ = words[i : i + TOKENS_PER_STATEMENT]
-        env[lhs] = env.get(rhs, rhs)
-        out.append((i + TOKENS_PER_STATEMENT, int(env[lhs])))  # word i+3 is the ';', token i+4 after <bos>
-    return out
 
 
 def training_batch(
