@@ -12,6 +12,7 @@ import ast
 import copy
 import dataclasses
 import hashlib
+import importlib
 import inspect
 import json
 import os
@@ -23,27 +24,33 @@ import signal
 import string
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 import latentbook as lb
-from latentbook._files import atomic_write, inside, sha256_file
+from latentbook._files import atomic_write, check_output_path, exclusive_lock, inside, sha256_file
 from latentbook.capturing.cache import cache_path
 from latentbook.capturing.results import TOKEN_ENV_VARS, TOKEN_PATTERN
-from latentbook.cli import main
+from latentbook.cli import _parser, _refuse_lost_work, main, read_prompts
 from latentbook.errors import (
     CaptureFileError,
     CheckpointMismatchError,
     IntegrityError,
     InvalidInputError,
+    LockedError,
     ModelUnavailableError,
     NonFiniteActivationError,
+    OutputExistsError,
+    RendezvousError,
     UnknownModelError,
     UnsafePathError,
     UntrustedCodeError,
@@ -1004,3 +1011,857 @@ def test_cache_paths_stay_inside_the_cache(raises, tmp_path, monkeypatch):
     assert len(paths) == len(names)
     for path in paths:
         assert path.parent == root.resolve() and len(path.name) <= 255 and not path.name.startswith(".")
+
+
+# --- outputs and locks -----------------------------------------------------------------------------------
+
+
+def _cli(out: Path, *extra: str, model: str = "random:llama-tiny") -> list[str]:
+    """Arguments of a small ``latentbook capture`` of ``model`` to ``out``."""
+    return ["capture", model, "--max-prompts", "4", "--batch-size", "2", "--out", str(out), *extra]
+
+
+HOLD_LOCK_CHILD = """
+import sys, time
+from pathlib import Path
+from latentbook._files import exclusive_lock
+
+lock, ready = Path(sys.argv[1]), Path(sys.argv[2])
+with exclusive_lock(lock, what="test", fix="wait"):
+    ready.touch()
+    time.sleep(600)
+"""
+
+
+@pytest.fixture
+def other_run(tmp_path):
+    """A second process holding the lock of ``tmp_path / 'X.safetensors'`` (as a running capture does)."""
+    out, ready = tmp_path / "X.safetensors", tmp_path / "ready"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK_CHILD, str(out.with_name(f".{out.name}.lock")), str(ready)],
+        env=_env(),
+    )
+    deadline = time.monotonic() + 120
+    while not ready.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "the lock holder never started"
+        time.sleep(0.01)
+    yield out, proc
+    proc.kill()
+    proc.wait()
+
+
+@fault(
+    "Outputs and locks",
+    "`latentbook capture --out X` where X is a finished capture",
+    error=OutputExistsError,
+    says="Pass --force to overwrite it",
+)
+def test_finished_capture_is_not_overwritten_without_force(raises, saved_capture, capsys):
+    before = saved_capture.read_bytes()
+    assert main(_cli(saved_capture, model="no-such-model")) == 2  # refused before any model is looked up
+    assert "Pass --force to overwrite it" in capsys.readouterr().err
+    assert saved_capture.read_bytes() == before
+    assert main(_cli(saved_capture, "--force")) == 0
+    assert lb.load_capture(saved_capture).provenance["n_prompts"] == 4
+    with raises():
+        _refuse_lost_work(_parser().parse_args(_cli(saved_capture)), saved_capture.with_name("p"), 0, 1)
+
+
+@fault(
+    "Outputs and locks",
+    "`--resume` when X is already finished (no `X.partial`)",
+    error=OutputExistsError,
+    says="nothing is left to resume",
+)
+def test_resume_of_a_finished_capture(raises, saved_capture):
+    with raises():
+        args = _parser().parse_args(_cli(saved_capture, "--resume"))
+        _refuse_lost_work(args, saved_capture.with_name(saved_capture.name + ".partial"), 0, 1)
+    assert main(_cli(saved_capture, "--resume", model="no-such-model")) == 2
+
+
+@fault(
+    "Outputs and locks",
+    "A second `latentbook capture` on the same `--out` while the first runs",
+    error=LockedError,
+    says="is in use by another latentbook run (pid",
+)
+def test_second_run_on_the_same_out_stops_at_once(raises, other_run, capsys):
+    out, holder = other_run
+    partial = out.with_name(out.name + ".partial")
+    partial.write_bytes(b"the first run's live checkpoint")
+    started = time.monotonic()
+    assert main(_cli(out, "--resume", model="no-such-model")) == 2  # before any model is looked up
+    err = capsys.readouterr().err
+    assert f"pid {holder.pid}" in err and "choose another --out" in err
+    assert time.monotonic() - started < 5
+    assert partial.read_bytes() == b"the first run's live checkpoint" and not out.exists()
+    with raises():
+        with exclusive_lock(out.with_name(f".{out.name}.lock"), what="--out", fix="wait"):
+            pass
+
+
+@fault(
+    "Outputs and locks",
+    "The run holding `--out` is killed (SIGKILL)",
+    outcome="the kernel drops its lock: the next run on the same `--out` starts at once (no stale lock file "
+    "to delete)",
+)
+def test_lock_of_a_killed_run_is_released(other_run):
+    out, holder = other_run
+    holder.kill()
+    holder.wait()
+    assert main(_cli(out)) == 0
+    assert lb.load_capture(out).n_tokens > 0
+    assert not out.with_name(f".{out.name}.lock").exists()
+
+
+@fault(
+    "Outputs and locks",
+    "Temporary files left by killed writes (`.X.XXXXXXXX.tmp`, `.X.partial.XXXXXXXX.tmp`)",
+    outcome="removed by the next run on the same `--out`, under its lock; other files' temporaries are kept",
+)
+def test_leftover_temporaries_are_cleaned(tmp_path):
+    out = tmp_path / "X.safetensors"
+    stale = [tmp_path / ".X.safetensors.ab12cd34.tmp", tmp_path / ".X.safetensors.partial.zz99yy88.tmp"]
+    other = tmp_path / ".X.safetensors.v2.ab12cd34.tmp"  # a temporary of another output: not ours
+    for path in (*stale, other):
+        path.write_bytes(b"half a file")
+    assert main(_cli(out)) == 0
+    assert not any(p.exists() for p in stale) and other.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([out.name, other.name])
+
+
+@fault("Outputs and locks", "`--out` is a folder", error=InvalidInputError, says="is a folder: give a file")
+def test_out_that_is_a_folder(raises, tmp_path, capsys):
+    assert main(_cli(tmp_path, model="no-such-model")) == 2
+    assert "is a folder: give a file" in capsys.readouterr().err
+    with raises():
+        check_output_path(tmp_path, tmp_path.name)
+
+
+@fault(
+    "Outputs and locks",
+    "`--out` under a path whose parent is a file",
+    error=InvalidInputError,
+    says="is a file, not a folder",
+)
+def test_out_whose_parent_is_a_file(raises, tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("a file")
+    out = tmp_path / "notes.txt" / "deeper" / "X.safetensors"
+    assert main(_cli(out, model="no-such-model")) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+    with raises():
+        check_output_path(out, out.name)
+
+
+@fault(
+    "Outputs and locks",
+    "`--out` in a read-only folder (or a read-only file system)",
+    error=InvalidInputError,
+    says="Cannot write --out",
+)
+def test_out_in_a_read_only_folder(raises, tmp_path, monkeypatch, capsys):
+    import errno
+
+    from latentbook import _files
+
+    read_only = tmp_path / "read-only"
+    read_only.mkdir()
+    real = _files.probe_write
+    monkeypatch.setattr(  # root writes anywhere, so the file system's answer is simulated
+        _files,
+        "probe_write",
+        lambda folder, name=None: (
+            OSError(errno.EROFS, "Read-only file system") if folder == read_only else real(folder, name)
+        ),
+    )
+    assert main(_cli(read_only / "X.safetensors", model="no-such-model")) == 2
+    assert "Cannot write --out" in capsys.readouterr().err
+    with raises():
+        check_output_path(read_only / "X.safetensors", "X.safetensors")
+
+
+@fault(
+    "Outputs and locks",
+    "A legal `--out` name whose temporary name is too long for the file system",
+    error=InvalidInputError,
+    says="is too long for this file system",
+)
+def test_out_name_whose_temporary_name_is_too_long(raises, tmp_path, capsys):
+    out = tmp_path / ("x" * 235 + ".safetensors")  # 247 bytes: legal; ".NAME.partial.XXXXXXXX.tmp" is not
+    out.touch()
+    out.unlink()
+    assert main(_cli(out, model="no-such-model")) == 2
+    assert "is too long for this file system" in capsys.readouterr().err
+    with raises():
+        check_output_path(out, out.name + ".partial")
+
+
+@fault(
+    "Outputs and locks",
+    "`lb.capture(..., checkpoint=PATH)` with an unwritable PATH",
+    error=InvalidInputError,
+    says="Cannot write checkpoint",
+)
+def test_unwritable_checkpoint_is_refused_before_the_model_loads(raises, tmp_path, monkeypatch):
+    import errno
+
+    from latentbook import _files
+
+    monkeypatch.setattr(
+        _files, "probe_write", lambda folder, name=None: OSError(errno.EACCES, "Permission denied")
+    )
+    with raises():
+        lb.capture("no-such-model", SHORT_PROMPTS, checkpoint=tmp_path / "run.ckpt")
+
+
+# --- more bad input --------------------------------------------------------------------------------------
+
+
+@fault("Bad input", "Unknown `dtype` (also `--dtype`)", error=InvalidInputError, says="Unknown dtype")
+@pytest.mark.parametrize("dtype", ["banana", "int8", "bool", 16, "Float32"], ids=str)
+def test_unknown_dtype(raises, dtype, capsys, tmp_path):
+    with raises():
+        lb.load_model("random:llama-tiny", dtype=dtype)
+    if isinstance(dtype, str):
+        assert main(_cli(tmp_path / "X.safetensors", "--dtype", dtype, model="no-such-model")) == 2
+        assert "Unknown dtype" in capsys.readouterr().err
+
+
+@fault("Bad input", "Unknown `device` (also `--device`)", error=InvalidInputError, says="Unknown device")
+@pytest.mark.parametrize("device", ["gpu", "cuda:x", "", "cuda:-1"], ids=repr)
+def test_unknown_device(raises, device, capsys, tmp_path):
+    with raises():
+        lb.load_model("random:llama-tiny", device=device)
+    assert main(_cli(tmp_path / "X.safetensors", "--device", device, model="no-such-model")) == 2
+    assert "Unknown device" in capsys.readouterr().err
+
+
+@fault(
+    "Bad input",
+    "A device that is not on this machine (`cuda:99`)",
+    error=InvalidInputError,
+    says="is not here",
+)
+def test_device_that_is_not_here(raises):
+    with raises():
+        lb.load_model("random:llama-tiny", device="cuda:99")
+
+
+@fault("Bad input", "A prompt file that is not UTF-8", error=InvalidInputError, says="is not UTF-8 text")
+@pytest.mark.parametrize("suffix", [".txt", ".jsonl"])
+def test_prompt_file_that_is_not_utf8(raises, suffix, tmp_path, capsys):
+    prompts = tmp_path / f"prompts{suffix}"
+    prompts.write_bytes(b"first line\n" + "caf\u00e9 au lait\n".encode("latin-1"))
+    with raises() as info:
+        read_prompts(str(prompts))
+    assert "line 2" in str(info.value)
+    assert main(_cli(tmp_path / "X.safetensors", "--prompts", str(prompts), model="no-such-model")) == 2
+
+
+@fault(
+    "Bad input",
+    'A prompt with a lone surrogate (e.g. `"\\ud800"` in a `.jsonl` file)',
+    error=InvalidInputError,
+    says="not valid Unicode text",
+)
+def test_lone_surrogate_is_refused_before_the_model_loads(raises, tmp_path, capsys):
+    with raises():
+        lb.capture("no-such-model", ["fine", "half a character \ud800"])
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"text": "fine"}\n{"text": "half \\ud800"}\n')
+    assert main(_cli(tmp_path / "X.safetensors", "--prompts", str(prompts), model="no-such-model")) == 2
+    assert "not valid Unicode text" in capsys.readouterr().err
+
+
+@fault(
+    "Bad input",
+    "A `.jsonl` line whose `text` is not a string",
+    error=InvalidInputError,
+    says="must be a string",
+)
+def test_jsonl_text_that_is_not_a_string(raises, tmp_path):
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"text": "fine"}\n{"text": 42}\n')
+    with raises() as info:
+        read_prompts(str(prompts))
+    assert "line 2" in str(info.value)
+
+
+@fault(
+    "Bad input",
+    "`lb.prompts.load(name, limit)` with `limit <= 0`",
+    error=InvalidInputError,
+    says="must be a positive integer (or None for all)",
+)
+@pytest.mark.parametrize("limit", [-1, 0, 2.5, "3", True])
+def test_prompt_limit_must_be_positive(raises, limit):
+    with raises():
+        lb.prompts.load("general", limit)
+    assert len(lb.prompts.load("general", 3)) == 3 and len(lb.prompts.load("general", np.int64(2))) == 2
+
+
+@fault(
+    "Bad input",
+    "A reservoir size whose sample cannot fit in memory (`n_vectors=10**9` on many tokens)",
+    error=InvalidInputError,
+    says="lower n_vectors",
+)
+def test_absurd_reservoir_size(raises, tiny, monkeypatch):
+    capture_module = importlib.import_module("latentbook.capturing.capture")  # the module, not the function
+    huge = lb.capture(tiny, SHORT_PROMPTS, n_vectors=10**12, n_omega_samples=10**12, progress=False)
+    assert huge.vectors.values.shape[1] == huge.n_tokens  # a reservoir holds at most every token seen
+    monkeypatch.setattr(capture_module, "_physical_memory", lambda: 2**12)  # a machine with 4 KiB
+    allocations = []
+    monkeypatch.setattr(capture_module, "_Streamer", lambda *args: allocations.append(args))
+    with raises() as info:
+        lb.capture(tiny, SHORT_PROMPTS, n_vectors=10**9, progress=False)
+    assert "GiB for the sampled token vectors" in str(info.value) and not allocations
+
+
+@fault(
+    "Bad input",
+    "A capture of zero tokens (one-token prompts with `exclude_first=True`)",
+    error=InvalidInputError,
+    says="would see zero tokens",
+)
+def test_zero_token_capture_is_refused(raises, tiny):
+    prompts = ["Hello", "cat"]
+    assert all(len(ids) == 1 for ids in tiny.tokenizer(prompts)["input_ids"])
+    with raises() as info:
+        lb.capture(tiny, prompts, exclude_first=True, progress=False)
+    assert "exclude_first" in str(info.value)
+    assert lb.capture(tiny, prompts, progress=False).n_tokens == 2
+
+
+@fault(
+    "Bad input",
+    "`RANK` / `WORLD_SIZE` set by hand with no other rank (`--distributed`)",
+    error=RendezvousError,
+    says="the other ranks never joined",
+)
+def test_distributed_without_the_other_ranks_times_out(raises, tiny, monkeypatch, capsys, tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for name, value in dict(
+        RANK="0",
+        WORLD_SIZE="2",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        LATENTBOOK_RENDEZVOUS_TIMEOUT="2",
+    ).items():
+        monkeypatch.setenv(name, value)
+    started = time.monotonic()
+    with raises() as info:
+        lb.capture(tiny, ["a prompt"], distributed=True, progress=False)
+    assert "unset RANK and WORLD_SIZE" in str(info.value) and time.monotonic() - started < 30
+    assert main([*_cli(tmp_path / "X.safetensors", model="no-such-model"), "--distributed"]) == 2
+    assert "the other ranks never joined" in capsys.readouterr().err
+
+
+@fault(
+    "Bad input",
+    "`RANK` / `WORLD_SIZE` set without `MASTER_ADDR`",
+    error=InvalidInputError,
+    says="distributed=True could not start",
+)
+def test_distributed_without_master_address(raises, tiny, monkeypatch):
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.delenv("MASTER_ADDR", raising=False)
+    with raises():
+        lb.capture(tiny, ["a prompt"], distributed=True, progress=False)
+
+
+# --- model folders and the model cache -------------------------------------------------------------------
+
+
+def _edit_weights(folder: Path, edit) -> None:
+    """Rewrite ``folder/model.safetensors`` as ``edit(tensors)`` returns it."""
+    weights = folder / "model.safetensors"
+    save_file(edit(load_file(str(weights))), str(weights), metadata={"format": "pt"})
+
+
+@fault(
+    "Integrity",
+    "Model folder whose safetensors lack a layer's tensors",
+    error=IntegrityError,
+    says="do not match its config.json",
+)
+def test_missing_layer_tensors_are_refused(raises, tiny_folder, tmp_path):
+    folder = Path(shutil.copytree(tiny_folder, tmp_path / "model"))
+    _edit_weights(folder, lambda w: {k: v for k, v in w.items() if ".layers.1." not in k})
+    with raises() as info:
+        lb.load_model(str(folder))
+    assert "missing: model.layers.1." in str(info.value) and "would be random" in str(info.value)
+
+
+@fault(
+    "Integrity",
+    "Model folder whose safetensors hold unexpected tensors",
+    error=IntegrityError,
+    says="1 unexpected: model.layers.7.extra.weight",
+)
+def test_unexpected_tensors_are_refused(raises, tiny_folder, tmp_path):
+    folder = Path(shutil.copytree(tiny_folder, tmp_path / "model"))
+    _edit_weights(folder, lambda w: {**w, "model.layers.7.extra.weight": torch.zeros(3)})
+    with raises():
+        lb.load_model(str(folder))
+
+
+@fault(
+    "Integrity",
+    "Model folder with a wrong-shaped tensor",
+    error=IntegrityError,
+    says="1 wrong-shaped: model.norm.weight (7,) (the config needs (64,))",
+)
+def test_wrong_shaped_tensor_is_refused(raises, tiny_folder, tmp_path):
+    folder = Path(shutil.copytree(tiny_folder, tmp_path / "model"))
+    _edit_weights(folder, lambda w: {**w, "model.norm.weight": torch.ones(7)})
+    with raises():
+        lb.load_model(str(folder))
+
+
+@fault(
+    "Integrity",
+    "The weights check holds for every loader (zoo GGUF folders, MiniLM, hub ids, local folders)",
+    outcome="all go through one `from_pretrained` call whose loading report must be empty; the embedded models "
+    "load with no missing, unexpected or wrong-shaped key",
+)
+def test_every_folder_loader_checks_the_weights(monkeypatch):
+    reports = []
+    real = zoo.refuse_incomplete_weights
+    monkeypatch.setattr(
+        zoo, "refuse_incomplete_weights", lambda folder, info: reports.append(info) or real(folder, info)
+    )
+    lb.load_model("minilm-l6")
+    lb.load_model("smollm2-135m")
+    assert len(reports) == 2
+    assert all(
+        not any(info[k] for k in ("missing_keys", "unexpected_keys", "mismatched_keys")) for info in reports
+    )
+
+
+@fault(
+    "Integrity",
+    "Model folder without a tokenizer",
+    error=ModelUnavailableError,
+    says="has no usable tokenizer",
+)
+def test_folder_without_a_tokenizer(raises, tiny_folder, tmp_path):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(tiny_folder / name, folder)
+    with raises() as info:
+        lb.load_model(str(folder))
+    assert "tokenizer.save_pretrained(folder)" in str(info.value)
+
+
+@fault(
+    "Integrity", "Model folder whose `config.json` is a JSON list", error=IntegrityError, says="not an object"
+)
+def test_config_that_is_a_json_list(raises, tiny_folder, tmp_path):
+    folder = Path(shutil.copytree(tiny_folder, tmp_path / "model"))
+    (folder / "config.json").write_text("[1, 2, 3]")
+    with raises():
+        lb.load_model(str(folder))
+
+
+@fault(
+    "Integrity",
+    "Model folder with an unknown `model_type`",
+    error=ModelUnavailableError,
+    says="which transformers",
+)
+@pytest.mark.parametrize("model_type", ["banana", None])
+def test_unknown_model_type(raises, model_type, tiny_folder, tmp_path):
+    folder = Path(shutil.copytree(tiny_folder, tmp_path / "model"))
+    config = json.loads((folder / "config.json").read_text())
+    config["model_type"] = model_type
+    (folder / "config.json").write_text(json.dumps(config))
+    with raises() as info:
+        lb.load_model(str(folder))
+    assert "Fix model_type" in str(info.value)
+
+
+@pytest.fixture
+def stand_in_gguf(tmp_path, monkeypatch):
+    """A stand-in GGUF whose 'dequantisation' writes one small safetensors file (and counts the builds)."""
+    monkeypatch.setenv("LATENTBOOK_CACHE", str(tmp_path / "cache"))
+    gguf = tmp_path / "stand-in.gguf"
+    gguf.write_bytes(b"a stand-in for a GGUF file")
+    builds = []
+
+    def dequantise(source: Path, into: Path) -> None:
+        builds.append(into)
+        time.sleep(0.2)  # long enough for a second loader to arrive meanwhile
+        into.mkdir()
+        save_file({"w": torch.arange(10.0)}, str(into / "model.safetensors"))
+
+    monkeypatch.setattr(zoo, "_dequantise", dequantise)
+    folder = tmp_path / "cache" / "models" / sha256_file(gguf)[:24]
+    return gguf, folder, builds
+
+
+@fault(
+    "Model cache",
+    "A cached model folder without its manifest, or with a garbage one",
+    outcome="`UserWarning` “… no valid manifest … rebuilding it”; rebuilt atomically under a lock, then verified",
+)
+@pytest.mark.parametrize("manifest", [None, "{not json", "[]", '{"files": 3}'])
+def test_damaged_cache_entry_is_rebuilt(manifest, stand_in_gguf):
+    gguf, folder, builds = stand_in_gguf
+    folder.mkdir(parents=True)
+    (folder / "model.safetensors").write_bytes(b"stale weights of an interrupted build")
+    if manifest is not None:
+        (folder / "latentbook-manifest.json").write_text(manifest)
+    with pytest.warns(UserWarning, match="no valid manifest"):
+        assert zoo._gguf_cached_folder(gguf) == (folder, sha256_file(gguf))
+    assert len(builds) == 1 and load_file(str(folder / "model.safetensors"))["w"].shape == (10,)
+    assert zoo._gguf_cached_folder(gguf)[0] == folder and len(builds) == 1  # verified, not rebuilt
+    assert sorted(p.name for p in folder.parent.iterdir()) == [folder.name]  # no lock or temporary left
+
+
+@fault(
+    "Model cache",
+    "A build of the model cache killed midway (its temporary folder left behind)",
+    outcome="the next load removes the leftover and builds again; a temporary folder is never used as the entry",
+)
+def test_killed_cache_build_is_cleaned(stand_in_gguf):
+    gguf, folder, builds = stand_in_gguf
+    leftover = folder.with_name(f".{folder.name}.4242.deadbeef.tmp")
+    leftover.mkdir(parents=True)
+    (leftover / "model.safetensors").write_bytes(b"half")
+    zoo._gguf_cached_folder(gguf)
+    assert not leftover.exists() and len(builds) == 1
+
+
+@fault(
+    "Model cache",
+    "Two processes loading a model that is not cached yet",
+    outcome="one builds the cache entry under its lock, the other waits and then uses it: one build",
+)
+def test_concurrent_cache_builds_build_once(stand_in_gguf):
+    import threading
+
+    gguf, folder, builds = stand_in_gguf
+    results = []
+    threads = [
+        threading.Thread(target=lambda: results.append(zoo._gguf_cached_folder(gguf))) for _ in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(builds) == 1 and [r[0] for r in results] == [folder, folder]
+
+
+@fault(
+    "Model cache",
+    "A read-only model cache (before any work is spent)",
+    outcome="`UserWarning` “The cache … is not writable …; using … for this run”: built in a private temporary "
+    "cache; a complete entry in the read-only cache is still used as is",
+)
+def test_read_only_cache_falls_back_to_a_temporary_one(stand_in_gguf, tmp_path, monkeypatch):
+    import errno
+
+    from latentbook import _files
+
+    gguf, folder, builds = stand_in_gguf
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    real = _files.probe_write
+    monkeypatch.setattr(
+        _files,
+        "probe_write",
+        lambda f, name=None: (
+            OSError(errno.EROFS, "Read-only file system")
+            if f.is_relative_to(tmp_path / "cache")
+            else real(f, name)
+        ),
+    )
+    with pytest.warns(UserWarning, match="is not writable"):
+        built, _ = zoo._gguf_cached_folder(gguf)
+    assert built.is_relative_to(tmp_path / "tmp") and len(builds) == 1 and not folder.exists()
+    shutil.copytree(built, folder)  # a complete entry in the read-only cache
+    assert zoo._gguf_cached_folder(gguf)[0] == folder and len(builds) == 1
+
+
+# --- silent wrong results, refused ---------------------------------------------------------------------
+
+
+def _rewrite(path: Path, edit_header=None, edit_state=None) -> None:
+    """Rewrite a capture with its header / tensors edited and the checksum recomputed (as a forger would)."""
+    from latentbook.capturing.results import _digest
+
+    with safe_open(str(path), framework="pt") as f:
+        header = json.loads(f.metadata()["latentbook"])
+    state = load_file(str(path))
+    header = edit_header(header) if edit_header else header
+    state = edit_state(state) if edit_state else state
+    header["sha256"] = _digest(state, header)
+    save_file(state, str(path), metadata={"latentbook": json.dumps(header)})
+
+
+@fault(
+    "Wrong results refused", "`cap.merge(cap)`", error=InvalidInputError, says="would count every token twice"
+)
+def test_merge_with_itself_is_refused(raises, small_capture):
+    cap = copy.deepcopy(small_capture)
+    with raises():
+        cap.merge(cap)
+    assert cap.n_tokens == small_capture.n_tokens
+
+
+@fault(
+    "Wrong results refused",
+    "Merging a capture of the same prompts (e.g. a copy, or a file loaded twice)",
+    error=InvalidInputError,
+    says="both captures hold the same prompts",
+)
+def test_merge_of_the_same_prompts_is_refused(raises, small_capture):
+    cap = copy.deepcopy(small_capture)
+    with raises():
+        cap.merge(copy.deepcopy(small_capture))
+    cap.merge(copy.deepcopy(small_capture), allow=("prompt_set_sha256",))  # doubling on purpose
+    assert cap.n_tokens == 2 * small_capture.n_tokens
+
+
+@fault(
+    "Wrong results refused",
+    "Merging captures taken with other settings (`exclude_first`, precision, sample sizes, model, prompt set)",
+    error=InvalidInputError,
+    says="Cannot merge captures taken with other settings",
+)
+@pytest.mark.parametrize(
+    "setting",
+    [
+        dict(exclude_first=True),
+        dict(precision="float64"),
+        dict(n_vectors=8),
+        dict(prompt_set="general-shuffled"),
+    ],
+    ids=str,
+)
+def test_merge_of_other_settings_is_refused(raises, setting, tiny, small_capture):
+    cap = copy.deepcopy(small_capture)
+    other = lb.capture(tiny, ["another prompt entirely"], progress=False, **{"n_vectors": 16, **setting})
+    with raises() as info:
+        cap.merge(other)
+    name = next(iter(setting))
+    assert f"allow=('{name}',)" in str(info.value) and cap.n_tokens == small_capture.n_tokens
+    cap.merge(other, allow=(name,))
+    assert cap.n_tokens == small_capture.n_tokens + other.n_tokens
+    assert cap.provenance["n_prompts"] == len(SHORT_PROMPTS) + 1 and len(cap.provenance[name]) == 2
+    with pytest.raises(InvalidInputError, match="names no merge setting"):
+        cap.merge(other, allow=("batch_sise",))
+
+
+@fault(
+    "Wrong results refused",
+    "A capture whose header's `n_layers` / `d_model` disagree with its tensors (checksum recomputed)",
+    error=CaptureFileError,
+    says="the file is inconsistent",
+)
+@pytest.mark.parametrize(
+    "change", [dict(n_layers=1), dict(n_layers=3), dict(d_model=32), dict(has_final_norm=False)], ids=str
+)
+def test_header_that_disagrees_with_the_tensors(raises, change, saved_capture):
+    _rewrite(saved_capture, edit_header=lambda h: {**h, **change})
+    with raises():
+        lb.load_capture(saved_capture)
+
+
+@fault(
+    "Wrong results refused",
+    'A capture header field of the wrong type (`n_layers: "2"`, `d_model: -64`, `provenance: []`)',
+    error=CaptureFileError,
+    says="has header field",
+)
+@pytest.mark.parametrize(
+    "change", [dict(n_layers="2"), dict(d_model=-64), dict(provenance=[]), dict(has_attention=None)], ids=str
+)
+def test_header_field_of_the_wrong_type(raises, change, saved_capture):
+    _rewrite(saved_capture, edit_header=lambda h: {**h, **change})
+    with raises():
+        lb.load_capture(saved_capture)
+
+
+@fault(
+    "Wrong results refused",
+    "NaN/Inf statistics in a capture file (checksum recomputed)",
+    error=CaptureFileError,
+    says="NaN/Inf values in layers.1.moments.m2",
+)
+def test_nonfinite_statistics_are_refused_at_load(raises, saved_capture):
+    def poison(state):
+        state["layers.1.moments.m2"][3, 5] = float("nan")
+        return state
+
+    _rewrite(saved_capture, edit_state=poison)
+    with raises():
+        lb.load_capture(saved_capture)
+
+
+@fault(
+    "Checkpoints and resume",
+    "Resuming rank checkpoints with another number of processes (`X.partial.rank0-of-2` and 1 or 3 processes)",
+    error=CheckpointMismatchError,
+    says="were written by a run of 2 process(es)",
+)
+def test_resume_with_another_world_size_is_refused(raises, tiny, tmp_path, capsys):
+    out = tmp_path / "X.safetensors"
+    partials = [tmp_path / f"X.safetensors.partial.rank{r}-of-2" for r in range(2)]
+    for partial in partials:
+        partial.write_bytes(b"a rank's checkpoint")
+    assert main(_cli(out, "--resume", model="no-such-model")) == 2  # before any model is looked up
+    err = capsys.readouterr().err
+    assert "torchrun --nproc_per_node=2" in err and "were written by a run of 2 process(es)" in err
+    with raises():
+        lb.capture(tiny, SHORT_PROMPTS, checkpoint=out.with_name(out.name + ".partial"), progress=False)
+    with raises():
+        dist = importlib.import_module("latentbook.capturing.distributed")
+        dist.refuse_other_world_partials(out.with_name(out.name + ".partial"), 3)
+    assert all(p.read_bytes() == b"a rank's checkpoint" for p in partials)  # nothing discarded
+
+
+# --- property-based fuzzing ----------------------------------------------------------------------------
+
+FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _same_capture(a: lb.Capture, b: lb.Capture) -> bool:
+    sa, sb = a.state_dict(), b.state_dict()
+    return (
+        sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa) and a.provenance == b.provenance
+    )
+
+
+@fault(
+    "Property-based fuzzing",
+    "Capture files with random bytes changed, inserted or cut (hypothesis)",
+    outcome="every damaged file is refused with `CaptureFileError` or reads back exactly the original; no other "
+    "exception, never different data",
+)
+@FUZZ
+@given(data=st.data())
+def test_fuzzed_capture_bytes_are_refused(data, small_capture, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("fuzz")
+    original = small_capture.save(folder / "original.safetensors").read_bytes()
+    damaged = bytearray(original)
+    for _ in range(data.draw(st.integers(1, 4))):
+        if not damaged:
+            break
+        at = data.draw(st.integers(0, len(damaged) - 1))
+        action = data.draw(st.sampled_from(["flip", "insert", "cut", "truncate"]))
+        if action == "flip":
+            damaged[at] ^= data.draw(st.integers(1, 255))
+        elif action == "insert":
+            damaged[at:at] = data.draw(st.binary(min_size=1, max_size=8))
+        elif action == "cut":
+            del damaged[at : at + data.draw(st.integers(1, 64))]
+        else:
+            del damaged[at:]
+    path = folder / "damaged.safetensors"
+    path.write_bytes(bytes(damaged))
+    try:
+        loaded = lb.load_capture(path)
+    except CaptureFileError:
+        return
+    assert _same_capture(loaded, lb.load_capture(folder / "original.safetensors"))
+
+
+HEADER_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 70), st.text(max_size=8), st.lists(st.integers(), max_size=2)
+)
+
+
+@fault(
+    "Property-based fuzzing",
+    "Capture headers and tensors forged with a recomputed checksum (hypothesis)",
+    outcome="refused with `CaptureFileError`, or loaded with a header that agrees with every tensor; never "
+    "another exception",
+)
+@FUZZ
+@given(
+    field=st.sampled_from(
+        ["n_layers", "d_model", "has_final_norm", "has_attention", "model_name", "provenance"]
+    ),
+    value=HEADER_VALUES,
+    drop=st.sampled_from(
+        [None, "layers.0.moments.n", "vectors.values", "omega_sample.keys", "final_norm.abs.max"]
+    ),
+)
+def test_forged_capture_headers_are_refused(field, value, drop, saved_capture, tmp_path_factory):
+    path = Path(shutil.copy(saved_capture, tmp_path_factory.mktemp("forged") / "forged.safetensors"))
+    _rewrite(
+        path,
+        edit_header=lambda h: {**h, field: value},
+        edit_state=lambda s: {k: v for k, v in s.items() if k != drop},
+    )
+    try:
+        loaded = lb.load_capture(path)
+    except CaptureFileError:
+        return
+    assert drop is None and loaded.n_layers == len(loaded.layers) - 1
+    assert all(s.moments.mean.shape == (loaded.d_model,) for s in loaded.layers)
+    loaded.eigvals(-1), loaded.omega_mean()
+
+
+@fault(
+    "Property-based fuzzing",
+    "Prompt files of random bytes and lines, `.txt` and `.jsonl` (hypothesis)",
+    outcome="`InvalidInputError` naming the file (and line), or a list of prompts that `lb.capture` accepts; no "
+    "other exception",
+)
+@FUZZ
+@given(
+    suffix=st.sampled_from([".txt", ".jsonl"]),
+    lines=st.lists(
+        st.one_of(
+            st.binary(max_size=20),
+            st.text(max_size=20).map(lambda t: t.encode("utf-8", "surrogatepass")),
+            st.text(max_size=20).map(lambda t: json.dumps({"text": t}).encode()),
+            st.sampled_from([b'{"text": 1}', b"[]", b'{"txt": "a"}', b'"\\ud800"', b'{"text": "\\udc00"}']),
+        ),
+        max_size=6,
+    ),
+    limit=st.one_of(st.none(), st.integers(-2, 8)),
+)
+def test_fuzzed_prompt_files(suffix, lines, limit, tmp_path_factory):
+    from latentbook.capturing.capture import check_prompts
+
+    path = tmp_path_factory.mktemp("prompts") / f"prompts{suffix}"
+    path.write_bytes(b"\n".join(lines))
+    try:
+        prompts = check_prompts(read_prompts(str(path), limit))
+    except InvalidInputError:
+        return
+    assert limit is None or 0 < len(prompts) <= limit
+    assert all(isinstance(p, str) and p.strip() and p.encode("utf-8") for p in prompts)
+
+
+@fault(
+    "Property-based fuzzing",
+    "`lb.prompts.load(name, limit)` with any `limit` (hypothesis)",
+    outcome="exactly the first `limit` prompts for a positive integer, all for `None`, `InvalidInputError` for "
+    "anything else",
+)
+@FUZZ
+@given(
+    limit=st.one_of(st.none(), st.integers(-(10**6), 10**6), st.floats(), st.text(max_size=3), st.booleans())
+)
+def test_fuzzed_prompt_limits(limit):
+    every = lb.prompts.load("general")
+    valid = limit is None or (type(limit) is int and limit > 0)
+    try:
+        got = lb.prompts.load("general", limit)
+    except InvalidInputError:
+        assert not valid
+        return
+    assert valid and got == (every if limit is None else every[:limit])

@@ -1,14 +1,23 @@
-"""Small file helpers shared by every wing: hashing, atomic writes, the cache folder."""
+"""Small file helpers shared by every wing: hashing, atomic writes, locks, output checks, the cache folder."""
 
 from __future__ import annotations
 
+import contextlib
+import datetime as _dt
+import errno
+import fcntl
 import hashlib
 import os
+import re
 import tempfile
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .errors import UnsafePathError
+from .errors import InvalidInputError, LockedError, UnsafePathError
+
+# mkstemp's random part: ``atomic_write`` names its temporary ``.NAME.XXXXXXXX.tmp``.
+TEMPORARY_SUFFIX = ".XXXXXXXX.tmp"
 
 
 def sha256_file(path: str | Path, block: int = 1 << 20) -> str:
@@ -27,8 +36,55 @@ def cache_dir() -> Path:
         xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
         root = str(Path(xdg) / "latentbook")
     path = Path(root)
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return _fallback_cache(path, exc)
     return path
+
+
+def _fallback_cache(wanted: Path, reason: OSError) -> Path:
+    """A private temporary cache for this run, when ``wanted`` cannot be written (with a warning)."""
+    fallback = Path(tempfile.gettempdir()) / f"latentbook-cache-{os.getuid()}"
+    fallback.mkdir(mode=0o700, parents=True, exist_ok=True)
+    warnings.warn(
+        f"The cache {wanted} is not writable ({reason.strerror or reason}); using {fallback} for this run. "
+        "Set LATENTBOOK_CACHE to a writable folder to keep the work for later runs.",
+        stacklevel=3,
+    )
+    return fallback
+
+
+def probe_write(folder: Path, name: str | None = None) -> OSError | None:
+    """Create and remove a file (called ``name``) in ``folder``: the error writing there gives, or None.
+
+    A real write, not ``os.access``: it also catches read-only file systems and names too long for them.
+    """
+    probe = folder / (name or f".latentbook-probe-{os.getpid()}")
+    try:
+        os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        os.unlink(probe)
+    except FileExistsError:
+        return None
+    except OSError as exc:
+        return exc
+    return None
+
+
+def writable_cache_folder(folder: Path) -> Path:
+    """``folder`` (under ``cache_dir()``) if it can be written, else the same place in a temporary cache."""
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        error = probe_write(folder.parent)
+    except OSError as exc:
+        error = exc
+    if error is None:
+        return folder
+    root = cache_dir()
+    relative = folder.relative_to(root) if folder.is_relative_to(root) else Path(folder.name)
+    moved = _fallback_cache(folder.parent, error) / relative
+    moved.parent.mkdir(parents=True, exist_ok=True)
+    return moved
 
 
 def inside(root: Path, *parts: str) -> Path:
@@ -70,3 +126,88 @@ def _fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def exclusive_lock(lock_file: Path, *, what: str, fix: str, wait: bool = False) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``lock_file`` (which names this process) for the block.
+
+    The kernel drops the lock when the process dies, even by SIGKILL, so a crash never leaves a stale lock.
+    Without ``wait``, a lock held by another process raises ``LockedError`` naming it at once.
+    """
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    fd = _acquire(lock_file, what, fix, wait)
+    try:
+        os.ftruncate(fd, 0)
+        started = _dt.datetime.now().isoformat(timespec="seconds")
+        os.write(fd, f"pid {os.getpid()}, started {started}".encode())
+        yield
+    finally:
+        lock_file.unlink(missing_ok=True)  # while still holding it: a waiter then retries on a fresh file
+        os.close(fd)
+
+
+def _acquire(lock_file: Path, what: str, fix: str, wait: bool) -> int:
+    while True:
+        fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace") or "a process that is starting"
+            os.close(fd)
+            raise LockedError(f"{what} is in use by another latentbook run ({holder}): {fix}") from None
+        try:
+            same = os.fstat(fd).st_ino == os.stat(lock_file).st_ino
+        except FileNotFoundError:  # its previous holder removed it between our open and flock
+            same = False
+        if same:
+            return fd
+        os.close(fd)
+
+
+def remove_stale_temporaries(folder: Path, name_pattern: str) -> list[Path]:
+    """Delete the ``.NAME.XXXXXXXX.tmp`` files that killed atomic writes left, for names matching the regex.
+
+    Call it only while holding the lock of those names, so no live write loses its temporary file.
+    """
+    temporary = re.compile(rf"\.(?:{name_pattern})\.[A-Za-z0-9_]{{8}}\.tmp")
+    removed = [p for p in folder.glob(".*.tmp") if temporary.fullmatch(p.name) and p.is_file()]
+    for path in removed:
+        path.unlink(missing_ok=True)
+    return removed
+
+
+def check_output_path(path: Path, longest_name: str, option: str = "--out") -> None:
+    """Refuse, before any work, an output that could not be written when the work is done.
+
+    ``path`` must not be a folder, its nearest existing ancestor must be a writable folder, and the longest
+    temporary name written beside it (``.{longest_name}.XXXXXXXX.tmp``) must fit the file system.
+    """
+    if path.is_dir():
+        raise InvalidInputError(
+            f"{option} {path} is a folder: give a file inside it, e.g. {path / 'capture.safetensors'}."
+        )
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise InvalidInputError(
+            f"{option} {path} cannot be created: {ancestor} is a file, not a folder. Choose another {option}."
+        )
+    temporary = f".{longest_name}{TEMPORARY_SUFFIX}"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        error = probe_write(path.parent, temporary)
+    except OSError as exc:
+        error = exc
+    if error is None:
+        return
+    if error.errno == errno.ENAMETOOLONG:
+        raise InvalidInputError(
+            f"{option} {path.name!r} is too long for this file system: latentbook writes temporary files "
+            f"beside it named like {temporary!r} ({len(os.fsencode(temporary))} bytes). Choose a shorter "
+            f"{option}."
+        )
+    raise InvalidInputError(
+        f"Cannot write {option} {path} ({error.strerror or error}): choose a writable folder for {option}."
+    )

@@ -57,3 +57,15 @@ class UntrustedCodeError(LatentbookError, PermissionError):
 
 class CheckpointMismatchError(LatentbookError, ValueError):
     """A checkpoint written for another model, prompt set or setting than the run resuming it."""
+
+
+class OutputExistsError(LatentbookError, FileExistsError):
+    """An output path that already holds a finished file, which a run would overwrite without being asked."""
+
+
+class LockedError(LatentbookError, BlockingIOError):
+    """An output or cache entry that another latentbook process holds locked right now."""
+
+
+class RendezvousError(LatentbookError, TimeoutError):
+    """A distributed run whose ranks never all joined (``RANK`` / ``WORLD_SIZE`` without the other ranks)."""

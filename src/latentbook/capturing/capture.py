@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import hashlib
+import os
 import platform
 import warnings
 from collections.abc import Callable, Sequence
@@ -19,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .._files import check_output_path
 from ..errors import CheckpointMismatchError, InvalidInputError, NonFiniteActivationError
 from ..models.zoo import LoadedModel, load_model
 from . import distributed as dist
@@ -37,7 +39,8 @@ def prompt_set_hash(prompts: Sequence[str]) -> str:
     return digest.hexdigest()
 
 
-def _check_prompts(prompts) -> list[str]:
+def check_prompts(prompts) -> list[str]:
+    """The prompts as a list of non-empty strings that encode as UTF-8, or an error naming the bad ones."""
     if isinstance(prompts, str):
         raise InvalidInputError(
             "prompts must be a list of strings, not one string. For a shipped set use "
@@ -51,13 +54,66 @@ def _check_prompts(prompts) -> list[str]:
         raise InvalidInputError(
             f"Prompts must be non-empty strings; entries {bad[:5]} are not (first is {prompts[bad[0]]!r})."
         )
+    broken = [i for i, p in enumerate(prompts) if not _encodes(p)]
+    if broken:
+        raise InvalidInputError(
+            f"Prompts {broken[:5]} are not valid Unicode text: they hold a lone surrogate (such as '\\ud800', "
+            "often from a JSON escape of half a character). Fix or drop them before capturing."
+        )
     return prompts
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _positive_int(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
         raise InvalidInputError(f"{name} must be a positive integer, got {value!r}.")
     return int(value)
+
+
+def check_settings(
+    *, max_length, batch_size, checkpoint_every, precision, n_vectors=512, n_omega_samples=4096
+) -> dict[str, int | str]:
+    """The numeric settings of a capture, checked (cheap: call it before loading a model)."""
+    sizes = dict(
+        batch_size=batch_size,
+        checkpoint_every=checkpoint_every,
+        n_vectors=n_vectors,
+        n_omega_samples=n_omega_samples,
+    )
+    checked: dict[str, int | str] = {name: _positive_int(name, value) for name, value in sizes.items()}
+    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
+        raise InvalidInputError(f"max_length must be an integer >= 2, got {max_length!r}.")
+    if precision not in ("float32", "float64"):
+        raise InvalidInputError(f"precision must be 'float32' or 'float64', got {precision!r}.")
+    return {**checked, "max_length": max_length, "precision": precision}
+
+
+def _physical_memory() -> int:
+    """Bytes of RAM of this machine (the reservoirs of sampled tokens live on the CPU)."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def _check_reservoir_memory(loaded: LoadedModel, n_vectors: int, n_omega: int, max_tokens: int) -> None:
+    """Refuse reservoir sizes whose samples could not fit in memory, before anything is allocated.
+
+    A reservoir never holds more tokens than the capture sees, so only ``min(size, max_tokens)`` counts.
+    """
+    depths = loaded.n_layers + 1
+    needed = 4 * depths * (min(n_vectors, max_tokens) * loaded.d_model + min(n_omega, max_tokens))
+    available = _physical_memory()
+    if needed > available // 2:
+        raise InvalidInputError(
+            f"n_vectors={n_vectors} (with n_omega_samples={n_omega}) would need {needed / 2**30:.1f} GiB for "
+            f"the sampled token vectors ({depths} depths x d={loaded.d_model}, float32) and this machine has "
+            f"{available / 2**30:.1f} GiB: lower n_vectors."
+        )
 
 
 def _context_length(loaded: LoadedModel) -> int | None:
@@ -196,15 +252,22 @@ def capture(
     ``on_batch(done, total)`` is called after each batch with the prompts done so far; an exception raised
     in it stops the capture there (how the explorer's Cancel button works; a checkpoint keeps what was done).
     """
-    prompts = _check_prompts(prompts)
-    batch_size = _positive_int("batch_size", batch_size)
-    checkpoint_every = _positive_int("checkpoint_every", checkpoint_every)
-    n_vectors = _positive_int("n_vectors", n_vectors)
-    n_omega_samples = _positive_int("n_omega_samples", n_omega_samples)
-    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
-        raise InvalidInputError(f"max_length must be an integer >= 2, got {max_length!r}.")
-    if precision not in ("float32", "float64"):
-        raise InvalidInputError(f"precision must be 'float32' or 'float64', got {precision!r}.")
+    prompts = check_prompts(prompts)
+    checked = check_settings(
+        max_length=max_length,
+        batch_size=batch_size,
+        checkpoint_every=checkpoint_every,
+        n_vectors=n_vectors,
+        n_omega_samples=n_omega_samples,
+        precision=precision,
+    )
+    batch_size, checkpoint_every = checked["batch_size"], checked["checkpoint_every"]
+    n_vectors, n_omega_samples = checked["n_vectors"], checked["n_omega_samples"]
+    rank, world = dist.rank_and_world() if distributed else (0, 1)
+    if checkpoint is not None:
+        dist.refuse_other_world_partials(Path(checkpoint), world)
+        checkpoint = dist.rank_checkpoint(Path(checkpoint), rank, world)
+        check_output_path(checkpoint, checkpoint.name, option="checkpoint")
     loaded = load_model(model) if isinstance(model, str) else model
     if not isinstance(loaded, LoadedModel):
         raise InvalidInputError(
@@ -223,12 +286,11 @@ def capture(
         if strict:
             raise InvalidInputError(f"{message}: {fix} (strict=True refuses to truncate).")
         warnings.warn(message + " and were truncated.", stacklevel=2)
+    n_tokens = _tokens_to_capture(lengths, max_length, exclude_first)
+    _check_reservoir_memory(loaded, n_vectors, n_omega_samples, n_tokens)
     order = np.argsort(np.minimum(lengths, max_length), kind="stable")  # similar lengths batch together
     if distributed:
-        rank, world = dist.rank_and_world()
         order = order[order % world == rank]
-        if checkpoint is not None:
-            checkpoint = dist.rank_checkpoint(Path(checkpoint), rank, world)
 
     settings = run_settings(
         loaded,
@@ -290,6 +352,21 @@ def capture(
     if distributed:
         dist.merge_across_ranks(result)
     return result
+
+
+def _tokens_to_capture(lengths: np.ndarray, max_length: int, exclude_first: bool) -> int:
+    """How many token vectors the capture will see; zero is refused (its statistics would all be NaN)."""
+    n_tokens = int(np.minimum(lengths, max_length).sum()) - (len(lengths) if exclude_first else 0)
+    if n_tokens <= 0:
+        reason = (
+            f"every one of the {len(lengths)} prompts is a single token and exclude_first=True drops it"
+            if exclude_first
+            else "the tokenizer gives no tokens for these prompts"
+        )
+        raise InvalidInputError(
+            f"This capture would see zero tokens: {reason}. Use longer prompts, or exclude_first=False."
+        )
+    return n_tokens
 
 
 def _progress_bar(total_tokens: int, enabled: bool, name: str):

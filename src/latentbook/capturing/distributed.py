@@ -10,28 +10,66 @@ single-process capture up to the rounding of the model's own forward. Uses gloo 
 
 from __future__ import annotations
 
+import datetime as _dt
+import glob
 import os
+import re
 from pathlib import Path
 
 import torch
 import torch.distributed as torch_dist
 
-from ..errors import InvalidInputError
+from ..errors import CheckpointMismatchError, InvalidInputError, RendezvousError
+
+LAUNCH = "`torchrun --standalone --nproc_per_node=N -m latentbook capture ... --distributed`"
+RENDEZVOUS_TIMEOUT_S = 300  # how long a rank waits for the others to join; LATENTBOOK_RENDEZVOUS_TIMEOUT
+COLLECTIVE_TIMEOUT = _dt.timedelta(minutes=30)  # how long a finished rank waits for the slowest one
+_collectives = None  # the group the merge runs in (its own timeout, not the rendezvous one)
 
 
 def init() -> None:
-    """Join the process group that ``torchrun`` describes in the environment (once)."""
+    """Join the process group that ``torchrun`` describes in the environment (once).
+
+    The ranks must all arrive within the rendezvous timeout; a rank alone (``RANK`` / ``WORLD_SIZE`` set by
+    hand) gets a ``RendezvousError`` then, not a silent wait.
+    """
+    global _collectives
     if torch_dist.is_initialized():
         return
     if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
         raise InvalidInputError(
-            "distributed=True needs the environment torchrun sets (RANK, WORLD_SIZE, MASTER_ADDR...). Launch with "
-            "`torchrun --standalone --nproc_per_node=N -m latentbook capture ... --distributed`."
+            f"distributed=True needs the environment torchrun sets (RANK, WORLD_SIZE, MASTER_ADDR...). Launch "
+            f"with {LAUNCH}."
         )
     backend = "nccl" if torch.cuda.is_available() else "gloo"
     if backend == "nccl":
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
-    torch_dist.init_process_group(backend=backend)
+    timeout = _rendezvous_timeout()
+    try:
+        torch_dist.init_process_group(backend=backend, timeout=timeout)
+    except ValueError as exc:  # MASTER_ADDR / MASTER_PORT missing or malformed
+        raise InvalidInputError(f"distributed=True could not start ({exc}). Launch with {LAUNCH}.") from exc
+    except RuntimeError as exc:  # DistStoreError / DistNetworkError: the other ranks never came
+        raise RendezvousError(
+            f"Rank {os.environ['RANK']} of WORLD_SIZE={os.environ['WORLD_SIZE']} waited "
+            f"{timeout.total_seconds():.0f} s and the other ranks never joined ({exc}). Launch every rank with "
+            f"{LAUNCH}, or unset RANK and WORLD_SIZE for a single-process capture "
+            "(LATENTBOOK_RENDEZVOUS_TIMEOUT sets the wait in seconds)."
+        ) from exc
+    _collectives = torch_dist.new_group(timeout=COLLECTIVE_TIMEOUT)
+
+
+def _rendezvous_timeout() -> _dt.timedelta:
+    text = os.environ.get("LATENTBOOK_RENDEZVOUS_TIMEOUT", str(RENDEZVOUS_TIMEOUT_S))
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:
+        raise InvalidInputError(
+            f"LATENTBOOK_RENDEZVOUS_TIMEOUT must be a positive number of seconds, got {text!r}."
+        )
+    return _dt.timedelta(seconds=seconds)
 
 
 def rank_and_world() -> tuple[int, int]:
@@ -44,9 +82,46 @@ def rank_checkpoint(path: Path, rank: int, world: int) -> Path:
     return path if world == 1 else path.with_name(f"{path.name}.rank{rank}-of-{world}")
 
 
+def other_world_partials(path: Path, world: int) -> list[Path]:
+    """Checkpoints of ``path`` left by a run of another number of processes (``path`` itself is of 1)."""
+    found = [path] if world != 1 and path.exists() else []
+    rank_file = re.compile(re.escape(path.name) + r"\.rank(\d+)-of-(\d+)")
+    for candidate in path.parent.glob(glob.escape(path.name) + ".rank*-of-*"):
+        match = rank_file.fullmatch(candidate.name)
+        if match and int(match[2]) != world:
+            found.append(candidate)
+    return sorted(found)
+
+
+def refuse_other_world_partials(path: Path, world: int) -> None:
+    """Stop before any work when checkpoints of another world size exist: their shards are not this run's."""
+    others = other_world_partials(path, world)
+    if not others:
+        return
+    worlds = sorted({int(m[1]) if (m := re.search(r"-of-(\d+)$", p.name)) else 1 for p in others})
+    names = ", ".join(p.name for p in others)
+    relaunch = " or ".join(
+        "without --distributed (1 process)" if w == 1 else f"with torchrun --nproc_per_node={w}"
+        for w in worlds
+    )
+    raise CheckpointMismatchError(
+        f"{names} in {path.parent} were written by a run of {' / '.join(map(str, worlds))} process(es), and this "
+        f"run has {world}: each process's shard of the prompts depends on the number of processes. Resume "
+        f"{relaunch}, or delete those files to start over."
+    )
+
+
 def barrier() -> None:
     if torch_dist.is_initialized():
-        torch_dist.barrier()
+        torch_dist.barrier(group=_collectives)
+
+
+def first_error(error: BaseException | None) -> BaseException | None:
+    """The error of the lowest rank that has one, on every rank (so all ranks stop together), or None."""
+    if not torch_dist.is_initialized() or torch_dist.get_world_size() == 1:
+        return error
+    errors = _gather(error, torch_dist.get_world_size())
+    return next((e for e in errors if e is not None), None)
 
 
 def is_main_process() -> bool:
@@ -83,7 +158,7 @@ def merge_across_ranks(capture) -> None:
 
 def _gather(obj, world: int) -> list:
     gathered = [None] * world
-    torch_dist.all_gather_object(gathered, obj)
+    torch_dist.all_gather_object(gathered, obj, group=_collectives)
     return gathered
 
 

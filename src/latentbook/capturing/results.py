@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,12 +21,24 @@ import torch
 
 from .._files import atomic_write
 from ..errors import CaptureFileError, InvalidInputError
-from .accumulators import LayerStats, TokenReservoir
+from .accumulators import OMEGA_BINS, LayerStats, TokenReservoir
 
 SCHEMA_VERSION = 2  # 2: the checksum also covers the header (provenance, shapes)
 FORMAT = "latentbook.capture"
 TOKEN_ENV_VARS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN", "HF_API_TOKEN")
 TOKEN_PATTERN = re.compile(r"hf_[A-Za-z0-9]{20,}")
+# The provenance entries two captures must share to be merged (see ``Capture.merge``).
+MERGE_SETTINGS = (
+    "model",
+    "model_sha256",
+    "prompt_set",
+    "max_length",
+    "exclude_first",
+    "precision",
+    "n_vectors",
+    "n_omega_samples",
+    "attention",
+)
 
 
 @dataclass
@@ -123,8 +136,19 @@ class Capture:
         return (stats.abs.sum / max(stats.n, 1)).cpu().numpy()
 
     # --- combining --------------------------------------------------------------------------------------------
-    def merge(self, other: Capture) -> None:
-        """Add another capture of the same model (exact: sums, Chan updates and bottom-k reservoirs)."""
+    def merge(self, other: Capture, *, allow: Iterable[str] = ()) -> None:
+        """Add another capture of the same model and settings (exact: sums, Chan updates, bottom-k reservoirs).
+
+        Refused, since the result would be silently wrong: ``other`` is this very capture or holds the same
+        prompts (every token would count twice), or it was taken with other settings (``MERGE_SETTINGS``:
+        model, prompt set, ``exclude_first``, precision, sample sizes...). ``allow`` names the settings that
+        may differ, e.g. ``allow=("precision",)``; ``"prompt_set_sha256"`` allows the same prompts twice.
+        """
+        if other is self:
+            raise InvalidInputError(
+                "cap.merge(cap) would count every token twice. Merge a capture of other prompts (to double "
+                "the counts on purpose, merge copy.deepcopy(cap) with allow=('prompt_set_sha256',))."
+            )
         if (other.model_name, other.n_layers, other.d_model) != (
             self.model_name,
             self.n_layers,
@@ -133,6 +157,13 @@ class Capture:
             raise InvalidInputError(
                 f"Cannot merge a capture of {other.model_name} into one of {self.model_name}."
             )
+        allow = set(allow)
+        unknown = allow - {*MERGE_SETTINGS, "prompt_set_sha256"}
+        if unknown:
+            raise InvalidInputError(
+                f"allow={sorted(unknown)} names no merge setting: choose from {[*MERGE_SETTINGS, 'prompt_set_sha256']}."
+            )
+        self._refuse_other_settings(other, allow)
         for mine, theirs in zip(self.layers, other.layers):
             mine.merge(theirs)
         if self.final_norm is not None and other.final_norm is not None:
@@ -141,6 +172,43 @@ class Capture:
         self.omega_sample.merge(other.omega_sample)
         if self.attention is not None and other.attention is not None:
             self.attention.merge(other.attention)
+        self._merge_provenance(other, allow)
+
+    def _prompt_sets(self) -> list[str]:
+        """sha256 of every prompt list inside this capture (several once captures were merged)."""
+        merged = self.provenance.get("merged_prompt_sets")
+        single = self.provenance.get("prompt_set_sha256")
+        return list(merged) if merged else ([single] if single else [])
+
+    def _refuse_other_settings(self, other: Capture, allow: set[str]) -> None:
+        differing = [
+            f"{key}: {self.provenance.get(key)!r} vs {other.provenance.get(key)!r}"
+            for key in MERGE_SETTINGS
+            if key not in allow and self.provenance.get(key) != other.provenance.get(key)
+        ]
+        if differing:
+            keys = tuple(item.split(":")[0] for item in differing)
+            raise InvalidInputError(
+                f"Cannot merge captures taken with other settings ({'; '.join(differing)}): their statistics "
+                f"do not describe one population. Capture alike, or pass allow={keys!r} to mix them on purpose."
+            )
+        shared = set(self._prompt_sets()) & set(other._prompt_sets())
+        if shared and "prompt_set_sha256" not in allow:
+            raise InvalidInputError(
+                "Cannot merge: both captures hold the same prompts (same prompt_set_sha256), so every token "
+                "would count twice. Merge captures of other prompts, or pass allow=('prompt_set_sha256',)."
+            )
+
+    def _merge_provenance(self, other: Capture, allow: set[str]) -> None:
+        mine, theirs = self.provenance, other.provenance
+        if self._prompt_sets() or other._prompt_sets():
+            mine["merged_prompt_sets"] = self._prompt_sets() + other._prompt_sets()
+        for key in ("n_prompts", "prompts_done"):
+            if isinstance(mine.get(key), int) and isinstance(theirs.get(key), int):
+                mine[key] += theirs[key]
+        for key in allow & set(MERGE_SETTINGS):
+            if mine.get(key) != theirs.get(key):
+                mine[key] = [mine.get(key), theirs.get(key)]  # mixed on purpose: both values kept
 
     # --- files ------------------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, torch.Tensor]:
@@ -210,7 +278,9 @@ def _sub(state: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]
 
 
 def load_capture(path: str | Path) -> Capture:
-    """Read a capture written by ``Capture.save``; verifies format, schema version and checksum."""
+    """Read a capture written by ``Capture.save``; verifies format, schema version and checksum, then that
+    the tensors are exactly those the header describes (names, shapes, dtypes) and every statistic is finite.
+    Whatever is wrong with the file, the error is a ``CaptureFileError``."""
     from safetensors import safe_open
     from safetensors.torch import load_file
 
@@ -240,7 +310,112 @@ def load_capture(path: str | Path) -> Capture:
         )
     if _digest(state, header) != header.get("sha256"):
         raise CaptureFileError(f"{path} failed its checksum: the file was altered or damaged. Capture again.")
-    n_layers, d = int(header["n_layers"]), int(header["d_model"])
+    _check_header(path, header)
+    _check_tensors(path, state, header)
+    try:
+        return _build(state, header)
+    except Exception as exc:  # anything the checks above missed is still a damaged file, never a crash
+        raise CaptureFileError(f"{path} is inconsistent ({exc!r}). Capture again.") from exc
+
+
+_HEADER_TYPES = {
+    "model_name": str,
+    "n_layers": int,
+    "d_model": int,
+    "has_final_norm": bool,
+    "has_attention": bool,
+    "provenance": dict,
+}
+
+
+def _check_header(path: Path, header: dict) -> None:
+    """Every header field the reader uses has its type, and the sizes are positive."""
+    for name, kind in _HEADER_TYPES.items():
+        value = header.get(name)
+        wrong_kind = not isinstance(value, kind) or (kind is int and isinstance(value, bool))
+        if wrong_kind or (kind is int and value < 1):
+            raise CaptureFileError(
+                f"{path} has header field {name}={value!r}, expected a {'positive ' if kind is int else ''}"
+                f"{kind.__name__}: the file is inconsistent. Capture again."
+            )
+
+
+def _layer_spec(d: int) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+    """Shape and dtype of every tensor of one ``LayerStats`` of width ``d`` (as ``state_dict`` writes it)."""
+    f64 = torch.float64
+    return {
+        "moments.n": ((), torch.int64),
+        "moments.mean": ((d,), f64),
+        "moments.m2": ((d, d), f64),
+        "omega.counts": ((OMEGA_BINS,), f64),
+        "omega.power_sums": ((5,), f64),
+        "abs.max": ((d,), torch.float32),
+        "abs.sum": ((d,), f64),
+    }
+
+
+def _reservoir_spec(n_depths: int, k: int, width: int) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+    return {
+        "capacity": ((), torch.int64),
+        "keys": ((k,), torch.float64),
+        "prompt_ids": ((k,), torch.int64),
+        "positions": ((k,), torch.int64),
+        "values": ((n_depths, k, width), torch.float32),
+    }
+
+
+def _expected_tensors(state: dict[str, torch.Tensor], header: dict) -> dict:
+    """Name -> (shape, dtype) of every tensor a capture with this header holds (attention: names only)."""
+    n_layers, d = header["n_layers"], header["d_model"]
+    expected = {}
+    for depth in range(n_layers + 1):
+        expected.update({f"layers.{depth}.{k}": v for k, v in _layer_spec(d).items()})
+    if header["has_final_norm"]:
+        expected.update({f"final_norm.{k}": v for k, v in _layer_spec(d).items()})
+    for name, width in (("vectors", d), ("omega_sample", 1)):
+        keys = state.get(f"{name}.keys")
+        k = int(keys.shape[0]) if keys is not None and keys.dim() == 1 else -1
+        expected.update({f"{name}.{key}": v for key, v in _reservoir_spec(n_layers + 1, k, width).items()})
+    return expected
+
+
+def _check_tensors(path: Path, state: dict[str, torch.Tensor], header: dict) -> None:
+    """The tensors are exactly those the header describes, with its shapes, and every statistic is finite."""
+    expected = _expected_tensors(state, header)
+    attention = {k for k in state if k.startswith("attention.")} if header["has_attention"] else set()
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected) - attention)
+    says = f"its header says n_layers={header['n_layers']}, d_model={header['d_model']}"
+    if missing or unexpected or (header["has_attention"] and not attention):
+        raise CaptureFileError(
+            f"{path} does not hold the tensors {says} (missing {missing[:3]}, unexpected {unexpected[:3]}): "
+            "the file is inconsistent. Capture again."
+        )
+    for name, (shape, dtype) in expected.items():
+        tensor = state[name]
+        if tuple(tensor.shape) != shape or tensor.dtype != dtype:
+            raise CaptureFileError(
+                f"{path}: {says}, but {name} is {tensor.dtype} {tuple(tensor.shape)} (expected {dtype} {shape}): "
+                "the file is inconsistent. Capture again."
+            )
+    for name, tensor in state.items():
+        bad = int((~torch.isfinite(tensor)).sum()) if tensor.is_floating_point() else 0
+        if bad:
+            raise CaptureFileError(
+                f"{path} holds {bad} NaN/Inf values in {name}: its statistics are unusable (an overflow saved "
+                "unchecked, or an edited file). Capture again, in float32 or bfloat16."
+            )
+    counts = {int(state[f"layers.{depth}.moments.n"]) for depth in range(header["n_layers"] + 1)}
+    if len(counts) != 1 or min(counts) < 0:
+        raise CaptureFileError(
+            f"{path} counts {sorted(counts)} tokens at its depths; every depth must see the same tokens. "
+            "Capture again."
+        )
+
+
+def _build(state: dict[str, torch.Tensor], header: dict) -> Capture:
+    """The ``Capture`` of a verified header and state."""
+    n_layers, d = header["n_layers"], header["d_model"]
     layers = []
     for depth in range(n_layers + 1):
         stats = LayerStats(d)
@@ -258,6 +433,8 @@ def load_capture(path: str | Path) -> Capture:
         from .attention import AttentionStats
 
         attention = AttentionStats.from_state_dict(_sub(state, "attention."))
+        if attention.n_layers != n_layers:
+            raise ValueError(f"attention statistics of {attention.n_layers} layers, header says {n_layers}")
     return Capture(
         header["model_name"],
         n_layers,

