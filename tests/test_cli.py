@@ -63,3 +63,47 @@ def test_unknown_model_is_a_clear_error(capsys, tmp_path):
     )
     err = capsys.readouterr().err
     assert "Unknown model" in err and "smollm2-135m" in err
+
+
+def test_verdict_writes_a_csv_of_every_claim_with_intervals_that_hold_their_estimates(tmp_path, capsys):
+    import pandas as pd
+
+    from latentbook.analysis import synthetic
+
+    rng = np.random.default_rng(0)
+    ids = np.repeat(np.arange(60), 5)
+    states = rng.standard_normal((13, len(ids), 24))
+    states[7:, :, :1] *= 15.0
+    results = tmp_path / "results"
+    results.mkdir()
+    synthetic.as_capture(states, ids, np.tile(np.arange(1, 6), 60), name="planted").save(
+        results / "p.safetensors"
+    )
+    out = tmp_path / "verdict.csv"
+    assert main(["verdict", "--no-book", "--results", str(results), "--csv", str(out)]) == 0
+    table = pd.read_csv(out)
+    assert list(table.columns) == [
+        "claim",
+        "model",
+        "run",
+        "estimate",
+        "ci_low",
+        "ci_high",
+        "verdict",
+        "reason",
+    ]
+    assert {"critical_depth", "omega_jump", "stays_liquid", "bimodality"} <= set(table["claim"])
+    mine = table[table["model"] == "planted (p.safetensors)"]
+    assert (mine["run"] == "results file").all() and len(mine) >= 8
+    both = table.dropna(subset=["estimate", "ci_low", "ci_high"])
+    assert (
+        len(both) >= 4
+        and ((both["ci_low"] <= both["estimate"]) & (both["estimate"] <= both["ci_high"])).all()
+    )
+    gamma_c = table[
+        (table["claim"] == "critical_depth") & (table["model"] == "planted (p.safetensors)")
+    ].iloc[0]
+    assert 0.0 <= gamma_c["ci_low"] <= gamma_c["ci_high"] <= 1.0
+    assert f"-> {out}" in capsys.readouterr().out
+    assert main(["verdict", "--no-book", "--results", str(results), "--csv", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err

@@ -166,3 +166,109 @@ def test_distributions_are_densities_per_depth():
     edges, density = omega.distributions(cap)
     assert density.shape == (2, len(edges) - 1)
     np.testing.assert_allclose((density * np.diff(edges)).sum(1), 1.0)
+
+
+# --- nulls, width, clustering and multiple depths (issue 13) --------------------------------------------------
+
+
+def test_omega_propagates_nan_and_inf_never_a_number():
+    x = np.ones((3, 8))
+    x[1, 2] = np.nan
+    x[2, 5] = np.inf
+    values = lb.omega(x)
+    assert values[0] == pytest.approx(0.0) and np.isnan(values[1]) and np.isnan(values[2])
+    import torch
+
+    assert torch.isnan(lb.omega(torch.tensor(x, dtype=torch.float32))[1:]).all()
+
+
+def test_the_permutation_null_reproduces_massive_coordinates_but_not_one_hot_tokens():
+    rng = np.random.default_rng(0)
+    massive = rng.standard_normal((2000, 256))
+    massive[:, 0] *= 100.0  # one coordinate 100 sigma on every token: a scale, not a structure
+    assert omega.permutation_null(massive).mean() == pytest.approx(lb.omega(massive).mean(), abs=0.003)
+    one_hot = 0.01 * rng.standard_normal((2000, 256))
+    one_hot[np.arange(2000), rng.integers(0, 256, 2000)] = 1.0  # one large coordinate per token
+    real, null = lb.omega(one_hot).mean(), omega.permutation_null(one_hot).mean()
+    assert real > 0.75 and null < real - 0.15  # Poisson(1) large coordinates per permuted token
+    assert omega.permutation_null(massive, seed=1).shape == (2000,)
+    # each coordinate keeps its values
+    permuted = np.random.default_rng(3).permuted(one_hot, axis=0)
+    assert np.allclose(np.sort(permuted, 0), np.sort(one_hot, 0))
+
+
+def test_the_gaussian_null_matches_the_sample_covariance():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((300, 40)) @ rng.standard_normal((40, 40))
+    values = omega.gaussian_null(x)
+    assert values.shape == (300,)
+    assert values.mean() == pytest.approx(
+        lb.omega(rng.multivariate_normal(x.mean(0), np.cov(x.T), 20000)).mean(), abs=0.01
+    )
+    with pytest.raises(lb.InvalidInputError):
+        omega.gaussian_null(np.ones(5))
+
+
+def test_hoyer_and_levels_across_widths():
+    assert omega.hoyer(np.eye(64)[:1])[0] == pytest.approx(1.0)
+    assert omega.hoyer(np.ones((1, 64)))[0] == pytest.approx(0.0)
+    assert omega.level_at_width(0.69, 5120) == pytest.approx(0.69)
+    at_576 = omega.level_at_width(0.69, 576)
+    assert at_576 == pytest.approx(0.69 * (1 - 1 / 24) / (1 - 1 / np.sqrt(5120)))
+    # the issue's numbers: one coordinate at 100 sigma gives 0.774 at d = 576 but 0.524 at d = 5120
+    assert omega.massive_omega(576, 100.0) == pytest.approx(0.774, abs=0.003)
+    assert omega.massive_omega(5120, 100.0) == pytest.approx(0.524, abs=0.003)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((500, 576))
+    x[:, 0] = 100.0
+    assert lb.omega(x).mean() == pytest.approx(omega.massive_omega(576, 100.0), abs=0.003)
+    assert omega.level_at_width(0.524, 576, structure="massive") == pytest.approx(0.774, abs=0.005)
+    with pytest.raises(lb.InvalidInputError):
+        omega.level_at_width(0.69, 576, structure="fraction")
+
+
+def test_holm_adjusts_like_its_definition():
+    p = np.array([0.01, 0.04, 0.03, 0.2])
+    # sorted 0.01, 0.03, 0.04, 0.2 -> 4*0.01, max(0.04, 3*0.03), max(0.09, 2*0.04), max(0.09, 0.2)
+    assert np.allclose(omega.holm(p), [0.04, 0.09, 0.09, 0.2])
+    with pytest.raises(lb.InvalidInputError):
+        omega.holm(np.array([0.1, np.nan]))
+
+
+def test_design_effect_of_prompt_offsets_and_of_independent_tokens():
+    rng = np.random.default_rng(0)
+    ids = np.repeat(np.arange(200), 20)
+    independent = rng.standard_normal(len(ids))
+    assert omega.design_effect(independent, ids) == pytest.approx(1.0, abs=0.15)
+    clustered = rng.standard_normal(200)[ids] * np.sqrt(0.3) + rng.standard_normal(len(ids)) * np.sqrt(0.7)
+    assert omega.design_effect(clustered, ids) == pytest.approx(1 + 19 * 0.3, rel=0.2)
+
+
+def test_two_gaussians_finds_the_maximum_likelihood_of_sklearn():
+    from sklearn.mixture import GaussianMixture
+
+    rng = np.random.default_rng(2)
+    for shift in (0.5, 2.0, 5.0):
+        x = np.r_[rng.normal(0, 1, 700), rng.normal(shift, 0.7, 300)]
+        score, mu, _ = omega.two_gaussians(x)
+        best = GaussianMixture(2, n_init=10, tol=1e-8, max_iter=2000, random_state=0).fit(x[:, None])
+        assert score >= best.score(x[:, None]) - 1e-4
+
+
+def test_prompt_clustering_stops_the_dip_test_from_finding_modes_in_prompt_offsets():
+    """Few prompts with large offsets make a lumpy unimodal sample; as independent tokens it looks bimodal."""
+    from latentbook.analysis import calibration
+
+    naive, clustered, naive_dips = 0, 0, 0
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        ids = np.repeat(np.arange(12), 150)
+        values = 3.0 * rng.standard_normal(12)[ids] + rng.standard_normal(len(ids))
+        as_tokens = omega.bimodality(values)
+        naive += as_tokens.verdict != "unimodal"
+        naive_dips += as_tokens.votes["dip"]
+        clustered += omega.bimodality(values, prompt_ids=ids).verdict != "unimodal"
+    assert naive >= 9 and naive_dips >= 2 and clustered <= 1  # measured: 11, 3 and 1 of 12
+    values, ids = calibration.planted_omega_samples(np.random.default_rng(0), 48, 24, True, 5.0, 0.4)
+    b = omega.bimodality(values, prompt_ids=ids)
+    assert b.verdict == "bimodal" and b.n_effective < len(values)

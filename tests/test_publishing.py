@@ -26,10 +26,9 @@ HTML = Path(os.environ.get("LATENTBOOK_HTML", ROOT / "_build" / "html"))  # anot
 TOC = Path(os.environ.get("LATENTBOOK_TOC", ROOT / "_toc.yml"))  # and its table of contents
 # sha256 of the Apache License 2.0 as the Apache Software Foundation publishes it (LICENSE-2.0.txt)
 APACHE_2_SHA256 = "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"
+
+
 # pages whose PAPER.md mentions are rewritten under another issue; drop them from here once done
-PAPER_MD_PENDING = {"book/omega.md", "book/verdict.md"}
-
-
 def _project(key: str) -> str:
     """A top-level string of pyproject.toml's [project] table (tomllib is Python 3.11+)."""
     return re.search(rf'(?m)^{key} = "([^"]*)"', (ROOT / "pyproject.toml").read_text()).group(1)
@@ -173,11 +172,7 @@ def test_first_cell_of_each_lab_installs_latentbook_only_where_it_is_missing(lab
 
 def test_no_page_points_readers_at_a_file_the_book_does_not_ship():
     pages = sorted(ROOT.glob("book/**/*.md")) + [ROOT / "notebooks" / "course_guide.md"]
-    mentions = [
-        str(p.relative_to(ROOT))
-        for p in pages
-        if "PAPER.md" in p.read_text() and str(p.relative_to(ROOT)) not in PAPER_MD_PENDING
-    ]
+    mentions = [str(p.relative_to(ROOT)) for p in pages if "PAPER.md" in p.read_text()]
     assert mentions == []
     assert "arxiv.org/abs/2601.19942" in (ROOT / "book" / "paper.md").read_text()
 

@@ -1,4 +1,5 @@
-"""critical_depth recovers a planted gamma_c with honest intervals and refuses trends, bends and flat curves."""
+"""critical_depth on profiles with the real models' nuisances: planted jumps found where they are, intervals in
+range and covering the truth; smooth profiles, bends, edge jumps and small steps refused."""
 
 from __future__ import annotations
 
@@ -6,93 +7,122 @@ import numpy as np
 import pytest
 
 import latentbook as lb
-from latentbook.analysis import synthetic, transition
+from latentbook.analysis import calibration, transition
+
+BACKGROUNDS = calibration.BACKGROUNDS
 
 
-def test_planted_gamma_c_is_recovered_within_003_and_the_ci_covers_it_in_90_percent_of_seeds():
-    rng = np.random.default_rng(2024)
-    errors, covered = [], 0
-    for seed in range(30):
-        gamma_c = float(rng.uniform(0.2, 0.8))
-        curve = synthetic.order_parameter_curve(
-            gamma_c=gamma_c, width=0.03, amplitude=0.2, base=0.69, noise=0.01, n_layers=30, seed=seed
+def _planted(seed: int, jump: float, gamma_c: float, width: float = 0.0, kind: str | None = None):
+    rng = np.random.default_rng(seed)
+    n_layers = calibration.LAYERS[seed % len(calibration.LAYERS)]
+    kind = kind or BACKGROUNDS[seed % len(BACKGROUNDS)]
+    return calibration.planted_profile(rng, n_layers, kind, jump=jump, gamma_c=gamma_c, width=width)
+
+
+def test_planted_jumps_with_edge_rises_trends_and_correlated_misfit_are_found_within_005():
+    """The issue's must-show: >= 80 % found within +-0.05, intervals inside [0, 1] covering the truth."""
+    rng = np.random.default_rng(7)
+    found, covered, n = 0, 0, 60
+    for seed in range(n):
+        gamma_c = float(rng.uniform(0.25, 0.75))
+        p = _planted(
+            seed, float(rng.uniform(0.15, 0.25)), gamma_c, width=float(rng.choice([0.0, 0.01, 0.02]))
         )
-        t = transition.critical_depth(curve.gamma, curve.m, n_boot=200, seed=seed)
+        t = transition.critical_depth(p.gamma, p.m, n_boot=100, seed=seed)
+        assert 0.0 <= t.ci[0] <= t.gamma_c <= t.ci[1] <= 1.0
+        assert -1.0 <= t.amplitude_ci[0] <= t.amplitude <= t.amplitude_ci[1] <= 1.0
+        hit = t.has_transition and abs(t.gamma_c - gamma_c) <= 0.05
+        found += hit
+        covered += hit and t.ci[0] <= gamma_c <= t.ci[1]
+    assert found >= 0.8 * n
+    assert covered >= 0.9 * found
+
+
+def test_the_referees_case_a_jump_at_042_on_a_two_layer_rise_out_of_the_embedding():
+    """0.2 at gamma 0.42 on top of the rise every model here shows: the old sigmoid fit missed 6 of 6."""
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        gamma = np.arange(31) / 30
+        m = 0.5 + 0.2 * (gamma > 0.42) + 0.004 * rng.standard_normal(31)
+        m[0] -= 0.3
+        m[1] -= 0.12
+        t = transition.critical_depth(gamma, m, n_boot=60, seed=seed)
         assert t.has_transition, t.reason
-        errors.append(t.gamma_c - gamma_c)
-        covered += t.ci[0] <= gamma_c <= t.ci[1]
-        assert t.amplitude == pytest.approx(0.2, abs=0.03)
-        assert t.amplitude_ci[0] < t.amplitude < t.amplitude_ci[1]
-    assert np.max(np.abs(errors)) <= 0.03
-    assert covered >= 27
-    assert abs(np.mean(errors)) < 0.005  # no systematic bias
+        assert t.ci[0] <= 0.42 <= t.ci[1] and abs(t.gamma_c - 0.42) <= 0.02
+        assert t.amplitude == pytest.approx(0.2, abs=0.02)
 
 
-def test_a_downward_jump_and_a_step_between_two_layers_are_transitions():
-    gamma = np.arange(21) / 20
-    down = synthetic.sigmoid_profile(gamma, 0.6, 0.04, -0.15, 0.9)
-    t = transition.critical_depth(
-        gamma, down + 0.005 * np.random.default_rng(0).standard_normal(21), n_boot=50
-    )
-    assert t.has_transition and t.amplitude < 0 and abs(t.gamma_c - 0.6) < 0.03
-    step = np.where(gamma < 0.42, 0.7, 0.9) + 0.002 * np.random.default_rng(1).standard_normal(21)
-    t = transition.critical_depth(gamma, step, n_boot=50)
-    assert t.has_transition and 0.40 <= t.gamma_c <= 0.45  # the jump lies between gamma = 0.40 and 0.45
+@pytest.mark.parametrize("kind", BACKGROUNDS)
+def test_smooth_profiles_with_the_same_nuisances_have_no_transition(kind):
+    n = 12
+    profiles = [_planted(seed, 0.0, 0.42, kind=kind) for seed in range(n)]
+    with_transition = sum(transition.critical_depth(p.gamma, p.m, n_boot=30).has_transition for p in profiles)
+    assert with_transition <= 1  # <= 10 % (measured: 5 of 300 over all five kinds)
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_a_flat_curve_has_no_transition(seed):
-    curve = synthetic.order_parameter_curve(amplitude=0.0, noise=0.01, n_layers=30, seed=seed)
-    t = transition.critical_depth(curve.gamma, curve.m, n_boot=50, seed=seed)
-    assert not t.has_transition
-    assert "constant" in t.reason or "below 3 x noise" in t.reason
-
-
-def test_trends_bends_gradual_rises_and_last_layer_jumps_are_not_transitions():
+def test_a_bend_an_edge_jump_and_a_small_step_are_not_transitions():
     gamma = np.arange(31) / 30
-    noise = 0.005 * np.random.default_rng(3).standard_normal(31)
-    cases = {
-        "linear": 0.5 + 0.2 * gamma,
-        "quadratic": 0.5 + 0.3 * gamma**2,
-        "gradual": synthetic.sigmoid_profile(gamma, 0.5, 0.2, 0.4, 0.5),
-        "edge": np.where(gamma > 0.98, 0.9, 0.7),
-    }
-    expected = {"linear": "linear", "quadratic": "quadratic", "gradual": "gradual", "edge": "edge"}
-    for name, m in cases.items():
-        t = transition.critical_depth(gamma, m + noise, n_boot=50)
-        assert not t.has_transition, name
-        assert expected[name] in t.reason, (name, t.reason)
-
-
-def test_min_amplitude_is_honoured():
-    curve = synthetic.order_parameter_curve(gamma_c=0.5, amplitude=0.03, noise=0.002, n_layers=30, seed=1)
-    assert transition.critical_depth(curve.gamma, curve.m, n_boot=50).has_transition
-    t = transition.critical_depth(curve.gamma, curve.m, n_boot=50, min_amplitude=0.05)
+    noise = 0.004 * np.random.default_rng(3).standard_normal(31)
+    bend = 0.5 + 0.4 * np.maximum(gamma - 0.5, 0)  # a slope that changes: a kink, no gap
+    t = transition.critical_depth(gamma, bend + noise, n_boot=30)
+    assert not t.has_transition and "kink" in t.reason, t.reason
+    first_layer = np.where(gamma > 0.02, 0.7, 0.4) + noise  # between depths 0 and 1: an edge, not fitted
+    t = transition.critical_depth(gamma, first_layer, n_boot=30)
+    assert not t.has_transition and t.fitted_gamma[0] == gamma[2]
+    small = 0.5 + 0.008 * (gamma > 0.5) + noise  # twice the noise
+    assert not transition.critical_depth(gamma, small, n_boot=30).has_transition
+    clear = 0.5 + 0.05 * (gamma > 0.5) + noise
+    t = transition.critical_depth(gamma, clear, n_boot=30)
+    assert t.has_transition and abs(t.gamma_c - 0.5) < 0.02
+    t = transition.critical_depth(gamma, clear, n_boot=30, min_amplitude=0.1)
     assert not t.has_transition and "min_amplitude" in t.reason
 
 
-def test_a_capture_like_object_is_accepted():
-    curve = synthetic.order_parameter_curve(gamma_c=0.42, n_layers=30, seed=2)
+def test_a_downward_jump_with_an_outlying_embedding_depth_is_found():
+    gamma = np.arange(25) / 24
+    m = 0.8 - 0.15 * (gamma > 0.6) + 0.003 * np.random.default_rng(0).standard_normal(25)
+    m[0] = 0.1  # the embedding far below
+    t = transition.critical_depth(gamma, m, n_boot=30)
+    assert t.has_transition and t.amplitude == pytest.approx(-0.15, abs=0.02)
+    assert t.ci[0] <= 0.6 <= t.ci[1]
 
-    class Profile:
-        gamma = curve.gamma
 
-        def omega_mean(self):
-            return curve.m
+def test_prompt_bootstrap_draws_widen_the_interval_and_are_reported():
+    p = _planted(3, 0.2, 0.5)
+    alone = transition.critical_depth(p.gamma, p.m, n_boot=60)
+    spread = p.draws + np.random.default_rng(0).normal(0, 0.05, (len(p.draws), 1)) * (p.gamma > 0.5)
+    with_draws = transition.critical_depth(p.gamma, p.m, draws=spread, n_boot=60)
+    assert alone.ci_method.startswith("parametric") and with_draws.ci_method.startswith("prompt")
+    assert (
+        with_draws.amplitude_ci[1] - with_draws.amplitude_ci[0]
+        > alone.amplitude_ci[1] - alone.amplitude_ci[0]
+    )
 
-    t = transition.critical_depth(Profile(), n_boot=50)
-    assert t.has_transition and abs(t.gamma_c - 0.42) < 0.03
+
+def test_a_capture_is_fitted_with_prompt_bootstrap_draws():
+    rng = np.random.default_rng(0)
+    n_depths, n_prompts, per_prompt, d = 13, 40, 6, 32
+    ids = np.repeat(np.arange(n_prompts), per_prompt)
+    states = rng.standard_normal((n_depths, len(ids), d))
+    states[7:, :, :2] *= 12.0  # two massive coordinates from depth 7 on: Omega jumps at gamma ~ 0.54
+    cap = lb.synthetic.as_capture(states, prompt_ids=ids, positions=np.tile(np.arange(per_prompt), n_prompts))
+    t = transition.critical_depth(cap, n_boot=100)
+    assert t.ci_method == "prompt bootstrap + misfit"
+    assert t.has_transition and t.ci[0] <= 6.5 / 12 <= t.ci[1]
     assert lb.transition.critical_depth is transition.critical_depth
 
 
 def test_bad_profiles_are_refused():
     with pytest.raises(lb.InvalidInputError, match="same length"):
-        transition.critical_depth(np.linspace(0, 1, 10), np.zeros(9))
-    with pytest.raises(lb.InvalidInputError, match="at least 8"):
-        transition.critical_depth(np.linspace(0, 1, 5), np.zeros(5))
+        transition.critical_depth(np.linspace(0, 1, 12), np.zeros(11))
+    with pytest.raises(lb.InvalidInputError, match="skip"):
+        transition.critical_depth(np.linspace(0, 1, 10), np.zeros(10))
+    assert not transition.is_testable(10) and transition.is_testable(11)
     with pytest.raises(lb.InvalidInputError, match="increasing"):
-        transition.critical_depth(np.linspace(1, 0, 10), np.zeros(10))
+        transition.critical_depth(np.linspace(1, 0, 12), np.zeros(12))
     with pytest.raises(lb.InvalidInputError, match="finite"):
-        transition.critical_depth(np.linspace(0, 1, 10), np.r_[np.zeros(9), np.nan])
+        transition.critical_depth(np.linspace(0, 1, 12), np.r_[np.zeros(11), np.nan])
+    with pytest.raises(lb.InvalidInputError, match="draws"):
+        transition.critical_depth(np.linspace(0, 1, 12), np.zeros(12), draws=np.zeros((30, 11)))
     with pytest.raises(lb.InvalidInputError, match="Capture"):
-        transition.critical_depth(np.linspace(0, 1, 10))
+        transition.critical_depth(np.linspace(0, 1, 12))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import latentbook as lb
-from latentbook.analysis import classes, layer_spectra, synthetic, transition, verdict
+from latentbook.analysis import calibration, classes, layer_spectra, omega, synthetic, transition, verdict
 
 # --- planted captures ----------------------------------------------------------------------------------------
 
@@ -23,8 +23,10 @@ def _planted_states(
     d: int = 48,
     seed: int = 0,
 ):
-    """Tokens that turn from dense Gaussian (Omega ~0.20) to 2-sparse (Omega ~0.84) at ``gamma_c`` (a steep
-    sigmoid in the fraction of sparse tokens); ``None``: dense at every depth (the null)."""
+    """Tokens that turn from dense Gaussian (Omega ~0.20) to one-hot-like (one coordinate each, Omega ~0.86) at
+    ``gamma_c`` (a steep sigmoid in the fraction of sparse tokens); ``None``: dense at every depth (the null).
+    One coordinate per token is structure within tokens: the coordinate-permuted sample has a Poisson number of
+    large coordinates per token (none for 37 %), so the excess over the permutation null jumps too."""
     rng = np.random.default_rng(seed)
     n = n_prompts * per_prompt
     gamma = np.arange(n_depths) / (n_depths - 1)
@@ -32,7 +34,7 @@ def _planted_states(
     if gamma_c is not None:
         share = 1 / (1 + np.exp(-(gamma - gamma_c) / 0.01))
         order = rng.random(n)
-        support = np.argsort(rng.random((n, d)), axis=1)[:, :2]
+        support = np.argsort(rng.random((n, d)), axis=1)[:, :1]
         mask = np.zeros((n, d), dtype=bool)
         np.put_along_axis(mask, support, True, axis=1)
         for depth in range(n_depths):
@@ -80,13 +82,40 @@ def _curve(gamma_c, amplitude, noise=0.01):
     return curve.gamma, curve.m
 
 
-def test_liquid_bimodality_spikes_criteria():
-    assert verdict.judge_liquid(0.5, (0.49, 0.51), 0.3, 0.4)[0] == "holds"
-    assert verdict.judge_liquid(0.9, (0.88, 0.92), 0.1, 0.4)[0] == "does not hold"
-    assert verdict.judge_liquid(0.79, (0.78, 0.81), 0.1, 0.4)[0] == "inconclusive"
-    assert verdict.judge_bimodality(3, 10)[0] == "holds"
-    assert verdict.judge_bimodality(0, 10)[0] == "does not hold"
-    assert verdict.judge_bimodality(3, 10, twin_bimodal=2)[0] == "does not hold"
+def test_liquid_criterion_maps_the_paper_threshold_to_each_width():
+    assert verdict.solid_threshold(5120) == pytest.approx(verdict.SOLID_THRESHOLD)
+    expected = verdict.SOLID_THRESHOLD * (1 - 1 / 24) / (1 - 1 / np.sqrt(5120))  # same Hoyer sparseness
+    assert verdict.solid_threshold(576) == pytest.approx(expected)
+    assert verdict.min_jump(576) == pytest.approx(verdict.MIN_JUMP * (1 - 1 / 24) / (1 - 1 / np.sqrt(5120)))
+    t = verdict.solid_threshold(576)
+    assert verdict.judge_liquid(t - 0.05, (t - 0.06, t - 0.04), 0.3, 576)[0] == "holds"
+    assert verdict.judge_liquid(t + 0.05, (t + 0.04, t + 0.06), 0.1, 576)[0] == "does not hold"
+    assert verdict.judge_liquid(t, (t - 0.01, t + 0.01), 0.1, 576)[0] == "inconclusive"
+    # 0.78 is below the paper's 0.795 at d = 5120 but above the threshold at d = 576
+    assert verdict.judge_liquid(0.78, (0.777, 0.783), 0.1, 5120)[0] == "holds"
+    assert verdict.judge_liquid(0.78, (0.777, 0.783), 0.1, 576)[0] == "does not hold"
+
+
+def _depths(bimodal: bool, n_depths: int = 4, seed: int = 0) -> list:
+    rng = np.random.default_rng(seed)
+    samples = [calibration.planted_omega_samples(rng, 48, 24, bimodal, 5.0, 0.4) for _ in range(n_depths)]
+    return [omega.bimodality(values, prompt_ids=ids) for values, ids in samples]
+
+
+def test_bimodality_criterion_needs_modes_beyond_both_nulls_and_none_in_the_twin():
+    real, flat = _depths(True, seed=1), _depths(False, seed=2)
+    assert all(b.verdict == "bimodal" for b in real) and all(b.verdict == "unimodal" for b in flat)
+    assert verdict.judge_bimodality(real, flat, flat, flat)[0] == "holds"
+    assert verdict.judge_bimodality(flat, flat, flat, flat)[0] == "does not hold"
+    word, reason = verdict.judge_bimodality(real, flat, _depths(True, seed=3), flat)
+    assert word == "does not hold" and "shuffled" in reason
+    assert verdict.judge_bimodality(real, _depths(True, seed=4), flat, flat)[0] == "does not hold"
+    word, reason = verdict.judge_bimodality(real, flat, flat, _depths(True, seed=5))
+    assert word == "does not hold" and "twin" in reason
+    assert verdict.judge_bimodality([], [], None, None)[0] == "not testable here"
+
+
+def test_spikes_criterion():
     assert verdict.judge_spikes(3, 8)[0] == "holds"
     assert verdict.judge_spikes(8, 8)[0] == "does not hold"
     assert verdict.judge_spikes(3, 8, twin_after=9)[0] == "does not hold"
@@ -165,7 +194,7 @@ def test_measure_and_rows_on_a_planted_transition_and_its_null(planted, null):
     assert got["omega_jump", "planted"] == "holds"
     assert got["critical_depth", "random:planted"] == "does not hold"
     assert got["stays_liquid", "random:planted"] == "holds"
-    assert got["stays_liquid", "planted"] == "does not hold"  # 2-sparse tokens: Omega ~0.84 > 0.795
+    assert got["stays_liquid", "planted"] == "does not hold"  # one-hot tokens: Omega ~0.86 > 0.69 at d = 48
     assert set(table["verdict"]) <= set(verdict.VERDICTS)
     # every measured claim has a row for both runs, plus the large-model rows, all with a command
     assert {"planted", "random:planted"} <= set(table["model"])

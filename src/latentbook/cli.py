@@ -1,18 +1,23 @@
-"""Command line: ``latentbook models | capture | report | train-ladder``, so a GPU box can produce ``results/`` files.
+"""Command line: ``latentbook models | capture | report | verdict | train-ladder``, so a GPU box can produce
+``results/`` files and judge them.
 
 latentbook models
 latentbook capture smollm2-135m --prompts general --out results/smollm2.safetensors
 latentbook report results/smollm2.safetensors
+latentbook verdict --csv verdict.csv    # every claim, on the book's cached captures and results/
 latentbook train-ladder --measure    # chapter 7's ladder, trained on the CPU, then measured
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import InvalidInputError, LatentbookError
+from .errors import InvalidInputError, LatentbookError, OutputExistsError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     cap.add_argument("--dtype", default="auto")
     cap.add_argument("--checkpoint-every", type=int, default=8, help="batches between checkpoints")
     cap.add_argument("--resume", action="store_true", help="continue from OUT.partial after an interruption")
+    cap.add_argument("--force", action="store_true", help="overwrite a finished capture at OUT")
     cap.add_argument("--strict", action="store_true", help="refuse prompts longer than --max-length")
     cap.add_argument(
         "--distributed", action="store_true", help="under torchrun: shard prompts across ranks, merge exactly"
@@ -44,6 +50,22 @@ def _parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("report", help="summarise a capture file")
     rep.add_argument("path", type=Path)
+
+    ver = sub.add_parser(
+        "verdict",
+        help="judge every claim on the book's cached captures and a results folder (no book build)",
+    )
+    ver.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        help="folder of capture files (default: the repository's results/)",
+    )
+    ver.add_argument("--csv", type=Path, default=None, help="also write the table as CSV to this path")
+    ver.add_argument("--no-book", action="store_true", help="only the results folder, not the book's runs")
+    ver.add_argument(
+        "--capture-missing", action="store_true", help="capture the book's runs that are not cached (slow)"
+    )
 
     lad = sub.add_parser("train-ladder", help="train chapter 7's ladder of small Llamas (CPU, seeded, exact)")
     lad.add_argument("--out", type=Path, default=None, help="folder of the rungs (default: results/ladder)")
@@ -58,12 +80,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def read_prompts(spec: str, limit: int | None = None) -> list[str]:
     """A shipped prompt set by name, or a file: ``.jsonl`` with ``{"text": ...}`` per line, or ``.txt`` (one per line)."""
-    import json
-
     from . import prompts as prompt_sets
 
-    if limit is not None and limit <= 0:
-        raise InvalidInputError(f"--max-prompts must be a positive integer, got {limit}.")
+    prompt_sets.check_limit(limit, "--max-prompts")
     if spec in prompt_sets.names():
         return prompt_sets.load(spec, limit)
     path = Path(spec)
@@ -71,55 +90,133 @@ def read_prompts(spec: str, limit: int | None = None) -> list[str]:
         raise InvalidInputError(
             f"--prompts {spec!r} is neither a shipped set {prompt_sets.names()} nor a file."
         )
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    lines = [line for line in _utf8_text(path).splitlines() if line.strip()]
     if path.suffix != ".jsonl":
         return lines[:limit]
-    texts = []
-    for number, line in enumerate(lines, start=1):
-        try:
-            texts.append(json.loads(line)["text"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise InvalidInputError(
-                f"{path}, line {number}: expected a JSON object with a 'text' field ({exc!r})."
-            ) from exc
-    return texts[:limit]
+    return [_jsonl_text(path, number, line) for number, line in enumerate(lines, start=1)][:limit]
+
+
+def _utf8_text(path: Path) -> str:
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InvalidInputError(
+            f"{path} is not UTF-8 text (byte {exc.start}, line {line}: {exc.reason}). Save it as UTF-8, e.g. "
+            f"iconv -f latin1 -t utf-8 {path.name} > fixed{path.suffix}."
+        ) from exc
+
+
+def _jsonl_text(path: Path, number: int, line: str) -> str:
+    import json
+
+    try:
+        text = json.loads(line)["text"]
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        raise InvalidInputError(
+            f"{path}, line {number}: expected a JSON object with a 'text' field ({exc!r})."
+        ) from exc
+    if not isinstance(text, str):
+        raise InvalidInputError(f"{path}, line {number}: 'text' must be a string, got {type(text).__name__}.")
+    return text
 
 
 def _capture(args: argparse.Namespace) -> None:
     from .capturing import capture
-    from .capturing.distributed import barrier, is_main_process, rank_and_world, rank_checkpoint
+    from .capturing import distributed as dist
+    from .capturing.capture import check_prompts, check_settings
     from .models import load_model
+    from .models.zoo import resolve_device, resolve_dtype
 
+    # Everything cheap first, so a mistake costs a second, not a model load or a capture.
+    texts = check_prompts(read_prompts(args.prompts, args.max_prompts))
+    check_settings(
+        max_length=args.max_length,
+        batch_size=args.batch_size,
+        checkpoint_every=args.checkpoint_every,
+        precision=args.precision,
+    )
+    resolve_dtype(args.dtype, resolve_device(args.device))
+    rank, world = dist.rank_and_world() if args.distributed else (0, 1)
     partial = args.out.with_name(args.out.name + ".partial")
-    rank, world = rank_and_world() if args.distributed else (0, 1)
-    own_partial = rank_checkpoint(partial, rank, world)
+    own_partial = dist.rank_checkpoint(partial, rank, world)
+    with _claimed_output(args, partial, rank, world):
+        model = load_model(args.model, device=args.device, dtype=args.dtype)
+        result = capture(
+            model,
+            texts,
+            max_length=args.max_length,
+            batch_size=args.batch_size,
+            exclude_first=args.exclude_first,
+            attention=args.attention,
+            precision=args.precision,
+            checkpoint=partial,
+            checkpoint_every=args.checkpoint_every,
+            strict=args.strict,
+            prompt_set=args.prompts,
+            distributed=args.distributed,
+        )
+        if dist.is_main_process():
+            result.save(args.out)
+        dist.barrier()  # the merged result is on disk before any rank drops its checkpoint
+        own_partial.unlink(missing_ok=True)
+        dist.barrier()  # every checkpoint is gone before the lock is released
+    if dist.is_main_process():
+        print(
+            f"Captured {result.n_tokens} tokens of {model.name} at {result.n_layers + 1} depths -> {args.out}"
+        )
+
+
+@contextlib.contextmanager
+def _claimed_output(args: argparse.Namespace, partial: Path, rank: int, world: int) -> Iterator[None]:
+    """Check ``--out`` and hold its lock for the block (rank 0 holds it; every rank stops if one check fails)."""
+    from .capturing import distributed as dist
+
+    with contextlib.ExitStack() as stack:
+        try:
+            if rank == 0:
+                stack.enter_context(_locked_output(args.out, world))
+            _refuse_lost_work(args, partial, rank, world)
+            error = None
+        except LatentbookError as exc:
+            error = exc
+        error = dist.first_error(error)
+        if error is not None:
+            raise error
+        yield
+
+
+@contextlib.contextmanager
+def _locked_output(out: Path, world: int) -> Iterator[None]:
+    """Validate ``out``, lock it (and its checkpoints) against a second run, and clean killed writes' leftovers."""
+    from ._files import check_output_path, exclusive_lock, remove_stale_temporaries
+
+    longest = f"{out.name}.partial" + (f".rank{world - 1}-of-{world}" if world > 1 else "")
+    check_output_path(out, longest)
+    lock = out.with_name(f".{out.name}.lock")
+    fix = f"wait for it to finish, or choose another --out than {out}"
+    with exclusive_lock(lock, what=f"--out {out}", fix=fix):
+        remove_stale_temporaries(out.parent, re.escape(out.name) + r"(?:\.partial(?:\.rank\d+-of-\d+)?)?")
+        yield
+
+
+def _refuse_lost_work(args: argparse.Namespace, partial: Path, rank: int, world: int) -> None:
+    """Never overwrite a finished capture unless ``--force``; never discard a checkpoint unless asked."""
+    from .capturing import distributed as dist
+
+    own_partial = dist.rank_checkpoint(partial, rank, world)
+    if args.out.exists() and not args.force and rank == 0:
+        what = "nothing is left to resume" if args.resume and not own_partial.exists() else "it would be lost"
+        raise OutputExistsError(
+            f"{args.out} already holds a finished capture and {what}. Pass --force to overwrite it, or choose "
+            "another --out."
+        )
+    dist.refuse_other_world_partials(partial, world)
     if own_partial.exists() and not args.resume:
         raise InvalidInputError(
             f"An interrupted capture left {own_partial}. Pass --resume to continue it, or delete it to start over."
         )
-    texts = read_prompts(args.prompts, args.max_prompts)
-    model = load_model(args.model, device=args.device, dtype=args.dtype)
-    result = capture(
-        model,
-        texts,
-        max_length=args.max_length,
-        batch_size=args.batch_size,
-        exclude_first=args.exclude_first,
-        attention=args.attention,
-        precision=args.precision,
-        checkpoint=partial,
-        checkpoint_every=args.checkpoint_every,
-        strict=args.strict,
-        prompt_set=args.prompts,
-        distributed=args.distributed,
-    )
-    if is_main_process():
-        result.save(args.out)
-    barrier()  # the merged result is on disk before any rank drops its checkpoint
-    own_partial.unlink(missing_ok=True)
-    if not is_main_process():
-        return
-    print(f"Captured {result.n_tokens} tokens of {model.name} at {result.n_layers + 1} depths -> {args.out}")
 
 
 def _report(args: argparse.Namespace) -> None:
@@ -131,6 +228,37 @@ def _report(args: argparse.Namespace) -> None:
     print(" depth  gamma   mean Omega")
     for depth, (g, m) in enumerate(zip(cap.gamma, cap.omega_mean())):
         print(f"{depth:6d}  {g:5.3f}   {m:.4f}")
+
+
+def _verdict(args: argparse.Namespace) -> None:
+    from ._files import atomic_write
+    from .analysis.verdict import interval_problems, to_csv_frame
+    from .study.verdict import verdict_table
+
+    if args.csv is not None and args.csv.is_dir():
+        raise InvalidInputError(
+            f"--csv {args.csv} is a folder; give a file path such as {args.csv / 'verdict.csv'}."
+        )
+    table = verdict_table(
+        args.results,
+        book=not args.no_book,
+        capture_missing=args.capture_missing,
+        progress=lambda label: print(f"measuring {label}", file=sys.stderr),
+    )
+    for label in table.attrs["skipped"]:
+        print(f"skipped {label}: not captured yet (pass --capture-missing)", file=sys.stderr)
+    for problem in table.attrs["problems"]:
+        print(f"skipped file {problem}", file=sys.stderr)
+    frame = to_csv_frame(table)
+    with_number = frame.assign(estimate=frame["estimate"].map(lambda v: f"{v:.3f}"))
+    print(with_number[["claim", "model", "estimate", "verdict"]].to_string(index=False))
+    bad = interval_problems(table)
+    if len(bad):
+        print(f"warning: {len(bad)} rows have an estimate outside their interval", file=sys.stderr)
+    if args.csv is not None:
+        text = frame.to_csv(index=False)
+        atomic_write(args.csv, lambda tmp: tmp.write_text(text))
+        print(f"{len(frame)} rows -> {args.csv}")
 
 
 def _train_ladder(args: argparse.Namespace) -> None:
@@ -164,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
             _capture(args)
         elif args.command == "report":
             _report(args)
+        elif args.command == "verdict":
+            _verdict(args)
         elif args.command == "train-ladder":
             _train_ladder(args)
     except LatentbookError as exc:

@@ -16,7 +16,7 @@ Introduced in: chapter 3.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,7 +38,8 @@ ASHMAN_D = 2.0  # two equal-variance Gaussians make a bimodal density iff D > 2
 
 
 def omega(x: Any) -> Any:
-    """``Omega(h) = 1 - ||h||_1 / (sqrt(d) ||h||_2)`` along the last axis; 0 for the zero vector.
+    """``Omega(h) = 1 - ||h||_1 / (sqrt(d) ||h||_2)`` along the last axis; 0 for the zero vector, NaN for a
+    vector with a NaN or an infinite coordinate (never a number made up for it).
 
     A torch tensor gives a float32 tensor (``capturing.accumulators.omega_of``, the function the capture
     streams); anything else is read as a numpy array and gives float64.
@@ -50,10 +51,12 @@ def omega(x: Any) -> Any:
     h = np.asarray(x, dtype=np.float64)
     if h.ndim == 0 or h.shape[-1] == 0:
         raise InvalidInputError(f"Omega needs vectors along the last axis; got shape {h.shape}.")
-    l1 = np.abs(h).sum(-1)
-    l2 = np.linalg.norm(h, axis=-1)
-    safe = np.where(l2 > 0, l2, 1.0)
-    return np.where(l2 > 0, 1.0 - l1 / (np.sqrt(h.shape[-1]) * safe), 0.0)
+    with np.errstate(invalid="ignore"):  # inf / inf: those rows are NaN below
+        l1 = np.abs(h).sum(-1)
+        l2 = np.linalg.norm(h, axis=-1)
+        safe = np.where(l2 > 0, l2, 1.0)
+        value = np.where(l2 > 0, 1.0 - l1 / (np.sqrt(h.shape[-1]) * safe), 0.0)
+    return np.where(np.isfinite(h).all(-1), value, np.nan)
 
 
 def gaussian_omega(d: int) -> float:
@@ -88,6 +91,81 @@ def reference_values(d: int, k: int | None = None) -> dict[str, float]:
             raise InvalidInputError(f"k must be an integer in 1..d={d}, got {k!r}.")
         values["k_sparse"] = 1.0 - np.sqrt(k / d)
     return {name: float(v) for name, v in values.items()}
+
+
+# --- width and the paper's levels ------------------------------------------------------------------------
+
+PAPER_WIDTH = 5120  # d of Qwen2.5-32B, the paper's ~30B model, where its levels 0.69 and 0.90 were read
+
+
+def hoyer(x: Any) -> Any:
+    """Hoyer's (2004) sparseness ``(sqrt(d) - ||h||_1 / ||h||_2) / (sqrt(d) - 1) = Omega sqrt(d) / (sqrt(d) - 1)``.
+
+    Omega rescaled so that a one-hot vector gives 1 at every width (Omega's maximum is ``1 - 1/sqrt(d)``).
+    """
+    h = np.asarray(x, dtype=np.float64)
+    d = h.shape[-1]
+    if d < 2:
+        raise InvalidInputError(f"Hoyer's measure needs d >= 2 coordinates, got shape {h.shape}.")
+    return omega(h) * np.sqrt(d) / (np.sqrt(d) - 1)
+
+
+def level_at_width(level: float, d: int, d_from: int = PAPER_WIDTH, structure: str = "hoyer") -> float:
+    """The Omega at width ``d`` of the structure that has Omega ``level`` at width ``d_from``.
+
+    ``structure="hoyer"``: the same Hoyer sparseness, ``level (1 - 1/sqrt(d)) / (1 - 1/sqrt(d_from))`` (the book's
+    choice: it fixes Omega's width-dependent range and nothing else). ``structure="massive"``: one coordinate
+    ``c`` times the others' s.d. on a Gaussian vector, ``c`` solved at ``d_from`` (``massive_omega``), then the
+    Omega of that ``c`` at ``d``: this structure's Omega falls with width (a fixed count of large coordinates is
+    a smaller share of a wider vector), which is why levels do not carry over between widths.
+    """
+    from scipy.optimize import brentq
+
+    if not 0 < level < 1 - 1 / np.sqrt(max(d, d_from)):
+        raise InvalidInputError(f"level must lie in (0, 1 - 1/sqrt(d)), got {level!r}.")
+    if structure == "hoyer":
+        return float(level * (1 - 1 / np.sqrt(d)) / (1 - 1 / np.sqrt(d_from)))
+    if structure == "massive":
+        if level <= massive_omega(d_from, 0.0):
+            raise InvalidInputError(
+                f"level {level} is below a Gaussian vector's Omega: no massive coordinate."
+            )
+        c = brentq(lambda c: massive_omega(d_from, c) - level, 0.0, 1e9)
+        return float(massive_omega(d, c))
+    raise InvalidInputError(f"structure must be 'hoyer' or 'massive', got {structure!r}.")
+
+
+def massive_omega(d: int, c: float) -> float:
+    """Large-d Omega of a Gaussian vector with one coordinate ``c`` times the others' s.d.:
+    ``1 - (c + (d - 1) sqrt(2/pi)) / (sqrt(d) sqrt(c^2 + d - 1))``."""
+    return float(1 - (c + (d - 1) * np.sqrt(2 / np.pi)) / (np.sqrt(d) * np.sqrt(c**2 + d - 1)))
+
+
+# --- null models of a token sample -------------------------------------------------------------------------
+
+
+def permutation_null(x: np.ndarray, seed: int = 0) -> np.ndarray:
+    """Omega of each token of the coordinate-permuted sample (Buja & Eyuboglu 1992).
+
+    Every coordinate is permuted across tokens independently: each coordinate keeps its distribution (its
+    scale, its massive values) and every structure *within* a token is destroyed. When ``m`` of the permuted
+    sample equals ``m`` of the sample, Omega measures how unequal the coordinates' scales are, not tokens.
+    """
+    h = np.asarray(x, dtype=np.float64)
+    if h.ndim != 2 or len(h) < 2:
+        raise InvalidInputError(f"Need token vectors of shape (n >= 2, d), got {h.shape}.")
+    return omega(np.random.default_rng(seed).permuted(h, axis=0))
+
+
+def gaussian_null(x: np.ndarray, seed: int = 0) -> np.ndarray:
+    """Omega of Gaussian tokens with the sample's mean and covariance: ``z = mean + sum_t e_t (h_t - mean) /
+    sqrt(n - 1)``, ``e ~ N(0, I_n)`` (exactly the sample covariance, also when ``n < d``)."""
+    h = np.asarray(x, dtype=np.float64)
+    if h.ndim != 2 or len(h) < 2:
+        raise InvalidInputError(f"Need token vectors of shape (n >= 2, d), got {h.shape}.")
+    centred = h - h.mean(0)
+    e = np.random.default_rng(seed).standard_normal((len(h), len(h)))
+    return omega(h.mean(0) + e @ centred / np.sqrt(len(h) - 1))
 
 
 # --- samples of a capture, with the confounds removed ---------------------------------------------------
@@ -147,6 +225,7 @@ class Profile:
     n_prompts: int | None  # prompts resampled (by="prompt"), else None
     by: str
     level: float
+    draws: np.ndarray | None = field(default=None, repr=False)  # (n_boot, n_depths) bootstrap draws of m
 
     def to_frame(self) -> pd.DataFrame:
         import pandas as pd
@@ -233,7 +312,60 @@ def profile(
     stretch = t.ppf((1 + level) / 2, (n_groups or n) - 1) / norm.ppf((1 + level) / 2)
     m = sample_mean if exact is None else exact
     low, high = m - stretch * (sample_mean - low), m + stretch * (high - sample_mean)
-    return Profile(gamma, m, low, high, n, n_groups, by, level)
+    return Profile(gamma, m, low, high, n, n_groups, by, level, m + (draws - sample_mean))
+
+
+def null_profiles(cap: Capture, seed: int = 0, drop_first: bool = False) -> pd.DataFrame:
+    """Mean Omega per depth of the vector sample, of its coordinate permutation and of its moment-matched Gaussian.
+
+    Columns ``gamma``, ``sample``, ``permutation``, ``gaussian`` and ``share_permutation`` (how much of the
+    sample's excess over the Gaussian value the permutation null reproduces: ``(perm - g) / (sample - g)``,
+    ``g`` the exact Gaussian Omega at this width).
+    """
+    import pandas as pd
+
+    keep = cap.vectors.positions > 0 if drop_first else np.ones(len(cap.vectors.positions), dtype=bool)
+    rows = []
+    g = gaussian_omega(cap.d_model)
+    for layer in range(cap.n_depths):
+        x = cap.token_vectors(layer).astype(np.float64)[keep]
+        sample = float(omega(x).mean())
+        perm = float(permutation_null(x, seed + layer).mean())
+        rows.append(
+            {
+                "gamma": float(cap.gamma[layer]),
+                "sample": sample,
+                "permutation": perm,
+                "gaussian": float(gaussian_null(x, seed + layer).mean()),
+                "share_permutation": (perm - g) / (sample - g) if abs(sample - g) > 1e-3 else np.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def excess_profile(
+    cap: Capture,
+    n_boot: int = 1000,
+    seed: int = 0,
+    drop_first: bool = False,
+    drop_top_dims: int = 0,
+    level: float = 0.95,
+) -> Profile:
+    """``m(gamma) - m_perm(gamma)``: Omega's excess over the coordinate-permutation null, on the vector sample.
+
+    Per token ``Omega(h_t) - Omega(h~_t)`` (``h~`` the permuted sample, ``permutation_null``), averaged per depth,
+    with the prompt bootstrap of ``profile``: what of ``m`` needs structure within tokens. ``drop_first`` and
+    ``drop_top_dims`` remove the confounds first, as in ``samples``.
+    """
+    keep = cap.vectors.positions > 0 if drop_first else np.ones(len(cap.vectors.positions), dtype=bool)
+    values = []
+    for layer in range(cap.n_depths):
+        x = cap.token_vectors(layer).astype(np.float64)[keep]
+        if drop_top_dims:
+            x = np.delete(x, np.argsort(cap.abs_max(layer), kind="stable")[::-1][:drop_top_dims], axis=-1)
+        values.append(omega(x) - permutation_null(x, seed + layer))
+    ids = cap.vectors.prompt_ids[keep]
+    return profile(np.stack(values), prompt_ids=ids, gamma=cap.gamma, n_boot=n_boot, seed=seed, level=level)
 
 
 def distributions(cap: Capture) -> tuple[np.ndarray, np.ndarray]:
@@ -260,6 +392,7 @@ class Bimodality:
     ashman_d: float  # separation of the two fitted components
     votes: dict[str, bool]  # "coefficient", "dip", "mixture": does each test say bimodal?
     verdict: str  # "bimodal" (all three), "unimodal" (none) or "inconclusive"
+    n_effective: float  # n / design effect (n when tokens are treated as independent)
 
 
 def bimodality_coefficient(values: np.ndarray) -> float:
@@ -277,53 +410,159 @@ def bimodality_coefficient(values: np.ndarray) -> float:
     return float((g**2 + 1) / (k + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3))))
 
 
-def dip_test(values: np.ndarray) -> tuple[float, float]:
+def dip_test(values: np.ndarray, n_effective: float | None = None) -> tuple[float, float]:
     """Hartigan & Hartigan's (1985) dip statistic and its p-value (the ``diptest`` package: a port of R's
-    ``diptest``; p-value interpolated in the table of the dip of uniform samples)."""
+    ``diptest``; p-value interpolated in the table of the dip of uniform samples of size ``n_effective``,
+    by default the sample's size)."""
     import diptest
+    from diptest.consts import Consts
 
-    dip, p = diptest.diptest(np.asarray(values, dtype=np.float64))
-    return float(dip), float(p)
-
-
-def mixture_comparison(values: np.ndarray, seed: int = 0) -> tuple[float, float]:
-    """``BIC_1 - BIC_2`` of 1- and 2-component Gaussian mixtures (sklearn, 5 starts) and Ashman's
-    ``D = sqrt(2) |mu_1 - mu_2| / sqrt(s_1^2 + s_2^2)`` of the two components."""
-    from sklearn.mixture import GaussianMixture
-
-    x = np.asarray(values, dtype=np.float64).reshape(-1, 1)
-    one = GaussianMixture(1, random_state=seed).fit(x)
-    two = GaussianMixture(2, n_init=5, random_state=seed).fit(x)
-    mu = two.means_.ravel()
-    var = two.covariances_.ravel()
-    return float(one.bic(x) - two.bic(x)), float(np.sqrt(2) * abs(mu[0] - mu[1]) / np.sqrt(var.sum()))
+    x = np.asarray(values, dtype=np.float64)
+    dip = float(diptest.dipstat(x))
+    return dip, float(Consts.compute_pval_interpolation(float(n_effective or len(x)), dip))
 
 
-def bimodality(values: np.ndarray, seed: int = 0) -> Bimodality:
+def design_effect(values: np.ndarray, prompt_ids: np.ndarray) -> float:
+    """Kish's design effect of a clustered mean, ``1 + (m - 1) rho``: ``m = sum n_g^2 / sum n_g`` (the size-
+    weighted mean cluster size) and ``rho`` the intraclass correlation of the values within prompts (one-way
+    ANOVA estimator, floored at 0). ``n / deff`` tokens carry the information of independent ones."""
+    x = np.asarray(values, dtype=np.float64)
+    _, groups = np.unique(prompt_ids, return_inverse=True)
+    sizes = np.bincount(groups).astype(np.float64)
+    k, n = len(sizes), len(x)
+    if k < 2 or k == n:
+        return 1.0
+    means = np.bincount(groups, weights=x) / sizes
+    between = float(np.sum(sizes * (means - x.mean()) ** 2) / (k - 1))
+    within = float(np.sum((x - means[groups]) ** 2) / (n - k))
+    n0 = (n - np.sum(sizes**2) / n) / (k - 1)
+    rho = max(0.0, (between - within) / (between + (n0 - 1) * within)) if between + within > 0 else 0.0
+    return float(1.0 + (np.sum(sizes**2) / n - 1.0) * rho)
+
+
+def _mixture_log_density(x: np.ndarray, weight: np.ndarray, mu: np.ndarray, var: np.ndarray) -> np.ndarray:
+    """``log sum_k w_k N(x; mu_k, var_k)`` and each component's share, for parameters of shape ``(starts, 2)``."""
+    log_p = (
+        np.log(weight)[:, None, :]
+        - 0.5 * np.log(2 * np.pi * var)[:, None, :]
+        - 0.5 * (x[None, :, None] - mu[:, None, :]) ** 2 / var[:, None, :]
+    )
+    top = log_p.max(-1, keepdims=True)
+    log_total = top[..., 0] + np.log(np.exp(log_p - top).sum(-1))
+    return log_total, np.exp(log_p[..., 0] - log_total)
+
+
+def two_gaussians(
+    values: np.ndarray, max_iter: int = 500, tol: float = 1e-9, bins: int = 256
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """Maximum-likelihood mixture of two Gaussians in 1-D by EM (Dempster, Laird & Rubin 1977) from five starts
+    (the sample split at its 20, 35, 50, 65 and 80 % quantiles), vectorised over the starts.
+
+    EM runs on the sample's histogram (``bins`` equal bins, counts as weights: the cost does not grow with
+    ``n``) until the mean log-likelihood gains less than ``tol``; the returned mean log-likelihood per value is
+    then computed on the values themselves. Returns it, the two means and the two variances (floored at
+    ``1e-6`` of the sample's)."""
+    x = np.asarray(values, dtype=np.float64).ravel()
+    floor = 1e-6 * x.var() + 1e-300
+    counts, edges = np.histogram(x, bins=bins)
+    centres = (edges[:-1] + edges[1:]) / 2
+    keep = counts > 0
+    c, w = centres[keep], counts[keep] / counts.sum()
+    cuts = np.quantile(x, [0.2, 0.35, 0.5, 0.65, 0.8])
+    resp = (c[None, :] <= cuts[:, None]).astype(np.float64)  # responsibility of component 0, (starts, bins)
+    score = np.full(len(cuts), -np.inf)
+    for _ in range(max_iter):
+        share = np.stack([resp @ w, (1 - resp) @ w], -1) + 1e-300
+        mu = np.stack([resp @ (w * c), (1 - resp) @ (w * c)], -1) / share
+        var = np.maximum(np.stack([resp @ (w * c**2), (1 - resp) @ (w * c**2)], -1) / share - mu**2, floor)
+        log_total, resp = _mixture_log_density(c, share, mu, var)
+        new_score = log_total @ w
+        if np.all(new_score - score < tol):
+            break
+        score = new_score
+    exact = _mixture_log_density(x, share, mu, var)[0].mean(1)
+    best = int(np.argmax(exact))
+    return float(exact[best]), mu[best], var[best]
+
+
+def mixture_comparison(
+    values: np.ndarray, seed: int = 0, n_effective: float | None = None
+) -> tuple[float, float]:
+    """``BIC_1 - BIC_2 = 2 n_e (l_2 - l_1) - 3 log n_e`` of one Gaussian (closed form) and two (``two_gaussians``),
+    ``l`` the mean log-likelihood per token and ``n_e`` the effective sample size (by default ``n``), and
+    Ashman's ``D = sqrt(2) |mu_1 - mu_2| / sqrt(s_1^2 + s_2^2)`` of the two components. ``seed`` is unused (EM
+    starts are deterministic) and kept for callers."""
+    x = np.asarray(values, dtype=np.float64).ravel()
+    n_e = float(n_effective or len(x))
+    one = -0.5 * (np.log(2 * np.pi * x.var()) + 1.0)  # the maximum mean log-likelihood of one Gaussian
+    two, mu, var = two_gaussians(x)
+    delta_bic = 2 * n_e * (two - one) - 3 * np.log(n_e)
+    return float(delta_bic), float(np.sqrt(2) * abs(mu[0] - mu[1]) / np.sqrt(var.sum()))
+
+
+def bimodality(
+    values: np.ndarray, seed: int = 0, prompt_ids: np.ndarray | None = None, dip_alpha: float = DIP_ALPHA
+) -> Bimodality:
     """Is a sample of Omega values bimodal? (PAPER.md claim 2.)
 
-    Votes: ``coefficient`` if Sarle's ``BC > 5/9``; ``dip`` if the dip test's ``p < 0.05``; ``mixture`` if two
-    Gaussians beat one by ``BIC >= 10`` *and* are separated (Ashman's ``D > 2``: two equal Gaussians give a
-    bimodal density only then; a skewed or heavy-tailed unimodal sample also prefers two components by BIC).
-    Verdict: "bimodal" when all three agree, "unimodal" when none does, else "inconclusive". Check
-    ``n_distinct``: many ties (repeated tokens at depth 0) make the dip test reject unimodality.
+    Votes: ``coefficient`` if Sarle's ``BC > 5/9``; ``dip`` if the dip test's ``p < dip_alpha`` (0.05, or a
+    Holm-adjusted level across depths); ``mixture`` if two Gaussians beat one by ``BIC >= 10`` *and* are
+    separated (Ashman's ``D > 2``: two equal Gaussians give a bimodal density only then; a skewed or heavy-tailed
+    unimodal sample also prefers two components by BIC). With ``prompt_ids`` the dip's p-value and the BIC use
+    ``n / deff`` tokens (``design_effect``): tokens of one prompt are not independent, and treating them so
+    finds modes in the prompts' offsets. Verdict: "bimodal" when all three agree, "unimodal" when none does,
+    else "inconclusive". Check ``n_distinct``: many ties (repeated tokens at depth 0) make the dip test reject.
     """
     x = np.asarray(values, dtype=np.float64).ravel()
     if len(x) < 20 or not np.all(np.isfinite(x)):
         raise InvalidInputError(f"bimodality needs at least 20 finite values, got {len(x)}.")
     if np.ptp(x) == 0:
         raise InvalidInputError("All values are equal: there is no distribution to test.")
+    if prompt_ids is not None and np.shape(prompt_ids) != x.shape:
+        raise InvalidInputError(
+            f"prompt_ids needs one id per value ({len(x)}), got shape {np.shape(prompt_ids)}."
+        )
+    n_e = len(x) / design_effect(x, prompt_ids) if prompt_ids is not None else float(len(x))
     coefficient = bimodality_coefficient(x)
-    dip, dip_p = dip_test(x)
-    delta_bic, ashman = mixture_comparison(x, seed)
+    dip, dip_p = dip_test(x, n_e)
+    delta_bic, ashman = mixture_comparison(x, seed, n_e)
     votes = {
         "coefficient": coefficient > BC_THRESHOLD,
-        "dip": dip_p < DIP_ALPHA,
+        "dip": dip_p < dip_alpha,
         "mixture": delta_bic >= BIC_MARGIN and ashman > ASHMAN_D,
     }
     n_votes = sum(votes.values())
     verdict = "bimodal" if n_votes == 3 else "unimodal" if n_votes == 0 else "inconclusive"
-    return Bimodality(len(x), len(np.unique(x)), coefficient, dip, dip_p, delta_bic, ashman, votes, verdict)
+    return Bimodality(
+        len(x), len(np.unique(x)), coefficient, dip, dip_p, delta_bic, ashman, votes, verdict, n_e
+    )
+
+
+def holm(p_values: np.ndarray) -> np.ndarray:
+    """Holm's (1979) step-down adjusted p-values: ``max_{j <= i} min(1, (k - j + 1) p_(j))`` in sorted order."""
+    p = np.asarray(p_values, dtype=np.float64)
+    if p.size == 0:
+        return p
+    if np.any(np.isnan(p)) or np.any((p < 0) | (p > 1)):
+        raise InvalidInputError("p-values must lie in [0, 1] (no NaN).")
+    order = np.argsort(p)
+    adjusted = np.minimum(1.0, np.maximum.accumulate((len(p) - np.arange(len(p))) * p[order]))
+    out = np.empty_like(adjusted)
+    out[order] = adjusted
+    return out
+
+
+def holm_adjusted(results: list[Bimodality], alpha: float = DIP_ALPHA) -> list[Bimodality]:
+    """``results`` (one per depth) with the dip's p-value Holm-adjusted across them and the dip vote and verdict
+    decided at ``alpha`` on the adjusted value (a family of tests: one depth in twenty passes by chance at 0.05)."""
+    adjusted = holm(np.array([b.dip_p for b in results]))
+    out = []
+    for b, p in zip(results, adjusted):
+        votes = {**b.votes, "dip": bool(p < alpha)}
+        n_votes = sum(votes.values())
+        verdict = "bimodal" if n_votes == 3 else "unimodal" if n_votes == 0 else "inconclusive"
+        out.append(Bimodality(**{**b.__dict__, "dip_p": float(p), "votes": votes, "verdict": verdict}))
+    return out
 
 
 def bimodality_checks(cap: Capture, layer: int, k: int = 4, seed: int = 0) -> pd.DataFrame:

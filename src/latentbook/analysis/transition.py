@@ -1,12 +1,25 @@
-"""The critical depth: where the order parameter ``m(gamma)`` jumps, with a bootstrap interval, or why there is none.
+"""The critical depth: does ``m(gamma)`` jump, where and by how much, with intervals that live in range.
 
-Usage: ``t = critical_depth(cap)`` (or ``critical_depth(gamma, m)``), then ``t.has_transition``, ``t.gamma_c``,
-``t.ci``, ``t.amplitude``, ``t.width``, ``t.reason``.
+Usage: ``t = critical_depth(cap)`` (intervals from resampled prompts) or ``critical_depth(gamma, m)``
+(optionally ``draws=``, bootstrap draws of the profile); then ``t.has_transition``, ``t.gamma_c``, ``t.ci``,
+``t.amplitude``, ``t.amplitude_ci``, ``t.reason`` and ``t.bic`` (every model's BIC).
 
-Model (PAPER.md claim 1, "a critical depth gamma_c ~ 0.42 where m jumps"): the sigmoid
-``m(gamma) = a + b / (1 + exp(-(gamma - gamma_c) / w))``: level ``a`` before, jump ``b`` (the amplitude),
-centre ``gamma_c``, width ``w`` (10–90 % of the rise takes ``2 ln(9) w ~ 4.4 w`` of depth). It is fitted by least
-squares: a grid over ``(gamma_c, w)`` with ``(a, b)`` solved exactly at each node, then refined jointly.
+Edges. The embedding (``l = 0``), the first block's output (``l = 1``) and the last block's output are edge
+effects in every model of chapter 3: the first block rewrites the embedding (``m`` rises over one or two layers)
+and the last prepares the unembedding. They are not fitted (``skip``, default ``(2, 1)`` depths).
+
+Models, fitted by weighted least squares on the remaining depths ``g`` (weights ``1 / (se_l^2 + tau^2)``: ``se_l``
+the bootstrap s.e. of ``m`` at depth ``l`` when draws are given, ``tau^2`` the misfit of the cubic beyond it):
+
+- smooth nulls: constant, linear, quadratic, cubic, cubic splines with 1 or 2 equally spaced interior knots
+  (fewer on short profiles), and a *kink* (a continuous broken line with a free break);
+- the *jump*: two lines joined by a logistic switch of width ``w <= max_width`` (``w = 0``: a step between two
+  depths), ``m = (1 - s)(a_1 + c_1 g) + s (a_2 + c_2 g)``, ``s = 1 / (1 + exp(-(g - gamma_c) / w))``; the jump is
+  the gap between the two lines at the centre, ``b = (a_2 - a_1) + (c_2 - c_1) gamma_c``.
+
+Two lines, not one trend plus a step, so that a bend (a slope that changes, as in a decay) is not read as a jump:
+the kink null has the bend without the gap, the splines a smooth hump. ``BIC = n log(RSS_w / n) + k log n`` with
+``k`` = 1, 2, 3, 4, 4 + knots, 4 (kink: 3 + break), 5 (step: 4 + centre) and 6 (switch: 4 + centre + width).
 Introduced in: chapter 3.
 """
 
@@ -18,252 +31,346 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InvalidInputError
-from .synthetic import sigmoid_profile
 
 if TYPE_CHECKING:
     from ..capturing.results import Capture
 
 BIC_MARGIN = 10.0  # "very strong" evidence on Kass & Raftery's (1995) scale
-_N_WIDTHS = 12
+NOISE_FACTOR = 3.0  # the jump must exceed this many residual standard deviations
+MIN_FITTED = 8  # depths left after the edges: enough to fit two lines and test them
+SKIP = (2, 1)  # edge depths not fitted: embedding and first block; last block
+_N_WIDTHS = 4
+_POLYNOMIALS = ("constant", "linear", "quadratic", "cubic")
+MAX_KNOTS = 2  # smooth nulls include cubic splines with 1 or 2 interior knots (calibrated: chapter 8)
 
 
 @dataclass(frozen=True)
 class Transition:
-    """A fitted transition of ``m(gamma)``.
+    """The best jump fit of ``m(gamma)`` and whether it is a transition.
 
-    ``gamma_c``, ``amplitude`` (the signed jump ``b``), ``width`` and ``base`` (``a``) are the best sigmoid's, and
-    ``ci`` / ``amplitude_ci`` their residual-bootstrap percentile intervals at level ``level``; they describe a
-    transition only when ``has_transition`` is true, otherwise ``reason`` says which test failed.
+    ``gamma_c`` and ``amplitude`` (the signed jump ``b``) describe the best jump model; ``ci`` and
+    ``amplitude_ci`` are percentile intervals at ``level`` (``ci_method`` says from what), inside the fitted depth
+    range and ``[-1, 1]``, and always containing their estimate. They describe a transition only when
+    ``has_transition`` is true; otherwise ``reason`` says which test failed.
     """
 
     gamma_c: float
     ci: tuple[float, float]
     amplitude: float
     amplitude_ci: tuple[float, float]
-    width: float
-    base: float
+    width: float  # 0 for a step between two depths
+    base: float  # the fitted m just before the jump (the left line at gamma_c)
     has_transition: bool
     reason: str
-    noise: float  # residual standard deviation of the sigmoid fit
-    delta_bic: dict[str, float]  # BIC(model) - BIC(sigmoid) for "constant", "linear", "quadratic"
+    noise: float  # residual standard deviation of the jump fit
+    delta_bic: dict[str, float]  # BIC(null) - BIC(jump) for each smooth null
+    bic: dict[str, float]  # every model's BIC, "jump" included
     level: float
-    fitted: np.ndarray = field(repr=False)
+    ci_method: str  # "prompt bootstrap + misfit" or "parametric (AR(1) misfit)"
+    fitted_gamma: np.ndarray = field(repr=False)  # the depths fitted (edges dropped)
+    fitted: np.ndarray = field(repr=False)  # the jump model at fitted_gamma
 
 
-class _SigmoidFitter:
-    """Least squares of the sigmoid on a fixed depth grid, for many curves at once (the bootstrap draws).
+def is_testable(n_depths: int, skip: tuple[int, int] = SKIP) -> bool:
+    """Enough depths for ``critical_depth``: at least ``MIN_FITTED`` after dropping ``skip`` edge depths."""
+    return n_depths - sum(skip) >= MIN_FITTED
 
-    Start: a grid over ``(gamma_c, w)`` (``4n + 1`` centres, widths from a twentieth of a layer step to half the
-    range), with ``(a, b)`` solved exactly at each node; then Levenberg–Marquardt in ``(a, b, gamma_c, log w)``
-    with Marquardt's diagonal scaling, ``gamma_c`` kept in the depth range and ``w`` in the grid's range.
+
+# --- least squares over a grid of designs ------------------------------------------------------------------
+
+
+class _Family:
+    """Designs ``X_j`` (one per grid node) with their weighted QR factors; fits many curves at once.
+
+    ``fit(Y)`` returns, for each row of ``Y``, the node of least weighted RSS, that RSS and its coefficients.
     """
 
-    def __init__(self, gamma: np.ndarray):
-        self.gamma = gamma
-        step = float(np.min(np.diff(gamma)))
-        self.lower = np.array([-np.inf, -np.inf, gamma[0], np.log(step / 20)])
-        self.upper = np.array([np.inf, np.inf, gamma[-1], np.log((gamma[-1] - gamma[0]) / 2)])
-        centres = np.linspace(gamma[0], gamma[-1], 4 * len(gamma) + 1)
-        widths = np.geomspace(step / 10, (gamma[-1] - gamma[0]) / 2, _N_WIDTHS)
-        self.grid = np.array([(c, np.log(w)) for c in centres for w in widths])
-        basis = _logistic((gamma[None, :] - self.grid[:, :1]) / np.exp(self.grid[:, 1:]))
-        self.basis_mean = basis.mean(1)
-        self.basis_centred = basis - self.basis_mean[:, None]
-        self.basis_ss = np.maximum(np.sum(self.basis_centred**2, 1), 1e-300)
+    def __init__(self, designs: np.ndarray, sqrt_w: np.ndarray, nodes: np.ndarray):
+        self.designs = designs  # (n_nodes, n, p)
+        self.nodes = nodes  # (n_nodes, ...) the node's parameters
+        q, self.r = np.linalg.qr(designs * sqrt_w[None, :, None])
+        self.shape = q.shape
+        self.q_flat = q.transpose(1, 0, 2).reshape(q.shape[1], -1)  # (n, n_nodes * p): one matrix product
+        self.sqrt_w = sqrt_w
 
-    def fit(self, m: np.ndarray) -> np.ndarray:
-        """Parameters ``(a, b, gamma_c, w)`` of each row of ``m`` (shape ``(n_curves, n)`` or ``(n,)``)."""
-        curves = np.atleast_2d(m)
-        centred = curves - curves.mean(1, keepdims=True)
-        sxy = centred @ self.basis_centred.T  # (n_curves, n_grid)
-        best = np.argmax(sxy**2 / self.basis_ss, axis=1)  # least RSS of m ~ a + b s
-        b = sxy[np.arange(len(curves)), best] / self.basis_ss[best]
-        a = curves.mean(1) - b * self.basis_mean[best]
-        params = self._refine(np.column_stack([a, b, self.grid[best]]), curves)
-        params[:, 3] = np.exp(params[:, 3])
-        return params[0] if np.ndim(m) == 1 else params
-
-    def _model(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Model values (k, n) and Jacobian (k, n, 4) in ``(a, b, gamma_c, log w)``."""
-        w = np.exp(p[:, 3:])
-        z = (self.gamma[None, :] - p[:, 2:3]) / w
-        s = _logistic(z)
-        ds = p[:, 1:2] * s * (1 - s)
-        jac = np.stack([np.ones_like(s), s, -ds / w, -ds * z], axis=-1)
-        return p[:, :1] + p[:, 1:2] * s, jac
-
-    def _refine(self, params: np.ndarray, curves: np.ndarray, max_iter: int = 200) -> np.ndarray:
-        values, jac = self._model(params)
-        cost = np.sum((values - curves) ** 2, 1)
-        damping = np.full(len(params), 1e-3)
-        active = np.ones(len(params), dtype=bool)
-        for _ in range(max_iter):
-            idx = np.flatnonzero(active)
-            if idx.size == 0:
-                break
-            values, jac = self._model(params[idx])
-            residual = values - curves[idx]
-            jtj = np.einsum("kni,knj->kij", jac, jac)
-            grad = np.einsum("kni,kn->ki", jac, residual)
-            diag = np.einsum("kii->ki", jtj) + 1e-12 * np.max(np.abs(jtj), axis=(1, 2))[:, None]
-            system = jtj + damping[idx, None, None] * np.einsum("ki,ij->kij", diag, np.eye(4))
-            step = np.linalg.solve(system, -grad[..., None])[..., 0]
-            trial = np.clip(params[idx] + step, self.lower, self.upper)
-            trial_cost = np.sum((self._model(trial)[0] - curves[idx]) ** 2, 1)
-            better = trial_cost < cost[idx]
-            gain = np.where(better, cost[idx] - trial_cost, 0.0)
-            params[idx[better]] = trial[better]
-            cost[idx[better]] = trial_cost[better]
-            damping[idx] = np.where(better, damping[idx] / 3, damping[idx] * 4)
-            tiny_step = np.max(np.abs(step), axis=1) <= 1e-10 * (1 + np.max(np.abs(params[idx]), axis=1))
-            flat = np.abs(trial_cost - cost[idx]) <= 1e-12 * np.maximum(cost[idx], 1e-300)
-            converged = (
-                (better & (gain <= 1e-12 * cost[idx])) | tiny_step | (flat & ~better) | (damping[idx] > 1e10)
-            )
-            active[idx[converged]] = False
-        return params
+    def fit(self, curves: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        yw = curves * self.sqrt_w  # (c, n)
+        proj = (yw @ self.q_flat).reshape(len(curves), self.shape[0], self.shape[2])  # (c, n_nodes, p)
+        rss = np.sum(yw**2, 1)[:, None] - np.sum(proj**2, 2)
+        best = np.argmin(rss, 1)
+        rows = np.arange(len(curves))
+        coef = np.linalg.solve(self.r[best], proj[rows, best][..., None])[..., 0]
+        return best, np.maximum(rss[rows, best], 0.0), coef
 
 
 def _logistic(z: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(z, -500, 500)))
 
 
-def _bic(rss: float, n: int, k: int) -> float:
-    return n * np.log(max(rss, 1e-300) / n) + k * np.log(n)
+def _cubic_spline(g: np.ndarray, knots: int) -> np.ndarray:
+    """Truncated power basis of a cubic regression spline: ``1, g, g^2, g^3, (g - kappa_j)_+^3`` with ``knots``
+    interior knots ``kappa_j`` equally spaced over the fitted range."""
+    kappa = np.linspace(g[0], g[-1], knots + 2)[1:-1]
+    return np.column_stack([np.vander(g, 4), np.maximum(g[:, None] - kappa[None, :], 0) ** 3])
 
 
-def _polynomial_rss(gamma: np.ndarray, m: np.ndarray, degree: int) -> float:
-    coeffs = np.polyfit(gamma, m, degree)
-    return float(np.sum((np.polyval(coeffs, gamma) - m) ** 2))
+def _two_lines(g: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Design of ``(1 - s)(a_1 + c_1 g) + s (a_2 + c_2 g)`` for switches ``s`` of shape ``(nodes, n)``."""
+    return np.stack([1 - s, (1 - s) * g, s, s * g], axis=-1)
+
+
+class _Models:
+    """Every model of the module docstring on one fitted depth grid ``g`` with weights ``w``."""
+
+    def __init__(self, g: np.ndarray, weights: np.ndarray, max_width: float):
+        self.g = g
+        n = len(g)
+        sqrt_w = np.sqrt(weights / weights.mean())
+        self.poly = {
+            name: _Family(np.vander(g, degree + 1)[None], sqrt_w, np.zeros((1, 0)))
+            for degree, name in enumerate(_POLYNOMIALS)
+        }
+        self.splines = {
+            f"spline ({knots} knots)": _Family(_cubic_spline(g, knots)[None], sqrt_w, np.zeros((1, 0)))
+            for knots in range(1, min(MAX_KNOTS, (n - 8) // 2) + 1)
+        }
+        step = float(np.min(np.diff(g)))
+        centres = np.linspace(g[1], g[-2], 2 * n + 1)[1:-1]  # at least two depths on each side
+        kink = np.stack([np.ones((len(centres), n)), np.broadcast_to(g, (len(centres), n))], -1)
+        kink = np.concatenate([kink, np.maximum(g[None, :] - centres[:, None], 0)[..., None]], -1)
+        self.kink = _Family(kink, sqrt_w, centres[:, None])
+        gaps = (g[1:-2] + g[2:-1]) / 2  # a step between depths i and i + 1, two depths or more on each side
+        steps = (g[None, :] > gaps[:, None]).astype(np.float64)
+        self.step = _Family(_two_lines(g, steps), sqrt_w, np.column_stack([gaps, np.zeros_like(gaps)]))
+        widths = np.geomspace(step / 10, max_width, _N_WIDTHS) if max_width > step / 10 else np.array([])
+        nodes = np.array([(c, w) for c in centres for w in widths]).reshape(-1, 2)
+        switch = _logistic((g[None, :] - nodes[:, :1]) / np.maximum(nodes[:, 1:], 1e-300))
+        self.switch = _Family(_two_lines(g, switch), sqrt_w, nodes) if len(nodes) else None
+        self.k = {"constant": 1, "linear": 2, "quadratic": 3, "cubic": 4, "kink": 4}
+        self.k.update({name: family.designs.shape[2] for name, family in self.splines.items()})
+
+    def bic(self, rss: np.ndarray, k: int) -> np.ndarray:
+        n = len(self.g)
+        return n * np.log(np.maximum(rss, 1e-300) / n) + k * np.log(n)
+
+    def smooth_bic(self, curves: np.ndarray) -> dict[str, np.ndarray]:
+        families = {**self.poly, "kink": self.kink, **self.splines}
+        return {name: self.bic(family.fit(curves)[1], self.k[name]) for name, family in families.items()}
+
+    def jump(self, curves: np.ndarray) -> dict[str, np.ndarray]:
+        """The best jump (step or switch) of each curve: centre, width, amplitude, base, BIC, location span."""
+        best, rss, coef = self.step.fit(curves)
+        centre, width = self.step.nodes[best, 0], np.zeros(len(curves))
+        bic = self.bic(rss, 5)
+        index = np.searchsorted(self.g, centre)  # the depth right after the step
+        low, high = self.g[index - 1], self.g[index]
+        if self.switch is not None:
+            s_best, s_rss, s_coef = self.switch.fit(curves)
+            s_bic = self.bic(s_rss, 6)
+            better = s_bic < bic
+            centre = np.where(better, self.switch.nodes[s_best, 0], centre)
+            width = np.where(better, self.switch.nodes[s_best, 1], width)
+            coef = np.where(better[:, None], s_coef, coef)
+            bic = np.where(better, s_bic, bic)
+            gap = np.clip(np.searchsorted(self.g, centre), 1, len(self.g) - 1)
+            half = np.maximum(
+                width, (self.g[gap] - self.g[gap - 1]) / 2
+            )  # located to a depth gap, or its width
+            low, high = np.where(better, centre - half, low), np.where(better, centre + half, high)
+        left = coef[:, 0] + coef[:, 1] * centre
+        right = coef[:, 2] + coef[:, 3] * centre
+        return {
+            "centre": centre,
+            "width": width,
+            "amplitude": right - left,
+            "base": left,
+            "bic": bic,
+            "low": low,
+            "high": high,
+            "coef": coef,
+        }
+
+    def jump_curve(self, centre: float, width: float, coef: np.ndarray) -> np.ndarray:
+        s = (self.g > centre).astype(float) if width == 0 else _logistic((self.g - centre) / width)
+        return _two_lines(self.g, s[None])[0] @ coef
+
+
+# --- the test ------------------------------------------------------------------------------------------------
 
 
 def critical_depth(
     gamma: np.ndarray | Capture,
     m: np.ndarray | None = None,
+    *,
+    draws: np.ndarray | None = None,
     n_boot: int = 200,
     seed: int = 0,
     level: float = 0.95,
-    max_width: float = 0.08,
+    max_width: float = 0.03,
     min_amplitude: float = 0.0,
+    skip: tuple[int, int] = SKIP,
 ) -> Transition:
-    """Fit ``m(gamma) = a + b / (1 + exp(-(gamma - gamma_c)/w))`` and decide whether it shows a transition.
+    """Fit the models of the module docstring to ``m(gamma)`` and decide whether it has a transition.
 
-    Pass ``gamma`` and ``m`` (one value per depth), or a ``Capture`` (its ``gamma`` and ``omega_mean()``).
+    Pass ``gamma`` and ``m`` (one value per depth, optionally ``draws``: bootstrap draws of the profile, shape
+    ``(n_draws, n_depths)``, e.g. from resampled prompts), or a ``Capture`` (its exact ``m`` and ``n_boot``
+    prompt-bootstrap draws, ``omega.profile``).
 
-    Criterion (``has_transition``), all four must hold:
+    Criterion (``has_transition``): the jump model beats every smooth null (constant, linear, quadratic, cubic,
+    splines, kink) by ``BIC >= 10``, and ``|b| >= 3 x noise`` (the jump fit's residual s.d.) and ``|b| >= min_amplitude``.
+    The centre has at least two fitted depths on each side and the switch is sharp (``w <= max_width``: 10-90 %
+    of the rise within ``4.4 w`` of depth) by construction.
 
-    1. the sigmoid beats the constant, linear and quadratic models by ``BIC >= 10`` each (Gaussian errors,
-       ``BIC = n log(RSS/n) + k log n`` with ``k`` = 1, 2, 3, 4): a jump, not a trend or a bend;
-    2. ``|b| >= 3 * noise`` (residual s.d. of the sigmoid fit) and ``|b| >= min_amplitude``;
-    3. ``w <= max_width`` (default 0.08: 10–90 % of the rise within ~0.35 of the depth): sharp;
-    4. ``gamma_c`` lies strictly between the second and the second-to-last depth: at least two depths on each
-       side, so a jump of the first or last layer alone is not a transition of the stream.
-
-    ``ci`` is a percentile interval from a residual bootstrap: ``n_boot`` refits of ``fitted + e*``, with ``e*``
-    drawn from the centred, leverage-corrected residuals ``r_i / sqrt(1 - h_ii)`` (Davison & Hinkley 1997,
-    ``h`` from the fit's Jacobian: the depths on the rise have high leverage), its arms stretched by Student's
-    ``t_{n-4} / z``; computed whether or not there is a transition.
-    Introduced in: chapter 3 (PAPER.md claim 1).
+    Intervals: refits of the jump model to perturbed profiles, percentile at ``level``. Always a parametric
+    bootstrap of the misfit (Gaussian AR(1) noise with the residuals' s.d. and lag-1 correlation around the fit:
+    neighbouring depths' misfits are correlated); with ``draws``, also the refits of every draw, and the interval
+    is the hull of both. A step's location is known only to the gap between two depths, so each refit counts the
+    whole gap. Introduced in: chapter 3 (PAPER.md claim 1).
     """
-    gamma, m = _as_profile(gamma, m)
+    gamma, m, draws = _as_profile(gamma, m, draws, n_boot, seed)
     if not isinstance(n_boot, (int, np.integer)) or n_boot < 20:
         raise InvalidInputError(f"n_boot must be an integer >= 20 for a bootstrap interval, got {n_boot!r}.")
     if not 0.5 < level < 1:
         raise InvalidInputError(f"level must lie in (0.5, 1), got {level!r}.")
-    n = len(gamma)
-    fitter = _SigmoidFitter(gamma)
-    a, b, gc, w = fitter.fit(m)
-    fitted = sigmoid_profile(gamma, gc, w, b, a)
-    residuals = m - fitted
-    rss = float(np.sum(residuals**2))
-    noise = float(np.sqrt(rss / (n - 4)))
-    delta_bic = {
-        name: float(_bic(_polynomial_rss(gamma, m, degree), n, degree + 1) - _bic(rss, n, 4))
-        for name, degree in (("constant", 0), ("linear", 1), ("quadratic", 2))
-    }
+    if not max_width >= 0:
+        raise InvalidInputError(f"max_width must be >= 0, got {max_width!r}.")
+    start, stop = _fitted_range(len(gamma), skip)
+    g, y = gamma[start:stop], m[start:stop]
+    inside_draws = draws[:, start:stop] if draws is not None else None
+
+    weights = _weights(g, y, inside_draws)
+    models = _Models(g, weights, max_width)
+    bic = {name: float(value[0]) for name, value in models.smooth_bic(y[None]).items()}
+    fit = {key: value[0] for key, value in models.jump(y[None]).items()}
+    bic["jump"] = float(fit["bic"])
+    delta_bic = {name: value - bic["jump"] for name, value in bic.items() if name != "jump"}
+    fitted = models.jump_curve(fit["centre"], fit["width"], fit["coef"])
+    residuals = y - fitted
+    k = 5 if fit["width"] == 0 else 6
+    noise = float(np.sqrt(np.sum(residuals**2) / max(len(y) - k, 1)))
 
     rng = np.random.default_rng(seed)
-    jac = fitter._model(np.array([[a, b, gc, np.log(w)]]))[1][0]
-    leverage = np.einsum("ij,ji->i", jac, np.linalg.pinv(jac))
-    pool = residuals / np.sqrt(np.clip(1.0 - leverage, 1e-3, None))
-    pool = pool - pool.mean()
-    draws = fitter.fit(fitted[None, :] + rng.choice(pool, (n_boot, n)))
-    ci = _widened_percentile(draws[:, 2], gc, level, n - 4)
-    amplitude_ci = _widened_percentile(draws[:, 1], b, level, n - 4)
+    perturbed = [fitted[None, :] + _ar1_noise(residuals, n_boot, rng)]
+    method = "parametric (AR(1) misfit)"
+    if inside_draws is not None:
+        perturbed.append(inside_draws)
+        method = "prompt bootstrap + misfit"
+    refits = models.jump(np.concatenate(perturbed))
+    ci = _hull_interval(refits["low"], refits["high"], (fit["low"], fit["high"]), level)
+    amplitude_ci = _hull_interval(refits["amplitude"], refits["amplitude"], (fit["amplitude"],) * 2, level)
+    amplitude_ci = (max(amplitude_ci[0], -1.0), min(amplitude_ci[1], 1.0))
 
-    reason = _no_transition_reason(gamma, b, gc, w, noise, delta_bic, max_width, min_amplitude)
+    reason = _no_transition_reason(float(fit["amplitude"]), noise, delta_bic, min_amplitude)
     return Transition(
-        gamma_c=float(gc),
+        gamma_c=float(fit["centre"]),
         ci=ci,
-        amplitude=float(b),
+        amplitude=float(fit["amplitude"]),
         amplitude_ci=amplitude_ci,
-        width=float(w),
-        base=float(a),
+        width=float(fit["width"]),
+        base=float(fit["base"]),
         has_transition=not reason,
         reason=reason,
         noise=noise,
         delta_bic=delta_bic,
+        bic=bic,
         level=level,
+        ci_method=method,
+        fitted_gamma=g,
         fitted=fitted,
     )
 
 
-def _widened_percentile(draws: np.ndarray, estimate: float, level: float, dof: int) -> tuple[float, float]:
-    """Percentile interval, its arms around ``estimate`` stretched by ``t_dof / z`` at ``level``.
+def _fitted_range(n_depths: int, skip: tuple[int, int]) -> tuple[int, int]:
+    first, last = (int(v) for v in skip)
+    if first < 0 or last < 0:
+        raise InvalidInputError(f"skip must be two counts >= 0 (first, last), got {skip!r}.")
+    if n_depths - first - last < MIN_FITTED:
+        raise InvalidInputError(
+            f"A transition needs at least {MIN_FITTED} depths after dropping {first} edge depths at the start "
+            f"and {last} at the end; got {n_depths} depths. Pass a smaller skip= to fit the edges too."
+        )
+    return first, n_depths - last
 
-    With a few dozen depths the percentile bootstrap is too narrow (it ignores that the noise level itself is
-    estimated); Student's factor is the usual small-sample correction (``t_26 / z = 1.05`` for 30 layers).
-    """
-    from scipy.stats import norm, t
 
-    stretch = t.ppf((1 + level) / 2, dof) / norm.ppf((1 + level) / 2)
-    low, high = np.percentile(draws, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
-    return float(estimate - stretch * (estimate - low)), float(estimate + stretch * (high - estimate))
+def _weights(g: np.ndarray, y: np.ndarray, draws: np.ndarray | None) -> np.ndarray:
+    """``1 / (se_l^2 + tau^2)``: ``se_l`` the draws' s.d. at each depth, ``tau^2`` the cubic's misfit beyond it."""
+    if draws is None:
+        return np.ones(len(g))
+    se2 = np.var(draws, axis=0, ddof=1)
+    rss = float(np.sum((np.polyval(np.polyfit(g, y, 3), g) - y) ** 2))
+    tau2 = max(rss / (len(g) - 4) - float(se2.mean()), 1e-6 * float(se2.mean()) + 1e-300)
+    return 1.0 / (se2 + tau2)
+
+
+def _ar1_noise(residuals: np.ndarray, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+    """Gaussian AR(1) series with the residuals' s.d. and lag-1 autocorrelation (clipped to ``[0, 0.9]``)."""
+    r = residuals - residuals.mean()
+    sd = float(np.sqrt(np.mean(r**2)))
+    rho = float(np.clip(np.sum(r[1:] * r[:-1]) / max(np.sum(r**2), 1e-300), 0.0, 0.9))
+    e = rng.standard_normal((n_draws, len(r)))
+    for i in range(1, len(r)):
+        e[:, i] = rho * e[:, i - 1] + np.sqrt(1 - rho**2) * e[:, i]
+    return sd * e
+
+
+def _hull_interval(
+    low_draws: np.ndarray, high_draws: np.ndarray, own: tuple[float, float], level: float
+) -> tuple[float, float]:
+    """``[q_(1-level)/2 of low_draws, q_(1+level)/2 of high_draws]``, widened to contain the estimate's own span."""
+    alpha = (1 - level) / 2
+    low = float(np.quantile(low_draws, alpha))
+    high = float(np.quantile(high_draws, 1 - alpha))
+    return min(low, float(own[0])), max(high, float(own[1]))
 
 
 def _no_transition_reason(
-    gamma: np.ndarray,
-    b: float,
-    gc: float,
-    w: float,
-    noise: float,
-    delta_bic: dict[str, float],
-    max_width: float,
-    min_amplitude: float,
+    amplitude: float, noise: float, delta_bic: dict[str, float], min_amplitude: float
 ) -> str:
-    """Empty when all four criteria of ``critical_depth`` hold; otherwise the first that fails, in words."""
+    """Empty when the criterion of ``critical_depth`` holds; otherwise the first test that fails, in words."""
     weakest = min(delta_bic, key=delta_bic.get)
     if delta_bic[weakest] < BIC_MARGIN:
         return (
-            f"a {weakest} model explains m(gamma) about as well as a sigmoid "
+            f"a {weakest} model explains m(gamma) about as well as a jump "
             f"(BIC difference {delta_bic[weakest]:.1f} < {BIC_MARGIN:.0f})"
         )
-    if abs(b) < 3 * noise or abs(b) < min_amplitude:
-        return f"the jump {b:+.4f} is below 3 x noise ({3 * noise:.4f}) or min_amplitude ({min_amplitude})"
-    if w > max_width:
-        return f"the rise is gradual: width {w:.3f} > max_width {max_width} (a trend, not a jump)"
-    if not gamma[1] < gc < gamma[-2]:
-        return f"gamma_c = {gc:.3f} sits at the edge of the depth range: a first- or last-layer effect"
+    if abs(amplitude) < NOISE_FACTOR * noise or abs(amplitude) < min_amplitude:
+        return (
+            f"the jump {amplitude:+.4f} is below {NOISE_FACTOR:.0f} x noise ({NOISE_FACTOR * noise:.4f}) "
+            f"or min_amplitude ({min_amplitude})"
+        )
     return ""
 
 
-def _as_profile(gamma: np.ndarray | Capture, m: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+def _as_profile(
+    gamma: np.ndarray | Capture, m: np.ndarray | None, draws: np.ndarray | None, n_boot: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     if m is None:
-        if not hasattr(gamma, "omega_mean"):
+        if hasattr(gamma, "omega_samples"):
+            from .omega import profile
+
+            prof = profile(gamma, n_boot=max(int(n_boot), 100), seed=seed)
+            gamma, m, draws = prof.gamma, prof.m, prof.draws
+        elif hasattr(gamma, "omega_mean"):
+            gamma, m = gamma.gamma, gamma.omega_mean()
+        else:
             raise InvalidInputError("Pass gamma and m (one value per depth), or a Capture alone.")
-        gamma, m = gamma.gamma, gamma.omega_mean()
     g = np.asarray(gamma, dtype=np.float64)
     v = np.asarray(m, dtype=np.float64)
     if g.ndim != 1 or g.shape != v.shape:
         raise InvalidInputError(
             f"gamma and m must be 1-D of the same length, got shapes {g.shape} and {v.shape}."
         )
-    if len(g) < 8:
-        raise InvalidInputError(
-            f"A transition needs at least 8 depths to fit 4 parameters and test them; got {len(g)}."
-        )
     if not (np.all(np.isfinite(g)) and np.all(np.isfinite(v))):
         raise InvalidInputError("gamma and m must be finite; drop depths with NaN before fitting.")
     if np.any(np.diff(g) <= 0):
         raise InvalidInputError("gamma must be strictly increasing (one value per depth, in order).")
-    return g, v
+    if draws is not None:
+        draws = np.asarray(draws, dtype=np.float64)
+        if draws.ndim != 2 or draws.shape[1] != len(g) or len(draws) < 20:
+            raise InvalidInputError(
+                f"draws must have shape (n_draws >= 20, {len(g)}) (one bootstrap profile per row), "
+                f"got {draws.shape}."
+            )
+        if not np.all(np.isfinite(draws)):
+            raise InvalidInputError("draws must be finite.")
+    return g, v, draws

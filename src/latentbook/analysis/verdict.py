@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import CaptureFileError, InvalidInputError
+from . import omega, transition
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -71,12 +72,14 @@ if TYPE_CHECKING:
 
 PAPER_GAMMA_C = 0.42
 GAMMA_C_TOLERANCE = 0.10
-PAPER_M_LIQUID, PAPER_M_SOLID = 0.69, 0.90
+PAPER_M_LIQUID, PAPER_M_SOLID = 0.69, 0.90  # at the paper's width, omega.PAPER_WIDTH
 SOLID_THRESHOLD = (PAPER_M_LIQUID + PAPER_M_SOLID) / 2
 MIN_JUMP = (PAPER_M_SOLID - PAPER_M_LIQUID) / 2
+MIN_TRANSITION = (PAPER_M_SOLID - PAPER_M_LIQUID) / 4  # smaller steps are not the claimed transition
 SMALL_MODEL = 1.5e9
 TCO_MARGIN = 0.10
-MIN_DEPTHS = 8
+K_MASSIVE = 4  # coordinates removed as massive activations in the cleaned rows (chapter 3)
+MIN_DEPTHS = transition.MIN_FITTED + sum(transition.SKIP)
 VERDICTS = ("holds", "does not hold", "inconclusive", "not testable here", "not yet run")
 
 # The paper's scale, for the commands of "not testable here" rows (Hugging Face ids; weights needed locally).
@@ -94,11 +97,26 @@ CLAIMS: dict[str, Claim] = {
     c.key: c
     for c in [
         Claim("critical_depth", "m(gamma) jumps at a critical depth gamma_c ~ 0.42", "gamma_c ~ 0.42"),
-        Claim("omega_jump", "Omega rises sharply at gamma_c, e.g. ~0.69 -> ~0.90 (30B)", "jump ~0.21"),
+        Claim(
+            "omega_jump",
+            "Omega rises sharply at gamma_c, e.g. ~0.69 -> ~0.90 (30B); judged on the excess over the "
+            "coordinate-permutation null",
+            "jump ~0.21",
+        ),
+        Claim(
+            "omega_jump_cleaned",
+            "the same jump with the first position and the massive coordinates removed",
+            "jump ~0.21",
+        ),
         Claim(
             "stays_liquid",
             "small models never cross the practical threshold and stay liquid",
-            f"small (< 1.5B): max m below the solid level (threshold {SOLID_THRESHOLD:.3f})",
+            f"small (< 1.5B): max m below the solid level (threshold {SOLID_THRESHOLD:.3f} at d = 5120)",
+        ),
+        Claim(
+            "stays_liquid_cleaned",
+            "the same with the first position and the massive coordinates removed",
+            f"small (< 1.5B): max m below the solid level (threshold {SOLID_THRESHOLD:.3f} at d = 5120)",
         ),
         Claim(
             "bimodality", "capable models: the Omega distribution becomes bimodal", "bimodal after gamma_c"
@@ -212,14 +230,19 @@ class Measurements:
     parameters: float
     parameters_exact: bool
     n_depths: int
-    transition: Any  # transition.Transition, or None with fewer than MIN_DEPTHS depths
-    m_peak: float
+    d_model: int
+    transition: Any  # transition.Transition of m(gamma), or None with fewer than MIN_DEPTHS depths
+    excess: Any  # transition.Transition of m - m_perm (omega.excess_profile), or None
+    excess_clean: Any  # the same with the first position and K_MASSIVE coordinates removed, or None
+    m_peak: float  # the highest m over the fitted (interior) depths
     m_peak_ci: tuple[float, float]
     m_peak_gamma: float
-    m_peak_clean: float  # at the same depth, first position, centring and 4 massive coordinates removed
-    n_bimodal_after: int
-    n_after: int
-    bimodal_gammas: list[float]
+    m_peak_clean: float  # the highest m of confounds.cleaned_profile over the same depths
+    m_peak_clean_ci: tuple[float, float]
+    m_peak_clean_gamma: float
+    bimodal: list  # omega.Bimodality at each interior depth after the split (first position removed)
+    bimodal_perm: list  # the same of the coordinate-permuted vector sample (omega.permutation_null)
+    after_gammas: list[float]
     pr: Any  # layer_spectra.Contrast
     spikes_before: float
     spikes_after: float
@@ -227,26 +250,64 @@ class Measurements:
     split: float = PAPER_GAMMA_C
     extra: dict = field(default_factory=dict)
 
+    @property
+    def n_bimodal_after(self) -> int:
+        return sum(b.verdict == "bimodal" for b in omega.holm_adjusted(self.bimodal))
+
+
+def solid_threshold(d: int) -> float:
+    """The paper's solid threshold (midway between 0.69 and 0.90 at d = 5120) at width ``d``, same Hoyer
+    sparseness (``omega.level_at_width``)."""
+    return omega.level_at_width(SOLID_THRESHOLD, d)
+
+
+def min_jump(d: int) -> float:
+    """Half the paper's jump (0.69 -> 0.90 at d = 5120) at width ``d``, same Hoyer sparseness."""
+    return omega.level_at_width(PAPER_M_SOLID, d) / 2 - omega.level_at_width(PAPER_M_LIQUID, d) / 2
+
+
+def _peak(prof, start: int, stop: int) -> tuple[float, tuple[float, float], float]:
+    layer = start + int(np.argmax(prof.m[start:stop]))
+    low, high = max(float(prof.low[layer]), 0.0), min(float(prof.high[layer]), 1.0)
+    return float(prof.m[layer]), (low, high), float(prof.gamma[layer])
+
 
 def measure(
     cap: Capture, label: str | None = None, split: float = PAPER_GAMMA_C, n_boot: int = 200, seed: int = 0
 ) -> Measurements:
     """Measure every capture-based claim on ``cap`` (see the module docstring for what each number is)."""
-    from . import confounds, contraction, layer_spectra, omega, transition
+    from . import confounds, contraction, layer_spectra
 
     parameters, exact = n_parameters(cap)
-    trans = transition.critical_depth(cap, n_boot=n_boot, seed=seed) if cap.n_depths >= MIN_DEPTHS else None
+    testable = transition.is_testable(cap.n_depths)
+
+    def fit(prof):
+        return transition.critical_depth(
+            prof.gamma, prof.m, draws=prof.draws, n_boot=n_boot, seed=seed, min_amplitude=MIN_TRANSITION
+        )
+
     prof = omega.profile(cap, n_boot=max(n_boot, 100), seed=seed)
-    interior = np.arange(1, cap.n_depths - 1)
-    peak = int(interior[np.argmax(prof.m[interior])])
-    clean = confounds.cleaned_profile(cap, n_boot=100, seed=seed)
+    excess = omega.excess_profile(cap, n_boot=max(n_boot, 100), seed=seed)
+    excess_clean = omega.excess_profile(
+        cap, n_boot=max(n_boot, 100), seed=seed, drop_first=True, drop_top_dims=K_MASSIVE
+    )
+    clean = confounds.cleaned_profile(cap, k=K_MASSIVE, n_boot=max(n_boot, 100), seed=seed)
+    start, stop = transition.SKIP[0], cap.n_depths - transition.SKIP[1]
+    if stop <= start:
+        start, stop = 0, cap.n_depths
+    m_peak, m_peak_ci, m_peak_gamma = _peak(prof, start, stop)
+    clean_peak, clean_ci, clean_gamma = _peak(clean, start, stop)
 
     _, after = layer_spectra.depth_windows(cap.gamma, split)
-    bimodal = []
+    keep = cap.vectors.positions > 0
+    bimodal, bimodal_perm = [], []
     for layer in after:
-        values, _ = omega.samples(cap, int(layer), drop_first=True)
-        if omega.bimodality(values, seed=seed).verdict == "bimodal":
-            bimodal.append(float(cap.gamma[layer]))
+        values, ids = omega.samples(cap, int(layer), drop_first=True)
+        bimodal.append(omega.bimodality(values, seed=seed, prompt_ids=ids))
+        permuted = omega.permutation_null(
+            cap.token_vectors(int(layer)).astype(np.float64)[keep], seed + int(layer)
+        )
+        bimodal_perm.append(omega.bimodality(permuted, seed=seed, prompt_ids=cap.vectors.prompt_ids[keep]))
 
     spectra_profile = layer_spectra.layer_profile(cap)
     before, after_idx = layer_spectra.depth_windows(cap.gamma, split)
@@ -262,14 +323,19 @@ def measure(
         parameters=parameters,
         parameters_exact=exact,
         n_depths=cap.n_depths,
-        transition=trans,
-        m_peak=float(prof.m[peak]),
-        m_peak_ci=(float(prof.low[peak]), float(prof.high[peak])),
-        m_peak_gamma=float(cap.gamma[peak]),
-        m_peak_clean=float(clean.m[peak]),
-        n_bimodal_after=len(bimodal),
-        n_after=len(after),
-        bimodal_gammas=bimodal,
+        d_model=cap.d_model,
+        transition=fit(prof) if testable else None,
+        excess=fit(excess) if testable else None,
+        excess_clean=fit(excess_clean) if testable else None,
+        m_peak=m_peak,
+        m_peak_ci=m_peak_ci,
+        m_peak_gamma=m_peak_gamma,
+        m_peak_clean=clean_peak,
+        m_peak_clean_ci=clean_ci,
+        m_peak_clean_gamma=clean_gamma,
+        bimodal=bimodal,
+        bimodal_perm=bimodal_perm,
+        after_gammas=[float(cap.gamma[layer]) for layer in after],
         pr=pr,
         spikes_before=float(np.median(spikes[before])) if len(before) else math.nan,
         spikes_after=float(np.median(spikes[after_idx])) if len(after_idx) else math.nan,
@@ -327,58 +393,84 @@ def tco_summary(
 
 
 def judge_critical_depth(trans, n_depths: int) -> tuple[str, str]:
+    """Holds when there is a transition (``transition.critical_depth``, jump >= ``MIN_TRANSITION``) and its whole
+    interval lies inside ``0.42 +- GAMMA_C_TOLERANCE`` (an equivalence test: imprecision cannot hold); does not
+    hold when there is none or its interval lies wholly outside; else inconclusive."""
     if trans is None:
         return "not testable here", (
-            f"{n_depths} depths: the sigmoid fit needs at least {MIN_DEPTHS} to fit and test 4 parameters"
+            f"{n_depths} depths: the fit needs {MIN_DEPTHS} ({transition.MIN_FITTED} after the "
+            f"{sum(transition.SKIP)} edge depths)"
         )
     if not trans.has_transition:
         return "does not hold", f"no transition: {trans.reason}"
     low, high = trans.ci
-    if high < PAPER_GAMMA_C - GAMMA_C_TOLERANCE or low > PAPER_GAMMA_C + GAMMA_C_TOLERANCE:
-        return "does not hold", (
-            f"a transition at gamma_c = {trans.gamma_c:.3f} {_fmt_ci(low, high)}, outside "
-            f"{PAPER_GAMMA_C} +- {GAMMA_C_TOLERANCE}"
-        )
-    return "holds", f"a transition at gamma_c = {trans.gamma_c:.3f} {_fmt_ci(low, high)}"
+    window = (PAPER_GAMMA_C - GAMMA_C_TOLERANCE, PAPER_GAMMA_C + GAMMA_C_TOLERANCE)
+    found = f"a transition at gamma_c = {trans.gamma_c:.3f} {_fmt_ci(low, high)}"
+    if window[0] <= low and high <= window[1]:
+        return "holds", f"{found}, inside {PAPER_GAMMA_C} +- {GAMMA_C_TOLERANCE}"
+    if high < window[0] or low > window[1]:
+        return "does not hold", f"{found}, outside {PAPER_GAMMA_C} +- {GAMMA_C_TOLERANCE}"
+    return "inconclusive", f"{found}: the interval is not inside {PAPER_GAMMA_C} +- {GAMMA_C_TOLERANCE}"
 
 
-def judge_jump(trans, twin_trans=None) -> tuple[str, str]:
+def judge_jump(trans, twin_trans=None, min_jump: float = MIN_JUMP) -> tuple[str, str]:
+    """Holds when there is a transition whose jump's interval lies above ``min_jump`` and, by ``min_jump`` too,
+    above the twin's (what training adds must itself be the effect: a twin that jumps as much leaves nothing)."""
     if trans is None:
         return "not testable here", f"fewer than {MIN_DEPTHS} depths: no transition fit"
     if not trans.has_transition:
         return "does not hold", f"no transition to have a jump: {trans.reason}"
     low, high = trans.amplitude_ci
-    if low < MIN_JUMP:
+    if low < min_jump:
         return (
             "does not hold",
-            f"jump {trans.amplitude:+.3f} {_fmt_ci(low, high)} is not above {MIN_JUMP:.3f}",
+            f"jump {trans.amplitude:+.3f} {_fmt_ci(low, high)} is not above {min_jump:.3f}",
         )
-    if twin_trans is not None and low <= twin_trans.amplitude_ci[1]:
+    if twin_trans is not None and low - max(twin_trans.amplitude_ci[1], 0.0) < min_jump:
         return "does not hold", (
-            f"jump {_fmt_ci(low, high)} does not exceed the random twin's {_fmt_ci(*twin_trans.amplitude_ci)}"
+            f"jump {_fmt_ci(low, high)} does not exceed the random twin's {_fmt_ci(*twin_trans.amplitude_ci)} "
+            f"by {min_jump:.3f}"
         )
-    return "holds", f"jump {trans.amplitude:+.3f} {_fmt_ci(low, high)} >= {MIN_JUMP:.3f}"
+    return "holds", f"jump {trans.amplitude:+.3f} {_fmt_ci(low, high)} >= {min_jump:.3f}"
 
 
-def judge_liquid(m_peak: float, ci: tuple[float, float], gamma: float, clean: float) -> tuple[str, str]:
+def judge_liquid(m_peak: float, ci: tuple[float, float], gamma: float, d: int) -> tuple[str, str]:
+    """Holds when the interval of the highest interior ``m`` lies below ``solid_threshold(d)``; does not hold
+    when it lies above; else inconclusive."""
+    threshold = solid_threshold(d)
     where = f"highest interior m = {m_peak:.3f} {_fmt_ci(*ci)} at gamma = {gamma:.2f}"
-    cleaned = f"; with the confounds removed (chapter 3) m there is {clean:.3f}"
-    if ci[1] < SOLID_THRESHOLD:
-        return "holds", f"{where}, below the threshold {SOLID_THRESHOLD:.3f}{cleaned}"
-    if ci[0] >= SOLID_THRESHOLD:
-        return "does not hold", f"{where} crosses the threshold {SOLID_THRESHOLD:.3f}{cleaned}"
-    return "inconclusive", f"{where}: its interval straddles {SOLID_THRESHOLD:.3f}{cleaned}"
+    if ci[1] < threshold:
+        return "holds", f"{where}, below the threshold {threshold:.3f} at d = {d}"
+    if ci[0] >= threshold:
+        return "does not hold", f"{where} crosses the threshold {threshold:.3f} at d = {d}"
+    return "inconclusive", f"{where}: its interval straddles {threshold:.3f} (d = {d})"
 
 
-def judge_bimodality(n_bimodal: int, n_after: int, twin_bimodal: int | None = None) -> tuple[str, str]:
-    if n_after == 0:
+def judge_bimodality(real: list, permuted: list, shuffled: list | None = None, twin: list | None = None):
+    """``omega.Bimodality`` at the interior depths after the split of a run and of its nulls (same depths).
+
+    Holds when the run is bimodal (all three tests, the dip's p-value Holm-adjusted across the depths and
+    corrected for prompt clustering) at one depth or more where neither the coordinate-permutation null nor the
+    shuffled-words run is anything but unimodal (per depth, unadjusted, one vote enough: a null gets every
+    chance to explain the modes), and the random twin is bimodal nowhere. Returns (verdict, reason).
+    """
+    if not real:
         return "not testable here", "no interior depth after the split"
-    found = f"bimodal at {n_bimodal} of {n_after} interior depths after gamma = {PAPER_GAMMA_C}"
-    if n_bimodal == 0:
+    bimodal = [b.verdict == "bimodal" for b in omega.holm_adjusted(real)]
+
+    def null_at(results: list | None, i: int) -> bool:
+        return results is not None and results[i].verdict != "unimodal"
+
+    excess = [i for i, b in enumerate(bimodal) if b and not null_at(permuted, i) and not null_at(shuffled, i)]
+    found = f"bimodal at {sum(bimodal)} of {len(real)} interior depths after gamma = {PAPER_GAMMA_C} (Holm)"
+    if not any(bimodal):
         return "does not hold", found + " (first position removed; all three tests must agree)"
-    if twin_bimodal:
-        return "does not hold", found + f", but the random twin is bimodal at {twin_bimodal} too"
-    return "holds", found
+    if not excess:
+        return "does not hold", found + ", where the permutation null or shuffled words are bimodal too"
+    n_twin = sum(b.verdict == "bimodal" for b in twin) if twin is not None else 0
+    if n_twin:
+        return "does not hold", found + f", but the random twin is bimodal at {n_twin} too"
+    return "holds", found + f"; {len(excess)} beyond both nulls"
 
 
 def judge_concentration(contrast, twin=None) -> tuple[str, str]:
@@ -500,11 +592,26 @@ def claim_rows(
     tco: TCOSummary | None = None,
     twin_tco: TCOSummary | None = None,
     run: str | None = None,
+    shuffled: Measurements | None = None,
 ) -> list[Row]:
-    """The rows of one model run: every capture-based claim (and ``tco`` when given), judged against ``twin``."""
+    """The rows of one model run: every capture-based claim (and ``tco`` when given), judged against ``twin``
+    and, for bimodality, the ``shuffled``-words run of the same model."""
     run = run or _run_kind(m.label)
     command = capture_command(m.model_name)
     nan2 = (math.nan, math.nan)
+
+    def fit_row(claim: str, t, twin_t, what: str) -> Row:
+        return _row(
+            claim,
+            m,
+            run,
+            f"{what} {t.base:.3f} -> {t.base + t.amplitude:.3f}" if t is not None else "no fit",
+            t.amplitude if t is not None else math.nan,
+            t.amplitude_ci if t is not None else nan2,
+            judge_jump(t, twin_t, min_jump(m.d_model)),
+            command,
+        )
+
     t = m.transition
     rows = [
         _row(
@@ -517,40 +624,45 @@ def claim_rows(
             judge_critical_depth(t, m.n_depths),
             command,
         ),
-        _row(
-            "omega_jump",
-            m,
-            run,
-            f"m {t.base:.3f} -> {t.base + t.amplitude:.3f}" if t is not None else "no fit",
-            t.amplitude if t is not None else math.nan,
-            t.amplitude_ci if t is not None else nan2,
-            judge_jump(t, twin.transition if twin is not None else None),
-            command,
+        fit_row("omega_jump", m.excess, twin.excess if twin is not None else None, "m - m_perm"),
+        fit_row(
+            "omega_jump_cleaned",
+            m.excess_clean,
+            twin.excess_clean if twin is not None else None,
+            "cleaned m - m_perm",
         ),
     ]
     if m.parameters < SMALL_MODEL:
-        rows.append(
-            _row(
-                "stays_liquid",
-                m,
-                run,
-                f"max m = {m.m_peak:.3f} at gamma = {m.m_peak_gamma:.2f}",
-                m.m_peak,
-                m.m_peak_ci,
-                judge_liquid(m.m_peak, m.m_peak_ci, m.m_peak_gamma, m.m_peak_clean),
-                command,
+        for claim, peak, ci, gamma in (
+            ("stays_liquid", m.m_peak, m.m_peak_ci, m.m_peak_gamma),
+            ("stays_liquid_cleaned", m.m_peak_clean, m.m_peak_clean_ci, m.m_peak_clean_gamma),
+        ):
+            rows.append(
+                _row(
+                    claim,
+                    m,
+                    run,
+                    f"max m = {peak:.3f} at gamma = {gamma:.2f}",
+                    peak,
+                    ci,
+                    judge_liquid(peak, ci, gamma, m.d_model),
+                    command,
+                )
             )
-        )
+    n_after = len(m.bimodal)
     rows += [
         _row(
             "bimodality",
             m,
             run,
-            f"bimodal at {m.n_bimodal_after} of {m.n_after} depths",
-            m.n_bimodal_after / m.n_after if m.n_after else math.nan,
+            f"bimodal at {m.n_bimodal_after} of {n_after} depths",
+            m.n_bimodal_after / n_after if n_after else math.nan,
             nan2,
             judge_bimodality(
-                m.n_bimodal_after, m.n_after, twin.n_bimodal_after if twin is not None else None
+                m.bimodal,
+                m.bimodal_perm,
+                shuffled.bimodal if shuffled is not None else None,
+                twin.bimodal if twin is not None else None,
             ),
             command,
         ),
@@ -836,6 +948,13 @@ def _twin_of(label: str, runs: Mapping[str, Measurements]) -> Measurements | Non
     return next((m for m in runs.values() if m.model_name == wanted), None)
 
 
+def _shuffled_of(label: str, runs: Mapping[str, Measurements]) -> Measurements | None:
+    """The run labelled ``label + " (shuffled)"`` (the same model on shuffled words), if measured."""
+    if label.startswith("random:") or "shuffled" in label:
+        return None
+    return runs.get(f"{label} (shuffled)")
+
+
 def verdict_table(
     runs: Mapping[str, Measurements],
     tco: Mapping[str, TCOSummary] | None = None,
@@ -861,7 +980,9 @@ def verdict_table(
     for label, m in runs.items():
         twin = _twin_of(label, runs)
         twin_tco = tco.get(twin.label) if twin is not None else None
-        rows += claim_rows(m, twin, tco.get(label), twin_tco, run=kinds[label])
+        rows += claim_rows(
+            m, twin, tco.get(label), twin_tco, run=kinds[label], shuffled=_shuffled_of(label, runs)
+        )
     rows.append(scaling_row({k: v for k, v in runs.items() if kinds[k] in ("trained", "results file")}))
     trained_sizes = [m.parameters for k, m in runs.items() if kinds[k] in ("trained", "results file")]
     rows += not_testable_rows(max(trained_sizes, default=0.0))
@@ -870,6 +991,22 @@ def verdict_table(
     table = pd.DataFrame([asdict(row) for row in rows], columns=list(COLUMNS))
     table.attrs["problems"] = problems
     return table
+
+
+CSV_COLUMNS = ("claim", "model", "run", "estimate", "ci_low", "ci_high", "verdict", "reason")
+
+
+def to_csv_frame(table: pd.DataFrame) -> pd.DataFrame:
+    """The table in the columns of ``latentbook verdict --csv``: ``claim, model, run, estimate, ci_low, ci_high,
+    verdict, reason`` (numbers as numbers, NaN where a claim has no single number)."""
+    return table.rename(columns={"value": "estimate"})[list(CSV_COLUMNS)]
+
+
+def interval_problems(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows whose interval does not contain its estimate, or whose interval's ends are not ordered (none should)."""
+    has = table["ci_low"].notna() & table["ci_high"].notna() & table["value"].notna()
+    bad = has & ~((table["ci_low"] <= table["value"]) & (table["value"] <= table["ci_high"]))
+    return table[bad]
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:

@@ -27,7 +27,8 @@ OMEGA_BINS = 200
 
 
 def omega_of(x: torch.Tensor) -> torch.Tensor:
-    """Object integrity along the last axis: ``Omega(h) = 1 - ||h||_1 / (sqrt(d) ||h||_2)``; ``Omega(0) = 0``.
+    """Object integrity along the last axis: ``Omega(h) = 1 - ||h||_1 / (sqrt(d) ||h||_2)``; ``Omega(0) = 0``;
+    NaN for a vector with a non-finite coordinate.
 
     Introduced in: chapter 3 (PAPER.md, "Order parameter").
     """
@@ -35,7 +36,8 @@ def omega_of(x: torch.Tensor) -> torch.Tensor:
     l1 = x.abs().sum(-1)
     l2 = torch.linalg.vector_norm(x, dim=-1)
     ratio = l1 / (math.sqrt(x.shape[-1]) * l2)
-    return torch.where(l2 > 0, 1.0 - ratio, torch.zeros_like(ratio))
+    value = torch.where(l2 > 0, 1.0 - ratio, torch.zeros_like(ratio))
+    return torch.where(torch.isfinite(x).all(-1), value, torch.full_like(value, math.nan))
 
 
 class Moments:
@@ -340,7 +342,7 @@ class TokenReservoir:
     Keys come from ``token_keys``, so the sample depends only on which tokens were seen, not on batch
     order, checkpoints or ranks, and ``merge`` (keep the smallest keys of the union) is exact.
     ``values`` has shape ``(n_depths, n_kept, width)``, in key order. An offer writes only the accepted
-    tokens into free or evicted slots of a buffer of the full capacity (no copy of the sample per batch);
+    tokens into free or evicted slots of a buffer that doubles up to the capacity (no copy per batch);
     the slots are put back in key order when the sample is read.
     """
 
@@ -406,11 +408,11 @@ class TokenReservoir:
         self._in_order = False
 
     def _grow(self, size: int) -> None:
-        """Room for ``size`` slots: the whole capacity at once (its pages are only touched when written)."""
+        """Room for ``size`` slots, doubling up to the capacity (a huge capacity costs only what is kept)."""
         if size > self._buffer.shape[1]:
             n_depths, old, width = self._buffer.shape
             with torch.inference_mode(False):  # a normal tensor: written in place in and out of a capture
-                bigger = torch.empty(n_depths, max(size, self.capacity), width)
+                bigger = torch.empty(n_depths, min(self.capacity, max(size, 2 * old)), width)
                 bigger[:, :old] = self._buffer
             self._buffer = bigger
 

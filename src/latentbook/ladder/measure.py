@@ -7,7 +7,7 @@
    diagnostics, each with its uncertainty:
 
    - ``m(gamma)`` with prompt-bootstrap intervals, the rise ``m(1) - m(0)``, bimodality of Omega at the
-     last depth, and ``gamma_c`` with its interval (``transition.critical_depth``; only with >= 6 depths);
+     last depth, and ``gamma_c`` with its interval (``transition.critical_depth``; only where ``transition.is_testable``);
    - spikes of the covariance of the query states above the Marchenko–Pastur edge, against Theorem 6.3's
      ``k - 1`` (``classes.mixture_spikes`` at every depth);
    - the transverse contraction factor ``q`` of the query states (``flow.contraction_factor`` with the
@@ -148,7 +148,7 @@ def omega_diagnostics(cap) -> dict:
             omega.bimodality_coefficient(omega.samples(cap, depth)[0]) for depth in range(cap.n_depths)
         ],
     }
-    if cap.n_depths >= 6:
+    if transition.is_testable(cap.n_depths):
         t = transition.critical_depth(cap, n_boot=200)
         out["transition"] = {
             "has_transition": t.has_transition,
@@ -165,7 +165,10 @@ def omega_diagnostics(cap) -> dict:
             "ci": None,
             "amplitude": None,
             "amplitude_ci": None,
-            "reason": f"only {cap.n_depths} depths: a sigmoid (4 parameters) needs at least 6",
+            "reason": (
+                f"only {cap.n_depths} depths: the jump fit needs {transition.MIN_FITTED} after the "
+                f"{sum(transition.SKIP)} edge depths"
+            ),
         }
     return out
 

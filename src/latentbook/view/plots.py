@@ -188,17 +188,18 @@ def coordinate_magnitudes(
 def transition_fit(
     gamma: np.ndarray, m: np.ndarray, transition, *, label: str, ax: Axes | None = None, color=None
 ) -> Axes:
-    """``m(gamma)`` as dots, the fitted sigmoid as a line, and ``gamma_c`` with its interval when there is a transition."""
+    """``m(gamma)`` as dots, the fitted jump model as a line over the depths it was fitted on, and ``gamma_c`` with
+    its interval when there is a transition."""
     ax = _ax(ax)
     color = color if color is not None else palette([label])[label]
     ax.plot(gamma, m, "o", ms=4, color=color, label=f"{label}: $m(\\gamma)$")
     ax.plot(
-        gamma,
+        transition.fitted_gamma,
         transition.fitted,
         line_style(label),
         color=color,
         lw=1.2,
-        label=f"{label}: sigmoid fit",
+        label=f"{label}: jump fit",
     )
     if transition.has_transition:
         ax.axvspan(*transition.ci, color=color, alpha=0.15, lw=0)

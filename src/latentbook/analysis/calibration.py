@@ -1,0 +1,291 @@
+"""Calibration: the verdict's judges run on planted data, with each claim present and absent.
+
+Usage: ``table = calibrate(n_cases=40, seed=0)`` (one row per claim and family: how often the judge said
+"holds", "does not hold", "inconclusive"), ``meets_targets(table)`` (per claim: at most ``MAX_FALSE_HOLDS`` of
+"holds" on every planted-absent family, at least ``MIN_FOUND`` on every planted-present one).
+
+The families carry the nuisances of the real models of chapter 3, so that a judge that only works on textbook
+data fails here: a rise out of the embedding over two layers and a last-layer change (edge depths), a smooth
+background (flat, linear, a decay, a hump, a gradual rise), misfit correlated between neighbouring depths
+(AR(1)), prompt-bootstrap draws correlated across depths (the same prompts at every depth), 12 to 80 layers and
+widths 384 to 5120 (the paper's levels mapped to each width, ``omega.level_at_width``); token samples clustered
+within prompts, skewed, with modes that a null reproduces. Each case goes through the *same* functions as the
+verdict: ``transition.critical_depth``, ``omega.bimodality`` and the ``judge_*`` of ``verdict``.
+Introduced in: chapter 8 ("How the verdicts were calibrated").
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from . import omega, transition, verdict
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+MAX_FALSE_HOLDS = 0.05
+MIN_FOUND = 0.80
+LAYERS = (12, 16, 24, 30, 40, 64, 80)
+WIDTHS = (384, 576, 640, 1536, 2048, 5120)
+BACKGROUNDS = ("flat", "linear", "decay", "hump", "gradual")
+N_DRAWS = 200
+
+
+# --- planted profiles -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlantedProfile:
+    """``m(gamma)`` with prompt-bootstrap-like ``draws`` (``(N_DRAWS, n_depths)``) and what was planted."""
+
+    gamma: np.ndarray
+    m: np.ndarray
+    draws: np.ndarray
+    jump: float
+    gamma_c: float
+
+
+def _logistic(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -500, 500)))
+
+
+def background(gamma: np.ndarray, kind: str, rng: np.random.Generator) -> np.ndarray:
+    """A smooth profile shape: flat, linear, decay, hump or gradual (a sigmoid of width 0.1-0.2), zero-based."""
+    if kind == "flat":
+        return np.zeros_like(gamma)
+    if kind == "linear":
+        return rng.uniform(-0.15, 0.15) * gamma
+    if kind == "decay":
+        return rng.uniform(0.05, 0.25) * np.exp(-gamma / rng.uniform(0.1, 0.4))
+    if kind == "hump":
+        centre, spread = rng.uniform(0.1, 0.6), rng.uniform(0.15, 0.3)
+        return rng.uniform(-0.2, 0.2) * np.exp(-((gamma - centre) ** 2) / (2 * spread**2))
+    if kind == "gradual":
+        return rng.uniform(0.1, 0.25) * _logistic((gamma - rng.uniform(0.3, 0.7)) / rng.uniform(0.1, 0.2))
+    raise InvalidInputError(f"background must be one of {BACKGROUNDS}, got {kind!r}.")
+
+
+def planted_profile(
+    rng: np.random.Generator,
+    n_layers: int,
+    kind: str = "flat",
+    jump: float = 0.0,
+    gamma_c: float = 0.42,
+    width: float = 0.0,
+    base: float | None = None,
+) -> PlantedProfile:
+    """A profile with the real models' nuisances and, if ``jump != 0``, a jump at ``gamma_c`` (step or switch).
+
+    ``m_l = base + background + jump * s_l``, then: depth 0 and 1 moved by a rise out of the embedding (0.1-0.4,
+    either sign; depth 1 carries 20-60 % of it), the last depth by up to +-0.15, AR(1) misfit (s.d. 0.003-0.02,
+    lag-1 correlation 0.3-0.8); draws ``m + se (0.7 z_common + 0.71 z_depth)`` with ``se`` 13-98 times below the
+    misfit (as measured on SmolLM2 and Gemma 3).
+    """
+    gamma = np.arange(n_layers + 1) / n_layers
+    level = rng.uniform(0.3, 0.7) if base is None else base
+    m = level + background(gamma, kind, rng)
+    if jump:
+        switch = (gamma > gamma_c).astype(float) if width == 0 else _logistic((gamma - gamma_c) / width)
+        m = m + jump * switch
+    rise = rng.uniform(0.1, 0.4) * rng.choice([-1.0, 1.0])
+    m[0] -= rise
+    m[1] -= rise * rng.uniform(0.2, 0.6)
+    m[-1] += rng.uniform(-0.15, 0.15)
+    sd, rho = rng.uniform(0.003, 0.02), rng.uniform(0.3, 0.8)
+    e = rng.standard_normal(len(gamma))
+    for i in range(1, len(e)):
+        e[i] = rho * e[i - 1] + np.sqrt(1 - rho**2) * e[i]
+    m = m + sd * e
+    se = sd / rng.uniform(13, 98)
+    common = rng.standard_normal((N_DRAWS, 1))
+    draws = m + se * (0.7 * common + np.sqrt(1 - 0.49) * rng.standard_normal((N_DRAWS, len(gamma))))
+    return PlantedProfile(gamma, m, draws, float(jump), float(gamma_c))
+
+
+# --- the families of each claim ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Family:
+    """Cases of one claim with the claim ``present`` or not: ``run(rng)`` gives one verdict word."""
+
+    claim: str
+    name: str
+    present: bool
+    run: Callable[[np.random.Generator], str]
+
+
+def _fit(p: PlantedProfile) -> transition.Transition:
+    return transition.critical_depth(
+        p.gamma, p.m, draws=p.draws, n_boot=100, min_amplitude=verdict.MIN_TRANSITION
+    )
+
+
+def _critical_case(jump: tuple[float, float], centre: tuple[float, float]) -> Callable:
+    def run(rng: np.random.Generator) -> str:
+        n_layers = int(rng.choice(LAYERS))
+        p = planted_profile(
+            rng,
+            n_layers,
+            str(rng.choice(BACKGROUNDS)),
+            jump=rng.uniform(*jump),
+            gamma_c=rng.uniform(*centre),
+            width=float(rng.choice([0.0, 0.01, 0.02])),
+        )
+        return verdict.judge_critical_depth(_fit(p), len(p.gamma))[0]
+
+    return run
+
+
+def _jump_case(jump: tuple[float, float], twin_jumps_too: bool = False) -> Callable:
+    """The excess over the permutation null (what ``omega_jump`` fits) with a jump of ``jump``; the twin's
+    excess profile is flat, or (``twin_jumps_too``) jumps as much at the same depth."""
+
+    def run(rng: np.random.Generator) -> str:
+        n_layers = int(rng.choice(LAYERS))
+        centre = rng.uniform(0.3, 0.6)
+        kind = str(rng.choice(BACKGROUNDS))
+        size = rng.uniform(*jump)
+        p = planted_profile(rng, n_layers, kind, jump=size, gamma_c=centre, base=0.0)
+        twin_size = size * rng.uniform(0.95, 1.05) if twin_jumps_too else 0.0
+        twin = planted_profile(rng, n_layers, "flat", jump=twin_size, gamma_c=centre, base=0.0)
+        return verdict.judge_jump(_fit(p), _fit(twin), min_jump=verdict.MIN_JUMP)[0]
+
+    return run
+
+
+def _liquid_case(offset: tuple[float, float]) -> Callable:
+    """A profile whose highest interior ``m`` lies ``offset`` above the solid threshold at a random width."""
+
+    def run(rng: np.random.Generator) -> str:
+        d = int(rng.choice(WIDTHS))
+        threshold = verdict.solid_threshold(d)
+        p = planted_profile(rng, int(rng.choice(LAYERS)), str(rng.choice(BACKGROUNDS)), base=0.0)
+        interior = slice(transition.SKIP[0], len(p.m) - transition.SKIP[1])
+        shift = threshold + rng.uniform(*offset) - p.m[interior].max()
+        m, draws = p.m + shift, p.draws + shift
+        peak = transition.SKIP[0] + int(np.argmax(m[interior]))
+        ci = tuple(np.quantile(draws[:, peak], [0.025, 0.975]))
+        return verdict.judge_liquid(float(m[peak]), ci, float(p.gamma[peak]), d)[0]
+
+    return run
+
+
+def planted_omega_samples(
+    rng: np.random.Generator,
+    n_prompts: int,
+    per_prompt: int,
+    bimodal: bool,
+    separation: float = 4.0,
+    share: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-token Omega of ``n_prompts`` prompts: a skewed unimodal law (gamma-distributed excess), a random
+    offset per prompt (intraclass correlation 0.1-0.4), and, if ``bimodal``, a share (20-50 %) of tokens moved
+    ``separation`` standard deviations up (a second mode). Returns values and prompt ids."""
+    ids = np.repeat(np.arange(n_prompts), per_prompt)
+    icc = rng.uniform(0.1, 0.4)
+    offsets = rng.standard_normal(n_prompts) * np.sqrt(icc)
+    shape = rng.uniform(2.0, 8.0)
+    within = (rng.gamma(shape, 1.0, len(ids)) - shape) / np.sqrt(shape) * np.sqrt(1 - icc)
+    values = offsets[ids] + within
+    if bimodal:
+        moved = rng.random(len(ids)) < (share if share is not None else rng.uniform(0.2, 0.5))
+        values = values + separation * moved
+    return 0.3 + 0.02 * values, ids
+
+
+def _bimodal_case(real: bool, permuted: bool, shuffled: bool, twin: bool, n_depths: int = 5) -> Callable:
+    """Depths after the split of a real run and its nulls, each bimodal or not as planted."""
+
+    def depths(rng: np.random.Generator, bimodal: bool, n_prompts: int) -> list:
+        samples = [planted_omega_samples(rng, n_prompts, 24, bimodal) for _ in range(n_depths)]
+        return [omega.bimodality(values, prompt_ids=ids) for values, ids in samples]
+
+    def run(rng: np.random.Generator) -> str:
+        result = verdict.judge_bimodality(
+            depths(rng, real, 48),
+            depths(rng, permuted, 24),
+            depths(rng, shuffled, 48),
+            depths(rng, twin, 48),
+        )
+        return result[0]
+
+    return run
+
+
+def families() -> list[Family]:
+    """Every planted family, present and absent, of the claims the verdict judges from captures."""
+    paper_jump = (0.15, 0.25)  # the paper's 0.69 -> 0.90, +-0.06
+    return [
+        Family("critical_depth", "jump at 0.40-0.44", True, _critical_case(paper_jump, (0.40, 0.44))),
+        Family("critical_depth", "no jump (smooth)", False, _critical_case((0.0, 0.0), (0.42, 0.42))),
+        Family("critical_depth", "jump at 0.62-0.80", False, _critical_case(paper_jump, (0.62, 0.80))),
+        Family("critical_depth", "jump of 0.005-0.025", False, _critical_case((0.005, 0.025), (0.40, 0.44))),
+        Family("omega_jump", "excess jump of 0.15-0.25", True, _jump_case(paper_jump)),
+        Family("omega_jump", "no excess jump (the null's)", False, _jump_case((0.0, 0.0))),
+        Family("omega_jump", "excess jump of 0.03-0.08", False, _jump_case((0.03, 0.08))),
+        Family("omega_jump", "the twin jumps as much", False, _jump_case(paper_jump, twin_jumps_too=True)),
+        Family("stays_liquid", "peak 0.03-0.25 below", True, _liquid_case((-0.25, -0.03))),
+        Family("stays_liquid", "peak 0.03-0.25 above", False, _liquid_case((0.03, 0.25))),
+        Family("bimodality", "bimodal, nulls unimodal", True, _bimodal_case(True, False, False, False)),
+        Family("bimodality", "unimodal, clustered", False, _bimodal_case(False, False, False, False)),
+        Family("bimodality", "shuffled words too", False, _bimodal_case(True, False, True, False)),
+        Family("bimodality", "permutation null too", False, _bimodal_case(True, True, False, False)),
+        Family("bimodality", "random twin too", False, _bimodal_case(True, False, False, True)),
+    ]
+
+
+def _cases(family: Family, n_cases: int, seed: int) -> Iterator[str]:
+    for case in range(n_cases):
+        yield family.run(
+            np.random.default_rng([seed, zlib.crc32(f"{family.claim}/{family.name}".encode()), case])
+        )
+
+
+def calibrate(n_cases: int = 40, seed: int = 0, claims: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """The confusion table: for each family, how often each verdict came out over ``n_cases`` planted cases.
+
+    Columns: ``claim``, ``family``, ``planted`` ("present"/"absent"), ``n``, one column per verdict word
+    (fractions), ``holds_ci_low``, ``holds_ci_high`` (Wilson 95 %) and ``target`` (the rate the family must meet).
+    """
+    import pandas as pd
+
+    if not isinstance(n_cases, (int, np.integer)) or n_cases < 1:
+        raise InvalidInputError(f"n_cases must be a positive integer, got {n_cases!r}.")
+    rows = []
+    for family in families():
+        if claims is not None and family.claim not in claims:
+            continue
+        words = list(_cases(family, n_cases, seed))
+        rates = {word: words.count(word) / n_cases for word in verdict.VERDICTS}
+        low, high = verdict.wilson_interval(rates["holds"], n_cases)
+        rows.append(
+            {
+                "claim": family.claim,
+                "family": family.name,
+                "planted": "present" if family.present else "absent",
+                "n": n_cases,
+                **rates,
+                "holds_ci_low": low,
+                "holds_ci_high": high,
+                "target": f">= {MIN_FOUND:.0%} holds"
+                if family.present
+                else f"<= {MAX_FALSE_HOLDS:.0%} holds",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def meets_targets(table: pd.DataFrame) -> pd.Series:
+    """Per claim: does every present family reach ``MIN_FOUND`` holds and every absent one stay at or below
+    ``MAX_FALSE_HOLDS``?"""
+    ok = (table["planted"] == "present") & (table["holds"] >= MIN_FOUND) | (table["planted"] == "absent") & (
+        table["holds"] <= MAX_FALSE_HOLDS
+    )
+    return ok.groupby(table["claim"]).all()

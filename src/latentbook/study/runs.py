@@ -1,0 +1,53 @@
+"""The book's runs: each embedded model, its random-weight twin and the model on shuffled words.
+
+A run is typed (``Run``: model, kind) so that no other wing parses labels; ``label`` is the name the chapters and
+the verdict table show: ``"<model>"``, ``"random:<model>"``, ``"<model> (shuffled)"``.
+Introduced in: chapter 8 (the verdict), shared by chapters 3-6.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..capturing.results import Capture
+
+BOOK_MODELS = ("smollm2-135m", "gemma3-270m", "minilm-l6")
+KINDS = ("trained", "random twin", "shuffled words")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One model run of the book: ``kind`` is "trained", "random twin" or "shuffled words"."""
+
+    model: str
+    kind: str
+
+    @property
+    def label(self) -> str:
+        if self.kind == "random twin":
+            return f"random:{self.model}"
+        if self.kind == "shuffled words":
+            return f"{self.model} (shuffled)"
+        return self.model
+
+    @property
+    def capture_name(self) -> str:
+        """The zoo name the capture loads (the twin is the ``random:`` model)."""
+        return f"random:{self.model}" if self.kind == "random twin" else self.model
+
+    def capture(self, cached_only: bool = False) -> Capture | None:
+        """The book's capture of this run (``capturing.cache.book_capture``); with ``cached_only``, None when it is
+        not in the cache yet."""
+        from ..capturing.cache import book_capture, book_capture_path
+
+        shuffle = self.kind == "shuffled words"
+        if cached_only and not book_capture_path(self.capture_name, shuffle=shuffle).is_file():
+            return None
+        return book_capture(self.capture_name, shuffle=shuffle)
+
+
+def book_runs(models: tuple[str, ...] = BOOK_MODELS, kinds: tuple[str, ...] = KINDS) -> list[Run]:
+    """Every run of the book, model by model: trained, then its twin, then shuffled words."""
+    return [Run(model, kind) for model in models for kind in kinds]
