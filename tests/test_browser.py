@@ -47,6 +47,32 @@ pytestmark = [
 ]
 
 
+SOURCES = ("book", "notebooks", "src/latentbook", "_config.yml", "_toc.yml", "references.bib")
+
+
+def _newest_source() -> tuple[float, Path]:
+    """The newest modification time among the files the built book is made from, and that file."""
+    files = [ROOT / p for p in SOURCES if (ROOT / p).is_file()]
+    files += [f for p in SOURCES if (ROOT / p).is_dir() for f in (ROOT / p).rglob("*") if f.is_file()]
+    files = [f for f in files if "__pycache__" not in f.parts]
+    newest = max(files, key=lambda f: f.stat().st_mtime)
+    return newest.stat().st_mtime, newest
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built_book_is_current():
+    """Refuse to test a ``_build/html`` older than its sources: it would pass or fail for a book that is gone."""
+    if "LATENTBOOK_HTML" in os.environ:
+        return
+    built = (BUILD / "index.html").stat().st_mtime
+    newest, path = _newest_source()
+    if newest > built:
+        pytest.fail(
+            f"_build/html is older than {path.relative_to(ROOT)}: rebuild the book (make book) before the browser "
+            "tests, or set LATENTBOOK_HTML to test another build"
+        )
+
+
 def _pages() -> list[str]:
     """Every HTML page of the site, relative to _build/html (not the static or source folders)."""
     if not BUILD.is_dir():

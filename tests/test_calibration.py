@@ -14,7 +14,7 @@ from latentbook.analysis import calibration, verdict
     ("claims", "n_cases"), [(("critical_depth", "omega_jump", "stays_liquid"), 20), (("bimodality",), 6)]
 )
 def test_every_judge_meets_its_targets_on_planted_families(claims, n_cases):
-    table = calibration.calibrate(n_cases=n_cases, seed=11, claims=claims)
+    table = calibration.calibrate(n_cases=n_cases, seed=11, claims=claims, n_token_cases=n_cases)
     assert set(table["claim"]) == set(claims)
     assert {"present", "absent"} <= set(table["planted"])
     absent = table[table["planted"] == "absent"]
