@@ -225,7 +225,8 @@ def critical_depth(
     bootstrap of the misfit (Gaussian AR(1) noise with the residuals' s.d. and lag-1 correlation around the fit:
     neighbouring depths' misfits are correlated); with ``draws``, also the refits of every draw, and the interval
     is the hull of both. A step's location is known only to the gap between two depths, so each refit counts the
-    whole gap. Introduced in: chapter 3 (PAPER.md claim 1).
+    whole gap; the jump's interval also holds the gaps of local fits (``local_gaps``), since a curved background
+    moves the global two-line gap more than any noise does. Introduced in: chapter 3 (PAPER.md claim 1).
     """
     gamma, m, draws = _as_profile(gamma, m, draws, n_boot, seed)
     if not isinstance(n_boot, (int, np.integer)) or n_boot < 20:
@@ -250,14 +251,16 @@ def critical_depth(
     noise = float(np.sqrt(np.sum(residuals**2) / max(len(y) - k, 1)))
 
     rng = np.random.default_rng(seed)
-    perturbed = [fitted[None, :] + _ar1_noise(residuals, n_boot, rng)]
+    perturbed = [fitted[None, :] + _ar1_noise(residuals, n_boot, rng, dof=len(y) - k)]
     method = "parametric (AR(1) misfit)"
     if inside_draws is not None:
         perturbed.append(inside_draws)
         method = "prompt bootstrap + misfit"
     refits = models.jump(np.concatenate(perturbed))
     ci = _hull_interval(refits["low"], refits["high"], (fit["low"], fit["high"]), level)
-    amplitude_ci = _hull_interval(refits["amplitude"], refits["amplitude"], (fit["amplitude"],) * 2, level)
+    local = local_gaps(g, y, float(fit["centre"]), float(fit["width"]))
+    own = (min(fit["amplitude"], *local), max(fit["amplitude"], *local))
+    amplitude_ci = _hull_interval(refits["amplitude"], refits["amplitude"], own, level)
     amplitude_ci = (max(amplitude_ci[0], -1.0), min(amplitude_ci[1], 1.0))
 
     reason = _no_transition_reason(float(fit["amplitude"]), noise, delta_bic, min_amplitude)
@@ -302,11 +305,32 @@ def _weights(g: np.ndarray, y: np.ndarray, draws: np.ndarray | None) -> np.ndarr
     return 1.0 / (se2 + tau2)
 
 
-def _ar1_noise(residuals: np.ndarray, n_draws: int, rng: np.random.Generator) -> np.ndarray:
-    """Gaussian AR(1) series with the residuals' s.d. and lag-1 autocorrelation (clipped to ``[0, 0.9]``)."""
+LOCAL_FITS = ((2, 1), (3, 1), (4, 1), (4, 2), (6, 2))  # (depths on each side, polynomial degree)
+
+
+def local_gaps(g: np.ndarray, y: np.ndarray, centre: float, width: float) -> list[float]:
+    """The jump at ``centre`` as the gap between two polynomials fitted to the ``h`` depths on each side only
+    (outside the switch, ``|g - centre| > 2 w``), for each ``(h, degree)`` of ``LOCAL_FITS`` that both sides
+    have: the two-line fit over all depths absorbs a curved background into the gap, a local fit much less
+    (as in a regression discontinuity design)."""
+    left = np.flatnonzero(g < centre - 2 * width)[::-1]
+    right = np.flatnonzero(g > centre + 2 * width)
+    gaps = []
+    for h, degree in LOCAL_FITS:
+        if len(left) < h or len(right) < h:
+            continue
+        ends = [np.polyval(np.polyfit(g[side[:h]], y[side[:h]], degree), centre) for side in (left, right)]
+        gaps.append(float(ends[1] - ends[0]))
+    return gaps
+
+
+def _ar1_noise(residuals: np.ndarray, n_draws: int, rng: np.random.Generator, dof: int) -> np.ndarray:
+    """Gaussian AR(1) series with the residuals' s.d. (``RSS / dof``) and lag-1 autocorrelation, corrected for its
+    downward bias in short series (Kendall 1954: ``E rho^ ~ rho - (1 + 3 rho) / n``) and clipped to ``[0, 0.95]``."""
     r = residuals - residuals.mean()
-    sd = float(np.sqrt(np.mean(r**2)))
-    rho = float(np.clip(np.sum(r[1:] * r[:-1]) / max(np.sum(r**2), 1e-300), 0.0, 0.9))
+    sd = float(np.sqrt(np.sum(r**2) / max(dof, 1)))
+    raw = float(np.sum(r[1:] * r[:-1]) / max(np.sum(r**2), 1e-300))
+    rho = float(np.clip(raw + (1 + 3 * raw) / len(r), 0.0, 0.95))
     e = rng.standard_normal((n_draws, len(r)))
     for i in range(1, len(r)):
         e[:, i] = rho * e[:, i - 1] + np.sqrt(1 - rho**2) * e[:, i]
