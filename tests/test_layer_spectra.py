@@ -165,3 +165,105 @@ def test_profile_reads_a_dominant_coordinate_and_the_uncentred_pr():
     assert profile["top_coordinate"].iloc[0] < 2
     raw = layer_spectra.layer_profile(cap, centered=False)
     np.testing.assert_allclose(profile["pr_uncentred"], raw["participation_ratio"], rtol=1e-9)
+
+
+# --- jackknife contrasts and spike counts with intervals -------------------------------------------------
+
+
+def _paired_capture(seed: int, scales_after: np.ndarray, n_prompts: int, per_prompt: int, rho: float):
+    """Prompt-clustered tokens, isotropic at depths gamma <= 0.42 and scaled by ``sqrt(scales_after)`` after:
+    the same tokens at every depth, so the population PR (effective rank) ratio is known exactly."""
+    d = len(scales_after)
+    clustered = synthetic.clustered_tokens(n_prompts, per_prompt, d, rho, seed=seed)
+    gamma = np.arange(9) / 8
+    states = np.stack([clustered.x * (np.sqrt(scales_after) if g > 0.42 else 1.0) for g in gamma])
+    n = n_prompts * per_prompt
+    return synthetic.as_capture(states, clustered.prompt_ids, clustered.positions + 1, n_vectors=n)
+
+
+def _population_pr(s: np.ndarray) -> float:
+    return float(s.sum() ** 2 / np.sum(s**2))
+
+
+def test_jackknife_pr_interval_covers_the_population_ratio_at_the_nominal_rate():
+    scales = np.r_[4.0, 4.0, np.ones(10)]
+    truth = _population_pr(scales) / 12.0  # 324 / 42 / 12 = 0.643
+    covered, inside = 0, 0
+    for seed in range(60):
+        contrast = layer_spectra.pr_contrast(_paired_capture(seed, scales, 60, 8, rho=0.3))
+        covered += contrast.ci[0] <= truth <= contrast.ci[1]
+        inside += contrast.ci[0] <= contrast.ratio <= contrast.ci[1]
+    assert inside == 60
+    assert 0.85 <= covered / 60 <= 1.0
+
+
+def test_effective_rank_contrast_covers_its_population_ratio():
+    scales = np.r_[4.0, 4.0, np.ones(10)]
+    p = scales / scales.sum()
+    truth = float(np.exp(-np.sum(p * np.log(p)))) / 12.0
+    covered = 0
+    for seed in range(30):
+        contrast = layer_spectra.effective_rank_contrast(_paired_capture(seed, scales, 60, 8, rho=0.3))
+        assert contrast.ci[0] <= contrast.ratio <= contrast.ci[1]
+        covered += contrast.ci[0] <= truth <= contrast.ci[1]
+    assert covered >= 25  # nominal 95 %: 28.5 of 30
+
+
+def test_contrasts_contain_their_estimate_when_n_is_close_to_d():
+    """120 tokens in 100 dimensions: the prompt bootstrap's draws run below the PR; the jackknife is centred."""
+    scales = np.r_[np.full(5, 6.0), np.ones(95)]
+    for seed in range(3):
+        cap = _paired_capture(seed, scales, 30, 4, rho=0.2)
+        for contrast in (
+            layer_spectra.pr_contrast(cap),
+            layer_spectra.effective_rank_contrast(cap, n_groups=None),
+        ):
+            assert contrast.ci[0] < contrast.ratio < contrast.ci[1] and contrast.ratio < 1
+            assert (contrast.n_before, contrast.n_after) == (3, 4) and contrast.level == 0.95
+    with pytest.raises(lb.InvalidInputError, match="n_groups"):
+        layer_spectra.effective_rank_contrast(cap, n_groups=2)
+
+
+def test_jackknife_contrast_of_exact_values_is_a_point_and_bad_shapes_are_refused():
+    gamma = np.arange(11) / 10
+    values = np.where(gamma > 0.42, 20.0, 40.0)
+    contrast = layer_spectra.jackknife_contrast(gamma, values, np.tile(values, (5, 1)))
+    assert contrast.ratio == pytest.approx(0.5) and contrast.ci == pytest.approx((0.5, 0.5))
+    with pytest.raises(lb.InvalidInputError, match="leave_out"):
+        layer_spectra.jackknife_contrast(gamma, values, values[None, :])
+
+
+@pytest.mark.parametrize("centered", [True, False])
+def test_weighted_eigvals_are_those_of_the_sample_with_repeated_rows(centered):
+    x = np.random.default_rng(11).standard_normal((40, 25)) * np.linspace(0.5, 2, 25) + 1.0
+    w = np.random.default_rng(12).integers(0, 3, 40)
+    got = layer_spectra.weighted_eigvals(x @ x.T, w.astype(float), 25, centered)
+    expected = layer_spectra.sample_eigvals(np.repeat(x, w, axis=0), centered)
+    np.testing.assert_allclose(got, expected, atol=1e-9 * expected[0])
+
+
+def _spiked_after(seed: int, spikes: list[float], d: int = 60, scales: np.ndarray | None = None):
+    rng = np.random.default_rng(seed)
+    clustered = synthetic.clustered_tokens(100, 4, d, 0.1, seed=seed)
+    u = synthetic.random_orthonormal(d, len(spikes), rng)
+    planted = clustered.x + (rng.standard_normal((400, len(spikes))) * np.sqrt(spikes)) @ u.T
+    base = clustered.x if scales is None else clustered.x * np.sqrt(scales)
+    states = np.stack([planted if g > 0.42 else base for g in np.arange(9) / 8])
+    return synthetic.as_capture(states, clustered.prompt_ids, clustered.positions + 1, n_vectors=400)
+
+
+def test_spike_contrast_counts_planted_spikes_after_the_split_with_intervals_around_the_counts():
+    result = layer_spectra.spike_contrast(_spiked_after(0, [30.0, 20.0, 12.0]), n_boot=20)
+    assert (result.before, result.after) == (0.0, 3.0) and result.settled and result.unsettled == 0
+    assert result.before_ci[0] <= result.before <= result.before_ci[1]
+    assert result.after_ci[0] <= result.after <= result.after_ci[1] and result.after_ci[1] < 6
+    assert np.isnan(result.counts[0]) and np.isnan(result.counts[-1]) and result.counts[5] == 3
+    assert (result.n_before, result.n_after, result.n_boot) == (3, 4, 20)
+
+
+def test_spike_contrast_refuses_too_few_draws_and_one_sided_windows():
+    cap = _spiked_after(1, [30.0])
+    with pytest.raises(lb.InvalidInputError, match="n_boot"):
+        layer_spectra.spike_contrast(cap, n_boot=5)
+    with pytest.raises(lb.InvalidInputError, match="both sides"):
+        layer_spectra.spike_contrast(cap, split=0.95, n_boot=10)

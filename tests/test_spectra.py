@@ -92,8 +92,8 @@ def test_gaussian_data_gives_sigma2_within_2_percent_and_no_spikes():
     assert abs(fit.sigma2 / 1.7 - 1) < 0.005  # in fact much tighter
     assert fit.n_spikes == 0 and fit.spikes.size == 0
     assert fit.ks < 0.02
-    assert fit.ratio == pytest.approx(500 / 20000) and fit.n_samples == 20000
-    assert fit.edges == pytest.approx(spectra.mp_edges(500 / 20000, fit.sigma2))
+    assert fit.ratio == pytest.approx(500 / 20000, rel=0.01) and 19800 < fit.n_samples <= 20000
+    assert fit.n_bound == 20000 and fit.edges == pytest.approx(spectra.mp_edges(fit.ratio, fit.sigma2))
 
 
 def test_five_spikes_above_bbp_are_found_exactly_and_sub_threshold_ones_are_not_claimed():
@@ -223,9 +223,10 @@ def test_effective_sample_size_matches_the_spread_of_a_clustered_spectrum():
     spread = lam.var() / lam.mean() ** 2  # = q for an MP law
     assert spread == pytest.approx(d / ess.n_eff, rel=0.15)
     assert abs(spread - d / ess.n_tokens) > 3 * abs(spread - d / ess.n_eff)
-    naive, fair = spectra.mp_fit(lam, ess.n_tokens), spectra.fit_layer(cap, 1)
-    assert fair.n_samples == pytest.approx(ess.n_eff)
-    assert naive.n_spikes > 20 and fair.n_spikes <= naive.n_spikes // 4 and fair.ks < naive.ks
+    iid, fitted = spectra.mp_fit(lam, ess.n_tokens, fit_ratio=False), spectra.mp_fit(lam, ess.n_tokens)
+    assert iid.n_spikes > 20 and iid.n_samples == ess.n_tokens  # the i.i.d. law: false spikes
+    assert fitted.n_spikes == 0 and fitted.n_samples == pytest.approx(ess.n_eff, rel=0.25)
+    assert fitted.ks < iid.ks and spectra.fit_layer(cap, 1).n_samples <= ess.n_eff
 
 
 def test_depth_profile_has_one_row_per_depth():
@@ -241,3 +242,130 @@ def test_depth_profile_has_one_row_per_depth():
         "ks",
     }
     assert (table["n_spikes"] == 0).all() and np.allclose(table["sigma2"], 1.0, rtol=0.1)
+
+
+# --- the fitted ratio: planted families, counted with n_samples=None -----------------------------------------
+
+
+def _sample_eigvals(x: np.ndarray) -> np.ndarray:
+    from latentbook.analysis.layer_spectra import sample_eigvals
+
+    return sample_eigvals(x)
+
+
+@pytest.mark.parametrize("n, d", [(2000, 400), (508, 576)])
+def test_pure_mp_has_no_spikes_and_its_ratio_is_fitted(n, d):
+    for seed in range(2):
+        fit = spectra.mp_fit(_sample_eigvals(synthetic.gaussian(n, d, seed=seed)), None)
+        assert fit.n_spikes == 0 and fit.settled and np.isinf(fit.n_bound)
+        assert fit.n_samples == pytest.approx(n - 1, rel=0.03) and fit.sigma2 == pytest.approx(1.0, rel=0.02)
+
+
+def test_spikes_just_above_bbp_are_counted_and_those_just_below_are_not():
+    n, d = 4000, 400
+    q = d / n
+    above = 1 + np.sqrt(q) * np.array([2.0, 3.0, 4.5])  # theta = 2, 3, 4.5 times the BBP threshold sqrt(q)
+    below = 1 + np.sqrt(q) * np.array([0.65, 0.8])
+    threshold = spectra.spike_threshold(1.0, q, n)
+    assert np.all(spectra.spike_location(above, 1.0, q) > threshold + 0.05)  # detectable by a margin
+    assert np.all(spectra.spike_location(below, 1.0, q) == spectra.mp_edges(q)[1])  # not even in principle
+    for seed in range(3):
+        s = synthetic.spiked_covariance(n, d, np.r_[above, below], seed=seed)
+        lam = _sample_eigvals(s.x)
+        for n_samples in (None, n - 1):
+            fit = spectra.mp_fit(lam, n_samples)
+            assert fit.n_spikes == 3 and fit.settled
+            np.testing.assert_allclose(fit.spike_population, above[::-1], rtol=0.1)
+
+
+def test_one_massive_direction_is_one_spike():
+    for seed in range(2):
+        s = synthetic.spiked_covariance(1000, 300, [1000.0], seed=seed)
+        fit = spectra.mp_fit(_sample_eigvals(s.x), None)
+        assert fit.n_spikes == 1 and fit.settled and fit.sigma2 == pytest.approx(1.0, rel=0.03)
+
+
+def _ar1_tokens(n_prompts: int, m: int, d: int, phi: float, seed: int):
+    x = synthetic.correlated_sequences(n_prompts, m, d, phi, seed=seed).reshape(-1, d)
+    return x, np.repeat(np.arange(n_prompts), m)
+
+
+PROMPT_CORRELATED = {
+    "AR(1) 0.8, 60 prompts x 32, d=500": lambda seed: _ar1_tokens(60, 32, 500, 0.8, seed),
+    "AR(1) 0.5, 200 prompts x 16, d=600": lambda seed: _ar1_tokens(200, 16, 600, 0.5, seed),  # see the xfail
+    "shared 0.3, 127 prompts x 4, d=576": lambda seed: (
+        (c := synthetic.clustered_tokens(127, 4, 576, 0.3, seed=seed)).x,
+        c.prompt_ids,
+    ),
+    "shared 0.5, 500 prompts x 8, d=300": lambda seed: (
+        (c := synthetic.clustered_tokens(500, 8, 300, 0.5, seed=seed)).x,
+        c.prompt_ids,
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "family",
+    [
+        pytest.param(
+            f,
+            marks=pytest.mark.xfail(
+                reason="the TW margin ignores the error of the fitted edge: over seeds 0-39 a false spike in 3 of "
+                "40 (AR 0.8: 6, shared 0.3: 3, shared 0.5: 2; i.i.d. Gaussian: 0) against a nominal 1 %"
+            ),
+        )
+        if f.startswith("AR(1) 0.5")
+        else f
+        for f in PROMPT_CORRELATED
+    ],
+)
+def test_prompt_correlated_tokens_without_spikes_give_no_spikes(family):
+    """The i.i.d. law of the true scale with N = tokens calls many bulk eigenvalues spikes; the fit does not."""
+    x, _ = PROMPT_CORRELATED[family](0)
+    lam = _sample_eigvals(x)
+    n = len(x) - 1
+    assert np.sum(lam > spectra.spike_threshold(1.0, x.shape[1] / n, n)) > 10
+    for n_samples in (None, n):
+        fit = spectra.mp_fit(lam, n_samples)
+        assert fit.n_spikes == 0 and fit.settled
+        assert fit.n_samples < 0.9 * n  # correlation lowers the effective number of tokens
+
+
+# --- second opinions ---------------------------------------------------------------------------------------
+
+
+def _ar1_with_spikes(seed: int, spikes: list[float]):
+    x, ids = _ar1_tokens(40, 32, 120, 0.8, seed)
+    rng = np.random.default_rng(seed + 10)
+    u = synthetic.random_orthonormal(120, len(spikes), rng)
+    return x + (rng.standard_normal((len(x), len(spikes))) * np.sqrt(spikes)) @ u.T, ids
+
+
+def test_parallel_analysis_keeps_the_prompts_and_finds_planted_spikes_among_correlated_tokens():
+    for seed in range(2):
+        x, ids = _ar1_with_spikes(seed, [])
+        null = spectra.parallel_analysis(x, ids, n_perm=40, seed=seed)
+        assert null.n_spikes == 0 and null.null.shape == (40, 120) and null.n_prompts == 40
+        planted = spectra.parallel_analysis(*_ar1_with_spikes(seed, [8.0, 5.0, 3.0]), n_perm=40, seed=seed)
+        assert planted.n_spikes == 3
+    # permuting single tokens (one prompt per token) forgets the correlation: its null is too narrow
+    x, _ = _ar1_with_spikes(0, [])
+    assert spectra.parallel_analysis(x, np.arange(len(x)), n_perm=40).n_spikes > 5
+    with pytest.raises(lb.InvalidInputError, match="prompts"):
+        spectra.parallel_analysis(x, np.zeros(len(x)), n_perm=40)
+
+
+def test_kritchman_nadler_counts_iid_spikes_and_needs_the_effective_n_for_correlated_tokens():
+    for seed in range(3):
+        spiked = synthetic.spiked_covariance(2000, 200, [3.0, 2.0, 1.8], seed=seed)
+        assert spectra.kritchman_nadler(_sample_eigvals(spiked.x), 1999).n_spikes == 3
+        assert (
+            spectra.kritchman_nadler(_sample_eigvals(synthetic.gaussian(2000, 200, seed=seed)), 1999).n_spikes
+            == 0
+        )
+    x, _ = _ar1_with_spikes(0, [])
+    assert (
+        spectra.kritchman_nadler(_sample_eigvals(x), len(x) - 1).n_spikes > 20
+    )  # raw token count: false signals
+    estimate = spectra.kritchman_nadler(_sample_eigvals(synthetic.gaussian(2000, 200, sigma2=2.0)), 1999)
+    assert estimate.sigma2 == pytest.approx(2.0, rel=0.02)

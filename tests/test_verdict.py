@@ -115,10 +115,31 @@ def test_bimodality_criterion_needs_modes_beyond_both_nulls_and_none_in_the_twin
     assert verdict.judge_bimodality([], [], None, None)[0] == "not testable here"
 
 
-def test_spikes_criterion():
-    assert verdict.judge_spikes(3, 8)[0] == "holds"
-    assert verdict.judge_spikes(8, 8)[0] == "does not hold"
-    assert verdict.judge_spikes(3, 8, twin_after=9)[0] == "does not hold"
+def _spikes(before, after, settled=True, half=1.0):
+    return layer_spectra.SpikeContrast(
+        before,
+        after,
+        (before - half, before + half),
+        (after - half, after + half),
+        settled,
+        0.42,
+        5,
+        5,
+        20,
+        0.95,
+        np.zeros(3),
+        0 if settled else 2,
+        0 if settled else 7,
+    )
+
+
+def test_spikes_criterion_never_judges_an_unsettled_count():
+    assert verdict.judge_spikes(_spikes(3, 8))[0] == "holds"
+    assert verdict.judge_spikes(_spikes(8, 3))[0] == "does not hold"
+    assert verdict.judge_spikes(_spikes(3, 4, half=1.0))[0] == "inconclusive"
+    assert verdict.judge_spikes(_spikes(3, 8), twin=_spikes(3, 9))[0] == "does not hold"
+    word, reason = verdict.judge_spikes(_spikes(3, 200, settled=False))
+    assert word == "inconclusive" and "lower bounds" in reason
 
 
 def test_concentration_and_contraction_criteria():

@@ -15,8 +15,10 @@ Usage:
 2. ``spectrum_summary(sample_eigvals(s.x), s.n_dof)``: effective rank, participation ratio, MP fit;
 3. ``layer_profile(cap)``: that summary at every depth; ``gaussian_reference(n, d)``: the same numbers for pure
    noise of the same shape (the null every real number is read against);
-4. ``participation_ratio_draws(cap)`` and ``depth_contrast(...)``: the PR after a depth against before it, with
-   a bootstrap interval that resamples whole prompts (used by the verdict, chapter 8).
+4. ``pr_contrast(cap)`` and ``effective_rank_contrast(cap)``: the PR (effective rank) after a depth against
+   before it, with a leave-prompts-out jackknife interval (``jackknife_contrast``; used by the verdict,
+   chapter 8); ``participation_ratio_draws`` and ``depth_contrast`` keep the prompt bootstrap of the PR;
+5. ``spike_contrast(cap)``: median spike counts before and after the split with prompt-bootstrap intervals.
 
 Introduced in: chapter 4 (PAPER.md, "Spectral density" and claim 3).
 """
@@ -117,11 +119,17 @@ def sample_eigvals(x: np.ndarray, centered: bool = True) -> np.ndarray:
 def spectrum_summary(eigvals: np.ndarray, n_samples: float, alpha: float = 0.01) -> dict[str, float]:
     """Effective rank, participation ratio, stable rank and the MP fit (``spectra.mp_fit``) of one spectrum.
 
+    ``n_samples`` bounds the effective number of tokens from above (the fit finds it: ``n_eff``); ``settled``
+    False means ``n_spikes`` is a lower bound; ``kn_spikes`` is Kritchman & Nadler's count at ``n_eff``.
+
     ``top_over_edge`` is the largest eigenvalue over the fitted bulk's upper edge (1 or less: no spike).
     """
     lam = np.asarray(eigvals, dtype=np.float64)
     fit = spectra.mp_fit(lam, n_samples, alpha=alpha)
     return {
+        "settled": bool(fit.settled),
+        "n_eff": float(fit.n_samples),
+        "kn_spikes": int(spectra.kritchman_nadler(lam, fit.n_samples, alpha).n_spikes),
         "effective_rank": spectra.effective_rank(lam),
         "participation_ratio": spectra.participation_ratio(lam),
         "stable_rank": spectra.stable_rank(lam),
@@ -324,19 +332,222 @@ def depth_contrast(
     return Contrast(point, ci, float(split), len(before), len(after), level)
 
 
+def _jackknife_groups(cap: Capture, keep: np.ndarray, n_groups: int | None) -> np.ndarray:
+    """Leave-out group of every kept token: its prompt (``n_groups=None``), or one of ``n_groups`` sets of whole
+    prompts (prompts dealt round-robin in order of their id)."""
+    _, prompt = np.unique(np.asarray(cap.vectors.prompt_ids)[keep], return_inverse=True)
+    n_prompts = int(prompt.max()) + 1
+    if n_prompts < 3:
+        raise InvalidInputError(
+            f"The token sample comes from {n_prompts} prompts: a leave-one-prompt-out jackknife needs 3 or more."
+        )
+    if n_groups is None:
+        return prompt
+    if not isinstance(n_groups, int) or not 3 <= n_groups <= n_prompts:
+        raise InvalidInputError(
+            f"n_groups must be an integer between 3 and the number of prompts ({n_prompts}), got {n_groups!r}."
+        )
+    return prompt % n_groups
+
+
+def jackknife_contrast(
+    gamma: np.ndarray, values: np.ndarray, leave_out: np.ndarray, split: float = 0.42, level: float = 0.95
+) -> Contrast:
+    """``exp(theta)`` with ``theta = mean log v_after - mean log v_before`` (``depth_windows``), and the
+    jackknife interval ``exp(theta -+ t_{G-1} se)``, ``se^2 = (G - 1) / G sum_g (theta_(-g) - mean theta_(-))^2``
+    over the ``G`` rows of ``leave_out`` (``(G, n_depths)``: the per-depth values with group ``g`` left out).
+
+    Centred on the estimate, so the estimate is always inside (Efron & Stein 1981; Quenouille 1956 for the bias
+    it sees). Leaving prompts out duplicates no token, so the interval does not inherit the bootstrap's bias
+    (duplicated tokens lower the effective sample size, and with it a PR near ``n``). Introduced in: chapter 4.
+    """
+    from scipy.special import stdtrit
+
+    gamma = np.asarray(gamma, dtype=np.float64)
+    leave_out = np.asarray(leave_out, dtype=np.float64)
+    if leave_out.ndim != 2 or leave_out.shape[1] != gamma.shape[0] or leave_out.shape[0] < 3:
+        raise InvalidInputError(
+            f"leave_out must be (G >= 3, n_depths={gamma.shape[0]}): one row per left-out group; "
+            f"got {leave_out.shape}."
+        )
+    if not 0 < level < 1 or not np.all(leave_out > 0):
+        raise InvalidInputError(f"Need 0 < level < 1 and positive leave-out values; got level={level!r}.")
+    point = depth_contrast(gamma, values, None, split, level)
+    before, after = depth_windows(gamma, split)
+    thetas = np.mean(np.log(leave_out[:, after]), 1) - np.mean(np.log(leave_out[:, before]), 1)
+    g = len(thetas)
+    se = float(np.sqrt((g - 1) / g * np.sum((thetas - thetas.mean()) ** 2)))
+    half = float(stdtrit(g - 1, (1 + level) / 2)) * se
+    theta = float(np.log(point.ratio))
+    ci = (float(np.exp(theta - half)), float(np.exp(theta + half)))
+    return Contrast(point.ratio, ci, point.split, point.n_before, point.n_after, point.level)
+
+
 def pr_contrast(
     cap: Capture,
     split: float = 0.42,
     centered: bool = True,
-    n_boot: int = 200,
     level: float = 0.95,
-    seed: int = 0,
     exclude_positions: Sequence[int] = (0,),
 ) -> Contrast:
-    """The participation ratio after ``split`` over before it (``depth_contrast`` of the sink-free token
-    sample's PR), with a prompt-bootstrap interval (``participation_ratio_draws``). Below 1: the spectrum
-    concentrates after ``split`` (PAPER.md claim 3 expects this after ``gamma_c ~ 0.42``).
-    Introduced in: chapter 4.
+    """The participation ratio after ``split`` over before it (geometric means over ``depth_windows``) of the
+    sink-free token sample, with a leave-one-prompt-out jackknife interval (``jackknife_contrast``): each
+    prompt's tokens get weight 0 in turn (``_batched_participation_ratio``, ``O(G n^2)`` per depth). Below 1:
+    the spectrum concentrates after ``split`` (PAPER.md claim 3 expects this after ``gamma_c ~ 0.42``). The
+    jackknife is exact and deterministic. Introduced in: chapter 4.
     """
-    pr = participation_ratio_draws(cap, exclude_positions, centered, n_boot, seed)
-    return depth_contrast(pr.gamma, pr.estimate, pr.draws, split, level)
+    keep = sample_mask(cap, exclude_positions)
+    groups = _jackknife_groups(cap, keep, None)
+    weights = (groups[None, :] != np.arange(int(groups.max()) + 1)[:, None]).astype(np.float64)
+    ones = np.ones(int(keep.sum()))
+    estimate, leave_out = np.empty(cap.n_depths), np.empty((len(weights), cap.n_depths))
+    for layer in range(cap.n_depths):
+        x = np.asarray(cap.token_vectors(layer)[keep], dtype=np.float64)
+        gram = x @ x.T
+        estimate[layer] = weighted_participation_ratio(gram, ones, centered)
+        leave_out[:, layer] = _batched_participation_ratio(gram, weights, centered)
+    return jackknife_contrast(np.asarray(cap.gamma, dtype=np.float64), estimate, leave_out, split, level)
+
+
+def effective_rank_contrast(
+    cap: Capture,
+    split: float = 0.42,
+    centered: bool = True,
+    n_groups: int | None = 20,
+    level: float = 0.95,
+    exclude_positions: Sequence[int] = (0,),
+) -> Contrast:
+    """The effective rank (``spectra.effective_rank``, Roy & Vetterli 2007) after ``split`` over before it, as
+    ``pr_contrast``, with a delete-a-group jackknife interval (``jackknife_contrast``): the prompts are dealt
+    into ``n_groups`` sets, each left out in turn (``None``: one prompt at a time, one eigendecomposition per
+    prompt and depth). Introduced in: chapter 4.
+    """
+    keep = sample_mask(cap, exclude_positions)
+    groups = _jackknife_groups(cap, keep, n_groups)
+    labels = np.unique(groups)
+    estimate, leave_out = np.empty(cap.n_depths), np.empty((len(labels), cap.n_depths))
+    for layer in range(cap.n_depths):
+        x = np.asarray(cap.token_vectors(layer)[keep], dtype=np.float64)
+        estimate[layer] = spectra.effective_rank(sample_eigvals(x, centered))
+        for row, label in enumerate(labels):
+            leave_out[row, layer] = spectra.effective_rank(sample_eigvals(x[groups != label], centered))
+    return jackknife_contrast(np.asarray(cap.gamma, dtype=np.float64), estimate, leave_out, split, level)
+
+
+# --- spike counts with a prompt bootstrap ------------------------------------------------------------------
+
+
+def weighted_eigvals(gram: np.ndarray, weights: np.ndarray, d: int, centered: bool = True) -> np.ndarray:
+    """The ``d`` eigenvalues, descending, of the weighted covariance ``C = X^T M X`` (``M`` as in
+    ``weighted_participation_ratio``) from the Gram matrix ``K = X X^T``: the nonzero ones are those of
+    ``A_ij = sqrt(w_i w_j) / W (K_ij - m_i - m_j + c)`` over the tokens with ``w_i > 0``, ``m = K w / W``,
+    ``c = w^T K w / W^2`` (centred; ``m = c = 0`` uncentred), padded with zeros.
+    With integer weights it equals ``sample_eigvals`` of the sample with each row repeated ``w_i`` times.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    total = w.sum()
+    used = np.flatnonzero(w > 0)
+    k = gram[np.ix_(used, used)]
+    if centered:
+        m = gram[used] @ w / total
+        k = k - m[:, None] - m[None, :] + float(w @ gram @ w) / total**2
+    root = np.sqrt(w[used] / total)
+    lam = np.linalg.eigvalsh(root[:, None] * k * root[None, :])[::-1]
+    return np.concatenate([np.clip(lam[:d], 0.0, None), np.zeros(max(0, d - len(used)))])
+
+
+@dataclass(frozen=True)
+class SpikeContrast:
+    """Median spike count (``spectra.mp_fit``) over the interior depths before and after a split, with
+    prompt-bootstrap intervals; ``settled`` False: some fit, of the sample or of a draw, was unsettled, and the
+    counts are lower bounds, not a verdict."""
+
+    before: float
+    after: float
+    before_ci: tuple[float, float]
+    after_ci: tuple[float, float]
+    settled: bool
+    split: float
+    n_before: int
+    n_after: int
+    n_boot: int
+    level: float
+    counts: np.ndarray  # (n_depths,) spike count of the sample at each depth; NaN outside both windows
+    unsettled: int  # unsettled fits of the sample (depths of both windows)
+    unsettled_draws: int  # unsettled fits of the draws (n_boot per depth)
+
+
+def _spike_count(lam: np.ndarray, n_bound: float, alpha: float) -> tuple[int, bool]:
+    fit = spectra.mp_fit(lam, n_bound, alpha=alpha)
+    return int(fit.n_spikes), bool(fit.settled)
+
+
+def _recentred_interval(point: float, draws: np.ndarray, level: float) -> tuple[float, float]:
+    """``point + (Q_{(1 -+ level)/2} - median)`` of the draws, floored at 0: the percentile interval moved by
+    the draws' median bias, so it always contains ``point``."""
+    low, mid, high = np.percentile(draws, [(1 - level) / 2 * 100, 50, (1 + level) / 2 * 100])
+    return max(0.0, point + low - mid), point + high - mid
+
+
+def spike_contrast(
+    cap: Capture,
+    split: float = 0.42,
+    n_boot: int = 50,
+    level: float = 0.95,
+    alpha: float = 0.01,
+    seed: int = 0,
+    exclude_positions: Sequence[int] = (0,),
+) -> SpikeContrast:
+    """Median over the interior depths (``depth_windows``) of the spike count of the sink-free token sample
+    (``mp_fit(sample_eigvals(x), n - 1)``, as ``layer_profile``) before and after ``split``, with prompt-bootstrap
+    intervals.
+
+    Each draw resamples the prompts with replacement (the same draw at every depth), recomputes the weighted
+    covariance's eigenvalues (``weighted_eigvals``) and refits with ``N`` bounded by Kish's effective size
+    ``(sum w)^2 / sum w^2 - 1`` (duplicated tokens are not new ones). Duplicates also cost the fit power, so
+    the draws run low; the interval is the draws' percentile interval moved by their median bias
+    (``point + Q - median``), which always contains the estimate. Introduced in: chapter 4.
+    """
+    if not isinstance(n_boot, int) or n_boot < 10 or not 0 < level < 1:
+        raise InvalidInputError(f"Need an integer n_boot >= 10 and 0 < level < 1; got {n_boot!r}, {level!r}.")
+    gamma = np.asarray(cap.gamma, dtype=np.float64)
+    before, after = depth_windows(gamma, split)
+    if len(before) < 1 or len(after) < 1:
+        raise InvalidInputError(
+            f"Need interior depths on both sides of split={split}; gamma has {len(before)} before and "
+            f"{len(after)} after. Use a model with more layers or another split."
+        )
+    keep = sample_mask(cap, exclude_positions)
+    groups = _jackknife_groups(cap, keep, None)
+    n_prompts = int(groups.max()) + 1
+    rng = np.random.default_rng(seed)
+    weights = rng.multinomial(n_prompts, np.full(n_prompts, 1 / n_prompts), size=n_boot)[:, groups]
+    bounds = weights.sum(1) ** 2 / np.sum(weights.astype(np.float64) ** 2, axis=1) - 1
+    depths = np.concatenate([before, after])
+    counts, draws = np.full(len(gamma), np.nan), np.empty((n_boot, len(gamma)))
+    unsettled = unsettled_draws = 0
+    for layer in depths:
+        x = np.asarray(cap.token_vectors(int(layer))[keep], dtype=np.float64)
+        count, settled = _spike_count(sample_eigvals(x), len(x) - 1, alpha)
+        counts[layer], unsettled = count, unsettled + (not settled)
+        gram = x @ x.T
+        for row in range(n_boot):
+            lam = weighted_eigvals(gram, weights[row], x.shape[1])
+            draws[row, layer], settled = _spike_count(lam, bounds[row], alpha)
+            unsettled_draws += not settled
+    point_before, point_after = float(np.median(counts[before])), float(np.median(counts[after]))
+    return SpikeContrast(
+        before=point_before,
+        after=point_after,
+        before_ci=_recentred_interval(point_before, np.median(draws[:, before], 1), level),
+        after_ci=_recentred_interval(point_after, np.median(draws[:, after], 1), level),
+        settled=unsettled + unsettled_draws == 0,
+        split=float(split),
+        n_before=len(before),
+        n_after=len(after),
+        n_boot=n_boot,
+        level=float(level),
+        counts=counts,
+        unsettled=unsettled,
+        unsettled_draws=unsettled_draws,
+    )

@@ -31,6 +31,8 @@ Introduced in: chapter 4 (PAPER.md, "Spectral density", claim 3; Theorem 6.3 for
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -102,13 +104,43 @@ def _bulk_cdf(x: np.ndarray, q: float, sigma2: float) -> np.ndarray:
     return _continuous_cdf(x, q, sigma2) / min(1.0, 1.0 / q)
 
 
+_THETA = np.linspace(0.0, np.pi, 1025)  # the quantile grid: x = mid - r cos(theta), dense near both edges
+_SIN, _COS, _TAN_HALF = np.sin(_THETA), np.cos(_THETA), np.tan(_THETA / 2)
+
+
+def _bulk_cdf_on_grid(qs: np.ndarray) -> np.ndarray:
+    """``_bulk_cdf`` at ``sigma2 = 1`` on the ``_THETA`` grid, one row per ratio: ``(len(qs), len(_THETA))``.
+
+    In ``theta`` directly (``_continuous_cdf`` without its ``arccos``), with ``sqrt(l_+ l_-) = |1 - q|`` and
+    ``sqrt(l_+ / l_-) = (1 + sqrt q) / |1 - sqrt q|``.
+    """
+    qs = np.asarray(qs, dtype=np.float64)[:, None]
+    root = np.sqrt(qs)
+    value = 2 * root * _SIN + (1 + qs) * _THETA
+    gap = np.abs(1 - root)
+    safe = np.where(gap > 0, gap, 1.0)
+    value = value - np.where(gap > 0, 2 * np.abs(1 - qs) * np.arctan((1 + root) / safe * _TAN_HALF), 0.0)
+    return value / (2 * np.pi * qs) / np.minimum(1.0, 1.0 / qs)
+
+
 def _bulk_quantile(p: np.ndarray, q: float, sigma2: float) -> np.ndarray:
-    """Inverse of ``_bulk_cdf`` by interpolation on a fine grid in ``theta`` (dense near both edges)."""
-    theta = np.linspace(0.0, np.pi, 8193)
-    mid, r = sigma2 * (1 + q), 2 * sigma2 * np.sqrt(q)
-    x = mid - r * np.cos(theta)
-    g = _bulk_cdf(x, q, sigma2)
-    return mid - r * np.cos(np.interp(p, g, theta))
+    """Inverse of ``_bulk_cdf`` by interpolation on the ``_THETA`` grid (~1e-5 relative)."""
+    theta = np.interp(p, _bulk_cdf_on_grid(np.array([q]))[0], _THETA)
+    return sigma2 * (1 + q - 2 * np.sqrt(q) * np.cos(theta))
+
+
+def _full_quantiles(p: np.ndarray, qs: np.ndarray) -> np.ndarray:
+    """Quantiles of the full MP law at ``sigma2 = 1``, one row per ratio in ``qs``: 0 on the atom
+    ``p <= (1 - 1/q)_+``, the bulk's quantile of ``(p - atom) / min(1, 1/q)`` above it."""
+    qs = np.asarray(qs, dtype=np.float64)
+    grids = _bulk_cdf_on_grid(qs)
+    out = np.zeros((len(qs), len(p)))
+    for row, (q, grid) in enumerate(zip(qs, grids, strict=True)):
+        atom = max(0.0, 1.0 - 1.0 / q)
+        inside = p > atom
+        levels = np.clip((p[inside] - atom) / min(1.0, 1.0 / q), 0.0, 1.0)
+        out[row, inside] = 1 + q - 2 * np.sqrt(q) * np.cos(np.interp(levels, grid, _THETA))
+    return out
 
 
 # --- Tracy–Widom margin and spikes -------------------------------------------------------------------------
@@ -194,20 +226,23 @@ def spike_population(lam: np.ndarray | float, sigma2: float, q: float) -> np.nda
 
 @dataclass(frozen=True)
 class MPFit:
-    """A Marchenko–Pastur fit of one spectrum: the bulk's scale and edges, the spikes beyond, the misfit."""
+    """A Marchenko–Pastur fit of one spectrum: the bulk's scale, ratio and edges, the spikes beyond, the misfit."""
 
     sigma2: float  # noise variance fitted to the bulk
-    ratio: float  # q = d_bulk / n_samples used for the bulk (d_bulk = d - n_spikes)
-    n_samples: float  # the (effective) sample size N the law was fitted with
+    ratio: float  # q = d_bulk / n_samples fitted to the bulk (d_bulk = d - n_spikes)
+    n_samples: float  # the effective sample size N = d_bulk / ratio the law was fitted with
     edges: tuple[float, float]  # sigma2 (1 -+ sqrt q)^2
     threshold: float  # spike cut: upper edge + TW margin (see spike_threshold)
     n_spikes: int
     spikes: np.ndarray  # eigenvalues above the threshold, descending
     spike_population: np.ndarray  # population eigenvalue behind each spike (spike_population)
     ks: float  # Kolmogorov–Smirnov distance of the bulk to the fitted MP law
-    bulk: np.ndarray  # the eigenvalues fitted as bulk, ascending
+    bulk: np.ndarray  # the nonzero eigenvalues fitted as bulk, ascending
     alpha: float  # false-alarm level of the spike cut
     settled: bool  # False: the spikes ate more than the allowed share of the bulk (no MP bulk; a lower bound)
+    n_bound: float = math.inf  # the upper bound on N the ratio was fitted under (inf: none given)
+    edge_ratio: float = math.nan  # q of the law fitted to the bulk's top edge (it sets the threshold)
+    edge_sigma2: float = math.nan  # sigma2 of that law
 
     @property
     def bbp_threshold(self) -> float:
@@ -231,13 +266,61 @@ def _as_spectrum(eigvals: np.ndarray) -> np.ndarray:
     return np.sort(np.clip(lam, 0.0, None))[::-1]
 
 
-def _fit_scale(bulk: np.ndarray, q: float, trim: float) -> float:
-    """Least squares through the origin of sorted bulk eigenvalues on MP quantiles, top ``trim`` left out."""
-    n = len(bulk)
-    p = (np.arange(1, n + 1) - 0.5) / n
-    use = slice(0, max(2, int(np.floor((1.0 - trim) * n))))
-    quantiles = _bulk_quantile(p[use], q, 1.0)
-    return float(np.dot(bulk[use], quantiles) / np.dot(quantiles, quantiles))
+def _misfits(v: np.ndarray, p: np.ndarray, log_qs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each ``log q``: ``min_sigma2 sum_i (v_i - sigma2 Q_q(p_i))^2`` and its ``sigma2 = v.Q / Q.Q``."""
+    quantiles = _full_quantiles(p, np.exp(log_qs))
+    norm = np.einsum("ij,ij->i", quantiles, quantiles)
+    dot = quantiles @ v
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sigma2 = np.where(norm > 0, dot / norm, np.nan)
+        cost = np.where(norm > 0, np.maximum(float(v @ v) - dot * sigma2, 0.0), np.inf)
+    return cost, sigma2
+
+
+def _vertex(x: np.ndarray, y: np.ndarray) -> float:
+    """Abscissa of the parabola's minimum through three equally spaced points (the middle one when flat)."""
+    curvature = y[0] - 2 * y[1] + y[2]
+    if not np.isfinite(curvature) or curvature <= 0:
+        return float(x[1])
+    return float(x[1] + (x[2] - x[1]) * (y[0] - y[2]) / (2 * curvature))
+
+
+def _fit_ratio_scale(
+    values: np.ndarray, window: slice, q_range: tuple[float, float], near: float | None = None
+) -> tuple[float, float]:
+    """``(q, sigma2)`` minimising ``sum_{i in window} (v_(i) - sigma2 Q_q((i - 1/2) / n))^2`` over
+    ``q_range`` (``v`` ascending, zeros included, ``Q_q`` the full law's quantiles; ``sigma2`` in closed form).
+
+    A grid in ``log q`` brackets the minimum (5 points within a factor ``e^(1/2)`` of ``near`` when given; 25
+    over the whole range without, or when the minimum sits on the near grid's end); two parabolic steps
+    (the vertex through the best point and its neighbours, then through the vertex and points ``h/8`` either
+    side) refine it. The best point evaluated wins.
+    """
+    p = (np.arange(1, len(values) + 1) - 0.5) / len(values)
+    v, p = values[window], p[window]
+    lo, hi = np.log(q_range[0]), np.log(q_range[1])
+    if hi - lo < 1e-9:
+        return float(q_range[0]), float(_misfits(v, p, np.array([lo]))[1][0])
+    best = -1
+    if near is not None:
+        grid = np.linspace(max(lo, np.log(near) - 0.5), min(hi, np.log(near) + 0.5), 5)
+        costs, scales = _misfits(v, p, grid)
+        best = int(np.argmin(costs))
+    if not (0 < best < len(grid) - 1 or (best >= 0 and grid[best] in (lo, hi))):
+        grid = np.linspace(lo, hi, 25)
+        costs, scales = _misfits(v, p, grid)
+        best = int(np.argmin(costs))
+    middle = min(max(best, 1), len(grid) - 2)
+    centre = float(np.clip(_vertex(grid[middle - 1 : middle + 2], costs[middle - 1 : middle + 2]), lo, hi))
+    step = (grid[1] - grid[0]) / 8
+    local = np.clip(centre + np.array([-step, 0.0, step]), lo, hi)
+    local_costs, local_scales = _misfits(v, p, local)
+    last = np.array([np.clip(_vertex(local, local_costs), lo, hi)]) if step > 0 else local[1:2]
+    last_costs, last_scales = _misfits(v, p, last)
+    points = np.concatenate([grid, local, last])
+    all_costs = np.concatenate([costs, local_costs, last_costs])
+    winner = int(np.argmin(all_costs))
+    return float(np.exp(points[winner])), float(np.concatenate([scales, local_scales, last_scales])[winner])
 
 
 def _ks(values: np.ndarray, q: float, sigma2: float) -> float:
@@ -249,86 +332,173 @@ def _ks(values: np.ndarray, q: float, sigma2: float) -> float:
     return float(max(np.max(np.abs(right - law)), np.max(np.abs(right - counts / len(values) - law_left))))
 
 
+_MIN_RATIO = 1e-4  # smallest ratio d/N an unbounded fit tries (N = 10^4 d: MP is a point mass by then)
+_MIN_EDGE_WINDOW = 20  # fewest bulk eigenvalues the edge law is fitted to
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One round of the bulk fit: the law fitted to ``lam[k:]`` and the spike count it implies."""
+
+    k: int
+    q: float
+    sigma2: float
+    threshold: float
+    k_new: int
+
+
+def _check_fit_options(
+    n_samples: float | None, alpha: float, trim: float, min_bulk: float, zero_tol: float, edge_window: float
+) -> None:
+    if n_samples is not None and (not np.isfinite(n_samples) or n_samples < 2):
+        raise InvalidInputError(
+            f"n_samples must be None (fit the effective number of tokens) or a number >= 2 (an upper bound on "
+            f"it), got {n_samples!r}."
+        )
+    if not (
+        0 < alpha < 1 and 0 <= trim < 0.9 and 0 < min_bulk <= 1 and 0 <= zero_tol < 1 and 0 < edge_window <= 1
+    ):
+        raise InvalidInputError(
+            f"Need 0 < alpha < 1, 0 <= trim < 0.9, 0 < min_bulk <= 1, 0 <= zero_tol < 1, 0 < edge_window <= 1; "
+            f"got alpha={alpha!r}, trim={trim!r}, min_bulk={min_bulk!r}, zero_tol={zero_tol!r}, "
+            f"edge_window={edge_window!r}."
+        )
+
+
 def mp_fit(
     eigvals: np.ndarray,
-    n_samples: float,
+    n_samples: float | None = None,
     alpha: float = 0.01,
     trim: float = 0.1,
     min_bulk: float = 0.5,
     zero_tol: float = 1e-6,
-    max_iter: int = 50,
+    edge_window: float = 0.1,
+    fit_ratio: bool = True,
 ) -> MPFit:
-    """Fit the MP law to the bulk of a spectrum and count the spikes above it.
+    """Fit the MP law (scale ``sigma2`` and ratio ``q``) to the bulk of a spectrum; count the spikes above it.
 
-    Robust fit: with ``k`` spikes (start ``k = 0``), ``q = (d - k) / N`` and the bulk is the next
-    ``min(d - k, N)`` eigenvalues (the rest is the atom at 0 when ``d - k > N``); numerical zeros (below
-    ``zero_tol`` times the largest eigenvalue: rank deficiency, repeated tokens) are left out of it.
-    ``sigma2`` is the least-squares slope of the sorted bulk on the MP quantiles ``Q_q((i - 1/2) / n_bulk)``,
-    leaving out the bulk's top ``trim``. ``k`` becomes the number of eigenvalues above
-    ``spike_threshold(sigma2, q, N, alpha)``; repeat until ``k`` is stable. Spikes never enter the scale fit,
-    so they cannot inflate ``sigma2``.
+    With ``k`` spikes the bulk is ``lam[k:]`` (``d_b = d - k`` values; numerical zeros below ``zero_tol`` times
+    the largest eigenvalue belong to the atom at 0). ``(q, sigma2)`` minimise the squared distance of the sorted
+    bulk to the full law's quantiles ``sigma2 Q_q((i - 1/2) / d_b)`` over a window of it, and
+    ``k <- #{lam > spike_threshold(sigma2, q, N = d_b / q, alpha)}`` (edge plus the Tracy–Widom margin), until
+    ``k`` is stable:
 
-    When the spike count would leave less than ``min_bulk`` of the bulk's eigenvalues, there is no MP bulk to
-    speak of (a heavy-tailed or strongly structured spectrum): the fit stops there with ``settled = False``
-    and ``n_spikes`` is a lower bound.
+    1. a robust start: the window is the bulk without its top ``trim`` (spikes not yet removed cannot pull it);
+    2. the edge: the window is the bulk's top ``edge_window`` (at least 20 eigenvalues), so the fitted law
+       matches the bulk where spikes are cut. Correlated tokens deform the bulk away from MP (a longer upper
+       tail than the MP law of the same spread); near its edge every such law is a square root, which the MP
+       law of a fitted ratio follows.
+
+    The ratio. Correlated tokens spread the spectrum like fewer independent tokens, so the effective ``N`` is
+    fitted: ``n_samples=None`` leaves it free; a given ``n_samples`` is an upper bound (``q >= d_b /
+    n_samples``; correlation only lowers ``N``). ``fit_ratio=False`` fixes ``q = d_b / n_samples`` (the
+    i.i.d. law). Spikes never enter the fit, so they cannot inflate ``sigma2``.
+
+    When the spike count would leave less than ``min_bulk`` of the nonzero eigenvalues, there is no MP bulk to
+    speak of (a heavy-tailed or strongly structured spectrum): the fit stops with ``settled = False`` and
+    ``n_spikes`` is a lower bound, never a result. Each stage's ``k`` is found by bracketing and bisection
+    (``_settle``): about ``2 log2 d`` rounds in all.
 
     ``ks`` is ``sup |F_n - F_MP|`` over all eigenvalues but the spikes, against the full law (atom at 0
     included), so eigenvalues the law does not predict (e.g. nonzero ones where it puts the atom) count as
     misfit. Eigenvalues repel, so compare ``ks`` with that of a null spectrum of the same ``d`` and ``N``,
-    not with the i.i.d. KS table.
+    not with the i.i.d. KS table. Tokens of few prompts (fewer prompts than dimensions) with a strong shared
+    component put one eigenvalue per prompt beyond the within-prompt bulk: no law of the spectrum alone tells
+    those from structure; ``parallel_analysis`` (which sees the prompts) does.
     Introduced in: chapter 4.
     """
     lam = _as_spectrum(eigvals)
-    if not np.isfinite(n_samples) or n_samples < 2:
+    _check_fit_options(n_samples, alpha, trim, min_bulk, zero_tol, edge_window)
+    if not fit_ratio and n_samples is None:
         raise InvalidInputError(
-            f"n_samples must be a number >= 2 (the effective number of tokens), got {n_samples!r}."
+            "fit_ratio=False needs n_samples (the i.i.d. law's N); pass it or fit the ratio."
         )
-    if not (0 < alpha < 1 and 0 <= trim < 0.9 and 0 < min_bulk <= 1 and 0 <= zero_tol < 1):
-        raise InvalidInputError(
-            f"Need 0 < alpha < 1, 0 <= trim < 0.9, 0 < min_bulk <= 1, 0 <= zero_tol < 1; got alpha={alpha!r}, "
-            f"trim={trim!r}, min_bulk={min_bulk!r}, zero_tol={zero_tol!r}."
-        )
-    d, n = len(lam), float(n_samples)
+    d = len(lam)
     lam = np.where(lam > zero_tol * lam[0], lam, 0.0)  # numerical zeros are the atom's
     n_nonzero = int(np.count_nonzero(lam))
     if n_nonzero < 3:
         raise InvalidInputError(
             f"Only {n_nonzero} eigenvalues are nonzero: there is no bulk to fit. Check the covariance."
         )
+    n_bound = math.inf if n_samples is None else float(n_samples)
+    max_spikes = n_nonzero - max(3, int(np.ceil(min_bulk * n_nonzero)))
 
-    def bulk_of(k: int) -> np.ndarray:
-        return lam[k : min(k + min(d - k, int(n)), n_nonzero)][::-1]
+    def step(k: int, robust: bool, near: float | None = None) -> _Step:
+        values = lam[k:][::-1]
+        d_b, nonzero = d - k, n_nonzero - k
+        low = d_b / n_bound if np.isfinite(n_bound) else _MIN_RATIO
+        high = low if not fit_ratio else max(low, d_b / (np.floor(trim * nonzero) + 3))
+        width = max(_MIN_EDGE_WINDOW, int(np.ceil(edge_window * nonzero)))
+        window = slice(0, d_b - int(np.floor(trim * nonzero))) if robust else slice(max(0, d_b - width), d_b)
+        q, sigma2 = _fit_ratio_scale(values, window, (low, high), near)
+        threshold = spike_threshold(sigma2, q, d_b / q, alpha)
+        return _Step(k, q, sigma2, threshold, int(np.sum(lam > threshold)))
 
-    max_spikes = n_nonzero - max(3, int(np.ceil(min_bulk * len(bulk_of(0)))))
-    k, seen, settled = 0, {0}, True
-    for _ in range(max_iter):
-        bulk = bulk_of(k)
-        q = (d - k) / n
-        sigma2 = _fit_scale(bulk, q, trim)
-        threshold = spike_threshold(sigma2, q, n, alpha)
-        k_new = int(np.sum(lam > threshold))
-        if k_new > max_spikes:
-            settled = False
-            break
-        if k_new in seen:  # stable (or a rare 2-cycle at the margin): keep the fit of the current k
-            break
-        seen.add(k_new)
-        k = k_new
+    def stage(robust: bool, k: int, near: float | None) -> tuple[_Step, bool]:
+        done: dict[int, _Step] = {}
+
+        def round_at(k: int) -> _Step:  # warm start: the ratio of the nearest round of this stage
+            nearest = min(done, key=lambda j: abs(j - k)) if done else None
+            done[k] = step(k, robust, near if nearest is None else done[nearest].q)
+            return done[k]
+
+        return _settle(round_at, round_at(k), max_spikes)
+
+    cut, settled = stage(True, 0, None)
+    if settled:
+        cut, settled = stage(False, cut.k, cut.q)
+    k = cut.k if settled else max_spikes  # unsettled: the cap, a lower bound
+    law = step(k, robust=True, near=cut.q)
+    q, sigma2 = law.q, law.sigma2
     spikes = lam[:k].copy()
+    bulk = lam[k:][::-1]
     return MPFit(
         sigma2=sigma2,
         ratio=q,
-        n_samples=n,
+        n_samples=(d - k) / q,
         edges=mp_edges(q, sigma2),
-        threshold=threshold,
+        threshold=cut.threshold,
         n_spikes=k,
         spikes=spikes,
         spike_population=spike_population(spikes, sigma2, q),
         ks=_ks(lam[k:], q, sigma2),
-        bulk=bulk.copy(),
+        bulk=bulk[bulk > 0].copy(),
         alpha=alpha,
         settled=settled,
+        n_bound=n_bound,
+        edge_ratio=cut.q,
+        edge_sigma2=cut.sigma2,
     )
+
+
+def _settle(round_at: Callable[[int], _Step], start: _Step, max_spikes: int) -> tuple[_Step, bool]:
+    """Where one stage of the fit stops, from ``start`` (its round at ``k_0``), ``f(k)`` the count implied by
+    a round at ``k``: the first ``k > k_0`` with ``f(k) <= k`` when ``f(k_0) > k_0``, the first ``k < k_0``
+    with ``f(k) >= k`` when ``f(k_0) < k_0``; ``(the round at k, settled)``.
+
+    Rounds at ``k_0 + s``, ``s`` doubling, bracket it; bisection closes the bracket: ``O(log d)`` rounds, where
+    the one-step iteration ``k <- f(k)`` (which stops at the same ``k`` when ``f`` is nondecreasing) takes one
+    per step. A stop with ``f(k) != k`` is a rare cycle at the margin; ``k`` is kept. Unsettled: the count
+    exceeds ``max_spikes`` while the bracket is sought (for a nondecreasing ``f``, no ``k`` below the cap stops).
+    """
+    sign = int(np.sign(start.k_new - start.k))
+    behind, ahead, jump = start, None if sign else start, 0
+    while ahead is None:
+        if behind.k_new > max_spikes or (sign > 0 and behind.k == max_spikes):
+            return behind, False
+        jump = 2 * abs(behind.k_new - behind.k)
+        current = round_at(min(max(behind.k + sign * jump, 0), max_spikes))
+        if sign * (current.k_new - current.k) > 0:
+            behind = current
+        else:
+            ahead = current
+    while abs(ahead.k - behind.k) > 1:
+        current = round_at((ahead.k + behind.k) // 2)
+        if sign * (current.k_new - current.k) > 0:
+            behind = current
+        else:
+            ahead = current
+    return ahead, True
 
 
 # --- effective sample size ---------------------------------------------------------------------------------
@@ -415,6 +585,143 @@ def fit_layer(
     if n_samples is None:
         n_samples = effective_sample_size(cap, layer).n_eff
     return mp_fit(cap.eigvals(layer, centered=centered), n_samples, **kwargs)
+
+
+# --- second opinions: a permutation null that keeps the prompts, and a rank estimator ---------------------
+
+
+@dataclass(frozen=True)
+class ParallelAnalysis:
+    """Observed eigenvalues against those of prompt-block permuted copies of the same tokens."""
+
+    eigvals: np.ndarray  # (d,) observed, descending
+    null: np.ndarray  # (n_perm, d) eigenvalues of each permuted copy, descending
+    null_quantile: float  # the (1 - alpha) quantile of the largest null eigenvalue
+    n_spikes: int  # eigenvalues above it
+    alpha: float
+    n_prompts: int
+
+
+def _block_permutation(groups: np.ndarray, within: np.ndarray, n_groups: int, d: int, rng) -> np.ndarray:
+    """Row index of every cell ``(i, j)``: coordinate ``j`` lays the prompts' blocks out in its own random
+    order (token order inside a block kept), so each coordinate keeps its within-prompt correlation and loses
+    its alignment with the other coordinates. Shape ``(n, d)``."""
+    ranks = rng.permuted(np.tile(np.arange(n_groups), (d, 1)), axis=1)  # (d, G) block position per prompt
+    keys = ranks[:, groups] * (within.max() + 1) + within[None, :]
+    return np.argsort(keys, axis=1, kind="stable").T
+
+
+def parallel_analysis(
+    vectors: np.ndarray,
+    prompt_ids: np.ndarray,
+    n_perm: int = 100,
+    alpha: float = 0.05,
+    centered: bool = True,
+    seed: int = 0,
+) -> ParallelAnalysis:
+    """Spikes as eigenvalues beyond a permutation null that keeps the prompt structure.
+
+    Each copy permutes every coordinate independently, by whole prompt blocks (Horn 1965; Buja & Eyuboglu
+    1992, with blocks so the tokens of one prompt stay together): the null keeps each coordinate's variance
+    and its correlation within prompts, and removes the correlation between coordinates. An eigenvalue is a
+    spike when it exceeds the ``1 - alpha`` quantile of the *largest* null eigenvalue (comparing the ``i``-th
+    with the ``i``-th null one would count the top of the bulk once spikes are found: it sits above the null's
+    ``i``-th). Coordinates of unequal variance are not structure here (the
+    null is diagonal, not isotropic), so one massive coordinate is not a spike. Introduced in: chapter 4.
+    """
+    from .layer_spectra import sample_eigvals
+
+    x = np.asarray(vectors, dtype=np.float64)
+    ids = np.asarray(prompt_ids)
+    if x.ndim != 2 or ids.shape != (x.shape[0],) or not np.all(np.isfinite(x)):
+        raise InvalidInputError(
+            f"Expected finite vectors (n, d) and one prompt id per vector; got {x.shape} and {ids.shape}."
+        )
+    if not isinstance(n_perm, int) or n_perm < 20 or not 0 < alpha < 1:
+        raise InvalidInputError(f"Need an integer n_perm >= 20 and 0 < alpha < 1; got {n_perm!r}, {alpha!r}.")
+    order = np.argsort(ids, kind="stable")
+    x, ids = x[order], ids[order]
+    _, groups, sizes = np.unique(ids, return_inverse=True, return_counts=True)
+    if len(sizes) < 3:
+        raise InvalidInputError(
+            f"The tokens come from {len(sizes)} prompts: permuting prompts needs at least 3."
+        )
+    within = np.arange(len(ids)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    rng = np.random.default_rng(seed)
+    columns = np.arange(x.shape[1])
+    null = np.stack(
+        [
+            sample_eigvals(
+                x[_block_permutation(groups, within, len(sizes), x.shape[1], rng), columns], centered
+            )
+            for _ in range(n_perm)
+        ]
+    )
+    observed = sample_eigvals(x, centered)
+    cut = float(np.quantile(null[:, 0], 1 - alpha))
+    return ParallelAnalysis(observed, null, cut, int(np.sum(observed > cut)), float(alpha), len(sizes))
+
+
+@dataclass(frozen=True)
+class RankEstimate:
+    """Kritchman & Nadler's rank: the number of eigenvalues that pass their sequential Tracy–Widom test."""
+
+    n_spikes: int
+    sigma2: float  # noise variance estimated with that many signals
+    alpha: float
+    n_samples: float
+
+
+def _kn_noise(lam: np.ndarray, n: float, k: int, max_iter: int = 30, tol: float = 1e-5) -> float:
+    """Noise variance with ``k`` signals (Kritchman & Nadler 2008, their ``KN_noiseEst``): start from
+    ``sigma2 = sum_{j>k} lam_j / ((d - k)(1 - k/n))`` and iterate ``sigma2 = (sum_{j>k} lam_j + sum_{j<=k}
+    (lam_j - rho_j)) / (d - k)``, ``rho_j`` the population value behind ``lam_j`` (the larger root of
+    ``rho^2 - (lam_j + sigma2 - (d - k) sigma2 / n) rho + lam_j sigma2 = 0``)."""
+    d = len(lam)
+    rest = float(np.sum(lam[k:]))
+    sigma2 = rest / (d - k) / (1 - k / n)
+    for _ in range(max_iter):
+        b = lam[:k] + sigma2 - (d - k) / n * sigma2
+        disc = b**2 - 4 * lam[:k] * sigma2
+        if np.any(disc < 0):
+            break
+        rho = (b + np.sqrt(disc)) / 2
+        if np.any(lam[:k] < rho):
+            break
+        new = (rest + float(np.sum(lam[:k] - rho))) / (d - k)
+        if abs(new - sigma2) < tol * sigma2:
+            break
+        sigma2 = new
+    return sigma2
+
+
+def kritchman_nadler(eigvals: np.ndarray, n_samples: float, alpha: float = 0.01) -> RankEstimate:
+    """The number of signals by sequential tests (Kritchman & Nadler 2008): for ``k = 1, 2, ...`` signal ``k``
+    is real when ``n lam_k > sigma2_k (mu_{n, d-k} + s_alpha sigma_{n, d-k})``, with
+    ``mu_{n,p} = (sqrt(n - 1/2) + sqrt(p - 1/2))^2``, ``sigma_{n,p} = sqrt(mu_{n,p}) (1/sqrt(n - 1/2) +
+    1/sqrt(p - 1/2))^(1/3)``, ``s_alpha = F_1^{-1}(1 - alpha)`` and ``sigma2_k`` re-estimated with ``k``
+    signals (``_kn_noise``); the count is the last ``k`` that passes. ``eigvals`` of ``X^T X / n``; ``n`` the
+    (effective) number of samples: correlated tokens need the effective one (``mp_fit(...).n_samples``).
+    Introduced in: chapter 4.
+    """
+    lam = _as_spectrum(eigvals)
+    if not np.isfinite(n_samples) or n_samples < 2:
+        raise InvalidInputError(
+            f"n_samples must be a number >= 2 (the effective number of tokens), got {n_samples!r}."
+        )
+    if not 0 < alpha < 1:
+        raise InvalidInputError(f"alpha must lie in (0, 1), got {alpha!r}.")
+    n, d = float(n_samples), len(lam)
+    s_alpha = tracy_widom1_quantile(1.0 - alpha)
+    k, sigma2 = 0, float(lam.mean())
+    for candidate in range(1, int(min(n, d)) - 1):
+        noise = _kn_noise(lam, n, candidate)
+        mu = (np.sqrt(n - 0.5) + np.sqrt(d - candidate - 0.5)) ** 2
+        scale = np.sqrt(mu) * (1 / np.sqrt(n - 0.5) + 1 / np.sqrt(d - candidate - 0.5)) ** (1 / 3)
+        if not n * lam[candidate - 1] > noise * (mu + s_alpha * scale):
+            break
+        k, sigma2 = candidate, noise
+    return RankEstimate(k, sigma2, float(alpha), n)
 
 
 # --- summaries of a spectrum -------------------------------------------------------------------------------

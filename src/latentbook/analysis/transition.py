@@ -259,7 +259,8 @@ def critical_depth(
     refits = models.jump(np.concatenate(perturbed))
     ci = _hull_interval(refits["low"], refits["high"], (fit["low"], fit["high"]), level)
     local = local_gaps(g, y, float(fit["centre"]), float(fit["width"]))
-    own = (min(fit["amplitude"], *local), max(fit["amplitude"], *local))
+    gaps = [float(fit["amplitude"]), *local]
+    own = (min(gaps), max(gaps))
     amplitude_ci = _hull_interval(refits["amplitude"], refits["amplitude"], own, level)
     amplitude_ci = (max(amplitude_ci[0], -1.0), min(amplitude_ci[1], 1.0))
 
@@ -305,7 +306,7 @@ def _weights(g: np.ndarray, y: np.ndarray, draws: np.ndarray | None) -> np.ndarr
     return 1.0 / (se2 + tau2)
 
 
-LOCAL_FITS = ((2, 1), (3, 1), (4, 1), (4, 2), (6, 2))  # (depths on each side, polynomial degree)
+LOCAL_FITS = ((4, 1), (6, 1), (8, 2))  # (depths on each side, polynomial degree): stable extrapolations only
 
 
 def local_gaps(g: np.ndarray, y: np.ndarray, centre: float, width: float) -> list[float]:

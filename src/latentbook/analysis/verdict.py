@@ -21,21 +21,24 @@ same criterion without a twin, so the table shows whether the null passes too.
 
 Criteria (``split`` = the paper's ``gamma_c`` 0.42; "interior" = depths other than the embedding and the last):
 
-- ``critical_depth``: ``transition.critical_depth`` finds a transition (its four criteria: a sigmoid beats the
-  constant, linear and quadratic fits by BIC >= 10, jump >= 3 x noise, width <= 0.08, centre interior) and its
-  95 % interval for ``gamma_c`` meets ``0.42 +- GAMMA_C_TOLERANCE``. Not testable with fewer than 8 depths.
-- ``omega_jump``: a transition as above whose jump's interval lies above ``MIN_JUMP`` (half the paper's
-  0.69 -> 0.90) and above the twin's interval.
-- ``stays_liquid`` (models below ``SMALL_MODEL`` parameters only, the paper's "small models never cross the
-  practical threshold"): the interval of the highest interior ``m(gamma)`` lies below ``SOLID_THRESHOLD``, the
-  midpoint of the paper's liquid (0.69) and solid (0.90) levels; "does not hold" when it lies above, else
-  "inconclusive".
-- ``bimodality``: ``omega.bimodality`` (all three tests) calls the Omega sample, first position removed,
-  bimodal at one or more interior depths after the split, and the twin at none.
-- ``spectral_concentration``: the participation ratio after the split over before
-  (``layer_spectra.pr_contrast``, prompt bootstrap) has an interval below 1 and below the twin's interval.
-- ``mp_spikes``: the median spike count above the fitted MP bulk (``layer_spectra.layer_profile``) after the
-  split exceeds the median before it and the twin's median after it.
+- ``critical_depth``: ``transition.critical_depth`` (interior depths, a two-line jump against smooth nulls and a
+  kink) finds a transition of at least ``MIN_TRANSITION`` and its whole 95 % interval for ``gamma_c`` lies inside
+  ``0.42 +- GAMMA_C_TOLERANCE`` (wholly outside: does not hold; else inconclusive). Needs ``MIN_DEPTHS`` depths.
+- ``omega_jump`` (and ``omega_jump_cleaned``, first position and ``K_MASSIVE`` coordinates removed): the same fit of
+  ``m - m_perm`` (the excess over the coordinate-permutation null, ``omega.excess_profile``) has a jump whose
+  interval lies above ``min_jump(d)`` (half the paper's 0.69 -> 0.90, mapped to the width) and above the twin's by
+  as much.
+- ``stays_liquid`` (and ``stays_liquid_cleaned``; models below ``SMALL_MODEL`` parameters): the interval of the
+  highest interior ``m(gamma)`` lies below ``solid_threshold(d)``; "does not hold" when it lies above.
+- ``bimodality``: ``judge_bimodality``: bimodal (three tests, prompt clustering and Holm across depths) at an
+  interior depth after the split where neither the permutation null nor shuffled words are anything but unimodal,
+  and the twin bimodal nowhere.
+- ``spectral_concentration`` / ``effective_rank``: the participation ratio / effective rank after the split over
+  before (``layer_spectra.pr_contrast`` / ``effective_rank_contrast``, prompt jackknife) has an interval below 1
+  and below the twin's interval.
+- ``mp_spikes``: the median spike count after the split (``layer_spectra.spike_contrast``, prompt bootstrap) lies
+  above the count before and the twin's after, every MP fit settled (an unsettled count is a lower bound:
+  inconclusive).
 - ``transverse_contraction``: ``contraction.contraction_after``'s ``q`` has an interval below 1 and below the
   twin's interval (Theorem 6.1).
 - ``tco``: centroids fitted at the first reasoning step classify later steps, averaged over depths after the
@@ -80,6 +83,7 @@ SMALL_MODEL = 1.5e9
 TCO_MARGIN = 0.10
 K_MASSIVE = 4  # coordinates removed as massive activations in the cleaned rows (chapter 3)
 MIN_DEPTHS = transition.MIN_FITTED + sum(transition.SKIP)
+SPIKE_BOOT = 20  # prompt-bootstrap draws of the spike counts (each refits the MP law at every depth)
 VERDICTS = ("holds", "does not hold", "inconclusive", "not testable here", "not yet run")
 
 # The paper's scale, for the commands of "not testable here" rows (Hugging Face ids; weights needed locally).
@@ -125,6 +129,11 @@ CLAIMS: dict[str, Claim] = {
             "spectral_concentration",
             "after gamma_c: lower effective rank and participation ratio",
             "PR after / before < 1",
+        ),
+        Claim(
+            "effective_rank",
+            "after gamma_c: lower effective rank (Roy & Vetterli's exp of the spectral entropy)",
+            "effective rank after / before < 1",
         ),
         Claim(
             "mp_spikes",
@@ -243,9 +252,9 @@ class Measurements:
     bimodal: list  # omega.Bimodality at each interior depth after the split (first position removed)
     bimodal_perm: list  # the same of the coordinate-permuted vector sample (omega.permutation_null)
     after_gammas: list[float]
-    pr: Any  # layer_spectra.Contrast
-    spikes_before: float
-    spikes_after: float
+    pr: Any  # layer_spectra.Contrast of the participation ratio (jackknife over prompts)
+    erank: Any  # layer_spectra.Contrast of the effective rank
+    spikes: Any  # layer_spectra.SpikeContrast: median spike counts before/after, prompt-bootstrap intervals
     contraction: Any  # contraction.ContractionFit, or None when too few depths
     split: float = PAPER_GAMMA_C
     extra: dict = field(default_factory=dict)
@@ -309,10 +318,9 @@ def measure(
         )
         bimodal_perm.append(omega.bimodality(permuted, seed=seed, prompt_ids=cap.vectors.prompt_ids[keep]))
 
-    spectra_profile = layer_spectra.layer_profile(cap)
-    before, after_idx = layer_spectra.depth_windows(cap.gamma, split)
-    spikes = spectra_profile["n_spikes"].to_numpy()
-    pr = layer_spectra.pr_contrast(cap, split=split, n_boot=n_boot, seed=seed)
+    spikes = layer_spectra.spike_contrast(cap, split=split, n_boot=SPIKE_BOOT, seed=seed)
+    pr = layer_spectra.pr_contrast(cap, split=split)
+    erank = layer_spectra.effective_rank_contrast(cap, split=split)
     try:
         contracted = contraction.contraction_after(cap, split=split, n_boot=max(20, n_boot // 2), seed=seed)
     except InvalidInputError:
@@ -337,8 +345,8 @@ def measure(
         bimodal_perm=bimodal_perm,
         after_gammas=[float(cap.gamma[layer]) for layer in after],
         pr=pr,
-        spikes_before=float(np.median(spikes[before])) if len(before) else math.nan,
-        spikes_after=float(np.median(spikes[after_idx])) if len(after_idx) else math.nan,
+        erank=erank,
+        spikes=spikes,
         contraction=contracted,
         split=split,
     )
@@ -473,9 +481,9 @@ def judge_bimodality(real: list, permuted: list, shuffled: list | None = None, t
     return "holds", found + f"; {len(excess)} beyond both nulls"
 
 
-def judge_concentration(contrast, twin=None) -> tuple[str, str]:
+def judge_concentration(contrast, twin=None, what: str = "PR") -> tuple[str, str]:
     low, high = contrast.ci
-    found = f"PR after / before = {contrast.ratio:.3f} {_fmt_ci(low, high)}"
+    found = f"{what} after / before = {contrast.ratio:.3f} {_fmt_ci(low, high)}"
     if high >= 1:
         return "does not hold", found + ": no significant drop"
     if twin is not None and high >= twin.ci[0]:
@@ -483,14 +491,26 @@ def judge_concentration(contrast, twin=None) -> tuple[str, str]:
     return "holds", found
 
 
-def judge_spikes(before: float, after: float, twin_after: float | None = None) -> tuple[str, str]:
-    if math.isnan(before) or math.isnan(after):
+def judge_spikes(contrast, twin=None) -> tuple[str, str]:
+    """Holds when every MP fit settled and the interval of the median spike count after the split lies above the
+    one before it and above the twin's after it; an unsettled fit makes the counts lower bounds: inconclusive."""
+    if contrast is None or not contrast.n_before or not contrast.n_after:
         return "not testable here", "no interior depths on both sides of the split"
-    found = f"median spikes {before:.0f} before, {after:.0f} after gamma = {PAPER_GAMMA_C}"
-    if after <= before:
-        return "does not hold", found + ": no more after than before"
-    if twin_after is not None and after <= twin_after:
-        return "does not hold", found + f": not above the random twin's {twin_after:.0f}"
+    found = (
+        f"median spikes {contrast.before:.0f} {_fmt_ci(*contrast.before_ci)} before, {contrast.after:.0f} "
+        f"{_fmt_ci(*contrast.after_ci)} after gamma = {PAPER_GAMMA_C}"
+    )
+    if not contrast.settled:
+        return "inconclusive", found + (
+            f": {contrast.unsettled} fits of the sample and {contrast.unsettled_draws} of the draws did not "
+            "settle, so the counts are lower bounds"
+        )
+    if contrast.after_ci[1] <= contrast.before_ci[0]:
+        return "does not hold", found + ": fewer after than before"
+    if contrast.after_ci[0] <= contrast.before_ci[1]:
+        return "inconclusive", found + ": the intervals overlap"
+    if twin is not None and contrast.after_ci[0] <= twin.after_ci[1]:
+        return "does not hold", found + f": not above the random twin's {_fmt_ci(*twin.after_ci)}"
     return "holds", found
 
 
@@ -677,13 +697,24 @@ def claim_rows(
             command,
         ),
         _row(
+            "effective_rank",
+            m,
+            run,
+            f"effective rank after / before = {m.erank.ratio:.3f}",
+            m.erank.ratio,
+            m.erank.ci,
+            judge_concentration(m.erank, twin.erank if twin is not None else None, "effective rank"),
+            command,
+        ),
+        _row(
             "mp_spikes",
             m,
             run,
-            f"median spikes {m.spikes_before:.0f} -> {m.spikes_after:.0f}",
-            m.spikes_after,
-            nan2,
-            judge_spikes(m.spikes_before, m.spikes_after, twin.spikes_after if twin is not None else None),
+            f"median spikes {m.spikes.before:.0f} -> {m.spikes.after:.0f}"
+            + ("" if m.spikes.settled else " (lower bounds)"),
+            m.spikes.after,
+            m.spikes.after_ci,
+            judge_spikes(m.spikes, twin.spikes if twin is not None else None),
             command,
         ),
     ]
@@ -756,6 +787,7 @@ def not_testable_rows(largest_run: float) -> list[Row]:
         "omega_jump",
         "bimodality",
         "spectral_concentration",
+        "effective_rank",
         "mp_spikes",
         "transverse_contraction",
     ):
