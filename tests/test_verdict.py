@@ -214,6 +214,7 @@ def test_measure_and_rows_on_a_planted_transition_and_its_null(planted, null):
     assert got["critical_depth", "planted"] == "holds"
     assert got["omega_jump", "planted"] == "holds"
     assert got["critical_depth", "random:planted"] == "does not hold"
+    assert got["attention_cooling", "planted"] == "not testable here"  # no attention statistics
     assert got["stays_liquid", "random:planted"] == "holds"
     assert got["stays_liquid", "planted"] == "does not hold"  # one-hot tokens: Omega ~0.86 > 0.69 at d = 48
     assert set(table["verdict"]) <= set(verdict.VERDICTS)

@@ -219,6 +219,19 @@ def _bimodal_case(real: bool, permuted: bool, shuffled: bool, twin: bool, n_dept
     return run
 
 
+def _cooling_case(present: bool) -> Callable:
+    """``cooling.planted_cooling``: per-head attention entropies with sink heads, head spread and edge layers, a
+    planted fall of 40-60 % (present) or none, a small one, or one the twin shares too (absent)."""
+
+    def run(rng: np.random.Generator) -> str:
+        from .cooling import judge_cooling, planted_cooling
+
+        summary, twin = planted_cooling(rng, present, n_boot=100)
+        return judge_cooling(summary, twin)[0]
+
+    return run
+
+
 def families() -> list[Family]:
     """Every planted family, present and absent, of the claims the verdict judges from captures."""
     paper_jump = (0.15, 0.25)  # the paper's 0.69 -> 0.90, +-0.06
@@ -238,6 +251,8 @@ def families() -> list[Family]:
         Family("bimodality", "shuffled words too", False, _bimodal_case(True, False, True, False)),
         Family("bimodality", "permutation null too", False, _bimodal_case(True, True, False, False)),
         Family("bimodality", "random twin too", False, _bimodal_case(True, False, False, True)),
+        Family("attention_cooling", "entropy falls 40-60 %", True, _cooling_case(True)),
+        Family("attention_cooling", "no fall, a small one, or the twin's", False, _cooling_case(False)),
     ]
 
 

@@ -36,6 +36,9 @@ Criteria (``split`` = the paper's ``gamma_c`` 0.42; "interior" = depths other th
 - ``spectral_concentration`` / ``effective_rank``: the participation ratio / effective rank after the split over
   before (``layer_spectra.pr_contrast`` / ``effective_rank_contrast``, prompt jackknife) has an interval below 1
   and below the twin's interval.
+- ``attention_cooling``: ``cooling.judge_cooling``: the interval of the normalised attention entropy after the
+  split over before lies below 0.9, and so does that of the ratio to the twin's (the sink key cannot be removed
+  from a capture's sums: said in the reason).
 - ``mp_spikes``: the median spike count after the split (``layer_spectra.spike_contrast``, prompt bootstrap) lies
   above the count before and the twin's after, every MP fit settled (an unsettled count is a lower bound:
   inconclusive).
@@ -83,7 +86,8 @@ SMALL_MODEL = 1.5e9
 TCO_MARGIN = 0.10
 K_MASSIVE = 4  # coordinates removed as massive activations in the cleaned rows (chapter 3)
 MIN_DEPTHS = transition.MIN_FITTED + sum(transition.SKIP)
-SPIKE_BOOT = 20  # prompt-bootstrap draws of the spike counts (each refits the MP law at every depth)
+SPIKE_BOOT = 10  # prompt-bootstrap draws of the spike counts (each refits the MP law at every depth)
+ERANK_GROUPS = 10  # groups of prompts left out in turn for the effective rank's jackknife
 VERDICTS = ("holds", "does not hold", "inconclusive", "not testable here", "not yet run")
 
 # The paper's scale, for the commands of "not testable here" rows (Hugging Face ids; weights needed locally).
@@ -144,6 +148,11 @@ CLAIMS: dict[str, Claim] = {
             "transverse_contraction",
             "TCOs: the transverse subspace contracts (Theorem 6.1)",
             "q < 1 per layer",
+        ),
+        Claim(
+            "attention_cooling",
+            "attention cools with depth: its entropy falls (chapter 2)",
+            "entropy after / before < 1",
         ),
         Claim("tco", "TCOs: class identity is stable across reasoning steps", "class stability above chance"),
         Claim("scaling", "the amplitude of the transition grows with model size", "grows with size"),
@@ -252,10 +261,11 @@ class Measurements:
     bimodal: list  # omega.Bimodality at each interior depth after the split (first position removed)
     bimodal_perm: list  # the same of the coordinate-permuted vector sample (omega.permutation_null)
     after_gammas: list[float]
-    pr: Any  # layer_spectra.Contrast of the participation ratio (jackknife over prompts)
-    erank: Any  # layer_spectra.Contrast of the effective rank
-    spikes: Any  # layer_spectra.SpikeContrast: median spike counts before/after, prompt-bootstrap intervals
+    pr: Any  # layer_spectra.Contrast of the participation ratio (jackknife over prompts); None: not measured
+    erank: Any  # layer_spectra.Contrast of the effective rank; None: not measured
+    spikes: Any  # layer_spectra.SpikeContrast (median counts, prompt-bootstrap intervals); None: not measured
     contraction: Any  # contraction.ContractionFit, or None when too few depths
+    cooling: Any = None  # cooling.CoolingSummary, or None without attention statistics
     split: float = PAPER_GAMMA_C
     extra: dict = field(default_factory=dict)
 
@@ -282,10 +292,22 @@ def _peak(prof, start: int, stop: int) -> tuple[float, tuple[float, float], floa
 
 
 def measure(
-    cap: Capture, label: str | None = None, split: float = PAPER_GAMMA_C, n_boot: int = 200, seed: int = 0
+    cap: Capture,
+    label: str | None = None,
+    split: float = PAPER_GAMMA_C,
+    n_boot: int = 200,
+    seed: int = 0,
+    attention: Capture | None = None,
+    spectra: bool = True,
 ) -> Measurements:
-    """Measure every capture-based claim on ``cap`` (see the module docstring for what each number is)."""
-    from . import confounds, contraction, layer_spectra
+    """Measure every capture-based claim on ``cap`` (see the module docstring for what each number is);
+    ``attention``: a capture of the same run with attention statistics, for the cooling claim (``cap`` itself
+    when it has them); ``spectra=False`` skips the spectral and contraction claims (the costly part: a null run
+    measured only for bimodality, such as shuffled words)."""
+    from . import confounds, contraction, cooling, layer_spectra
+
+    if attention is None and getattr(cap, "attention", None) is not None:
+        attention = cap
 
     parameters, exact = n_parameters(cap)
     testable = transition.is_testable(cap.n_depths)
@@ -318,13 +340,17 @@ def measure(
         )
         bimodal_perm.append(omega.bimodality(permuted, seed=seed, prompt_ids=cap.vectors.prompt_ids[keep]))
 
-    spikes = layer_spectra.spike_contrast(cap, split=split, n_boot=SPIKE_BOOT, seed=seed)
-    pr = layer_spectra.pr_contrast(cap, split=split)
-    erank = layer_spectra.effective_rank_contrast(cap, split=split)
-    try:
-        contracted = contraction.contraction_after(cap, split=split, n_boot=max(20, n_boot // 2), seed=seed)
-    except InvalidInputError:
-        contracted = None
+    spikes = pr = erank = contracted = None
+    if spectra:
+        spikes = layer_spectra.spike_contrast(cap, split=split, n_boot=SPIKE_BOOT, seed=seed)
+        pr = layer_spectra.pr_contrast(cap, split=split)
+        erank = layer_spectra.effective_rank_contrast(cap, split=split, n_groups=ERANK_GROUPS)
+        try:
+            contracted = contraction.contraction_after(
+                cap, split=split, n_boot=max(20, n_boot // 2), seed=seed
+            )
+        except InvalidInputError:
+            contracted = None
     return Measurements(
         label=label or cap.model_name,
         model_name=cap.model_name,
@@ -348,6 +374,7 @@ def measure(
         erank=erank,
         spikes=spikes,
         contraction=contracted,
+        cooling=cooling.cooling_summary(attention, split=split, seed=seed) if attention is not None else None,
         split=split,
     )
 
@@ -686,6 +713,11 @@ def claim_rows(
             ),
             command,
         ),
+    ]
+    if m.pr is None:  # measured for the Omega claims only (spectra=False)
+        rows.append(_cooling_row(m, twin, run, command))
+        return rows
+    rows += [
         _row(
             "spectral_concentration",
             m,
@@ -733,6 +765,7 @@ def claim_rows(
             command,
         )
     )
+    rows.append(_cooling_row(m, twin, run, command))
     if tco is not None:
         rows.append(
             _row(
@@ -747,6 +780,26 @@ def claim_rows(
             )
         )
     return rows
+
+
+def _cooling_row(m: Measurements, twin: Measurements | None, run: str, command: str) -> Row:
+    from .cooling import judge_cooling
+
+    c = m.cooling
+    if c is None:
+        judged = ("not testable here", "no attention statistics for this run (capture it with --attention)")
+    else:
+        judged = judge_cooling(c, twin.cooling if twin is not None else None)
+    return _row(
+        "attention_cooling",
+        m,
+        run,
+        f"entropy after / before = {c.estimate:.3f}" if c is not None else "no attention capture",
+        c.estimate if c is not None else math.nan,
+        c.ci if c is not None else (math.nan, math.nan),
+        judged,
+        command.replace("--out", "--attention --out"),
+    )
 
 
 def scaling_row(runs: Mapping[str, Measurements]) -> Row:

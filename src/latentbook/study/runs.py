@@ -37,15 +37,16 @@ class Run:
         """The zoo name the capture loads (the twin is the ``random:`` model)."""
         return f"random:{self.model}" if self.kind == "random twin" else self.model
 
-    def capture(self, cached_only: bool = False) -> Capture | None:
-        """The book's capture of this run (``capturing.cache.book_capture``); with ``cached_only``, None when it is
-        not in the cache yet."""
+    def capture(self, cached_only: bool = False, attention: bool = False) -> Capture | None:
+        """The book's capture of this run (``capturing.cache.book_capture``; ``attention``: the one with attention
+        statistics, chapter 2); with ``cached_only``, None when it is not in the cache yet."""
         from ..capturing.cache import book_capture, book_capture_path
 
         shuffle = self.kind == "shuffled words"
-        if cached_only and not book_capture_path(self.capture_name, shuffle=shuffle).is_file():
+        path = book_capture_path(self.capture_name, attention=attention, shuffle=shuffle)
+        if cached_only and not path.is_file():
             return None
-        return book_capture(self.capture_name, shuffle=shuffle)
+        return book_capture(self.capture_name, attention=attention, shuffle=shuffle)
 
 
 def book_runs(models: tuple[str, ...] = BOOK_MODELS, kinds: tuple[str, ...] = KINDS) -> list[Run]:

@@ -31,7 +31,9 @@ def measured_runs(
             continue
         if progress is not None:
             progress(run.label)
-        runs[run.label] = judged.measure(cap, run.label)
+        attention = run.capture(cached_only=True, attention=True) if run.kind != "shuffled words" else None
+        shuffled = run.kind == "shuffled words"  # a null for bimodality: its spectra are not judged
+        runs[run.label] = judged.measure(cap, run.label, attention=attention, spectra=not shuffled)
     return runs, skipped
 
 
