@@ -107,3 +107,18 @@ def test_verdict_writes_a_csv_of_every_claim_with_intervals_that_hold_their_esti
     assert f"-> {out}" in capsys.readouterr().out
     assert main(["verdict", "--no-book", "--results", str(results), "--csv", str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err
+
+
+def test_version_and_a_plain_description(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"latentbook {lb.__version__}"
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert "``" not in text and "so a GPU box can produce results/ files and judge them." in " ".join(
+        text.split()
+    )

@@ -1865,3 +1865,29 @@ def test_fuzzed_prompt_limits(limit):
         assert not valid
         return
     assert valid and got == (every if limit is None else every[:limit])
+
+
+@fault(
+    "Bad input",
+    '`mp_fit(eigvals, n_samples="100")`: a number of tokens that is not a number',
+    error=InvalidInputError,
+    says="n_samples must be None",
+)
+@pytest.mark.parametrize("bad", ["100", True, -5])
+def test_mp_fit_refuses_an_n_samples_that_is_not_a_count(raises, bad):
+    with raises():
+        lb.spectra.mp_fit(np.linspace(1.0, 2.0, 50), n_samples=bad)
+
+
+@fault(
+    "Silent wrong results",
+    "`lb.omega` of a vector with NaN or inf",
+    outcome="NaN, never a number (numpy and torch alike)",
+)
+def test_omega_of_a_non_finite_vector_is_nan():
+    import torch
+
+    x = np.ones((2, 16))
+    x[1, 3] = np.nan
+    assert lb.omega(x)[0] == 0.0 and np.isnan(lb.omega(x)[1])
+    assert torch.isnan(lb.omega(torch.tensor(x, dtype=torch.float32))[1])

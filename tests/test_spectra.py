@@ -369,3 +369,9 @@ def test_kritchman_nadler_counts_iid_spikes_and_needs_the_effective_n_for_correl
     )  # raw token count: false signals
     estimate = spectra.kritchman_nadler(_sample_eigvals(synthetic.gaussian(2000, 200, sigma2=2.0)), 1999)
     assert estimate.sigma2 == pytest.approx(2.0, rel=0.02)
+
+
+@pytest.mark.parametrize("bad", ["100", True, float("nan"), 1.0])
+def test_mp_fit_refuses_an_n_samples_that_is_not_a_number_of_tokens(bad):
+    with pytest.raises(lb.InvalidInputError, match="n_samples must be None"):
+        lb.spectra.mp_fit(np.linspace(1.0, 2.0, 50), n_samples=bad)

@@ -21,7 +21,11 @@ from .errors import InvalidInputError, LatentbookError, OutputExistsError
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="latentbook", description=__doc__.splitlines()[0])
+    from . import __version__
+
+    summary = " ".join(__doc__.split("\n\n")[0].split()).replace("``", "")  # the first paragraph, plain
+    parser = argparse.ArgumentParser(prog="latentbook", description=summary)
+    parser.add_argument("--version", action="version", version=f"latentbook {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     sub.add_parser("models", help="list the model zoo")

@@ -350,7 +350,10 @@ class _Step:
 def _check_fit_options(
     n_samples: float | None, alpha: float, trim: float, min_bulk: float, zero_tol: float, edge_window: float
 ) -> None:
-    if n_samples is not None and (not np.isfinite(n_samples) or n_samples < 2):
+    is_number = isinstance(n_samples, (int, float, np.integer, np.floating)) and not isinstance(
+        n_samples, bool
+    )
+    if n_samples is not None and (not is_number or not np.isfinite(n_samples) or n_samples < 2):
         raise InvalidInputError(
             f"n_samples must be None (fit the effective number of tokens) or a number >= 2 (an upper bound on "
             f"it), got {n_samples!r}."
