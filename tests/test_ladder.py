@@ -315,3 +315,23 @@ def test_correlations_and_verdict_rows(tmp_path):
     for row in rows:
         assert set(row) == {"claim", "model", "measured", "ci", "paper", "verdict", "reason", "command"}
         assert row["verdict"] in ("predicts capability", "does not", "inconclusive")
+
+
+def test_a_rung_whose_weights_lack_a_tensor_is_refused_by_name(trained_tiny, monkeypatch, tmp_path):
+    """Strict loading: a checksum that matches a file missing a layer's tensor would still load it random."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    _, _, root = trained_tiny
+    copy = tmp_path / "ladder"
+    shutil.copytree(root, copy)
+    weights = copy / TINY.name / "model.safetensors"
+    tensors = load_file(weights)
+    dropped = next(key for key in tensors if "mlp.down_proj" in key)
+    save_file({k: v for k, v in tensors.items() if k != dropped}, weights, metadata={"format": "pt"})
+    monkeypatch.setenv("LATENTBOOK_LADDER_DIR", str(copy))
+    monkeypatch.setattr(store, "verify", lambda folder: "0" * 64)  # the sums of a file saved this way
+    with pytest.raises(IntegrityError, match="missing") as info:
+        lb.load_model(f"ladder:{TINY.name}")
+    assert dropped in str(info.value)
