@@ -122,3 +122,19 @@ def test_version_and_a_plain_description(capsys):
     assert "``" not in text and "so a GPU box can produce results/ files and judge them." in " ".join(
         text.split()
     )
+
+
+def test_every_capture_option_has_help_and_its_default(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit):
+        main(["capture", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for option, default in (
+        ("--batch-size", "16"),
+        ("--max-length", "128"),
+        ("--device", "auto"),
+        ("--dtype", "auto"),
+    ):
+        assert f"(default: {default})" in text.split(option, 2)[-1].split(" --")[0], option
+    assert "(default: None)" not in text and "(default: False)" not in text

@@ -20,6 +20,16 @@ from pathlib import Path
 from .errors import InvalidInputError, LatentbookError, OutputExistsError
 
 
+class _DefaultsShown(argparse.HelpFormatter):
+    """Help that ends each option with its default, where it has one (not for flags or required options)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default not in (None, False, argparse.SUPPRESS) and "%(default)" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
 def _parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -30,20 +40,33 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("models", help="list the model zoo")
 
-    cap = sub.add_parser("capture", help="capture per-depth statistics of a model on a prompt set")
+    cap = sub.add_parser(
+        "capture",
+        help="capture per-depth statistics of a model on a prompt set",
+        formatter_class=_DefaultsShown,
+    )
     cap.add_argument("model", help="zoo name (see `latentbook models`), local folder or cached hub id")
     cap.add_argument("--prompts", default="general", help="shipped prompt set name, or a .txt/.jsonl file")
     cap.add_argument("--out", required=True, type=Path, help="where to write the capture (.safetensors)")
-    cap.add_argument("--max-prompts", type=int, default=None)
-    cap.add_argument("--batch-size", type=int, default=16)
-    cap.add_argument("--max-length", type=int, default=128)
+    cap.add_argument(
+        "--max-prompts", type=int, default=None, help="use only the first N prompts (default: all)"
+    )
+    cap.add_argument("--batch-size", type=int, default=16, help="prompts per forward pass")
+    cap.add_argument(
+        "--max-length", type=int, default=128, help="tokens kept per prompt (longer ones are cut)"
+    )
     cap.add_argument("--exclude-first", action="store_true", help="drop the first (BOS / sink) position")
     cap.add_argument(
         "--attention", action="store_true", help="also stream attention statistics (eager attention)"
     )
-    cap.add_argument("--precision", choices=["float32", "float64"], default="float32")
-    cap.add_argument("--device", default="auto")
-    cap.add_argument("--dtype", default="auto")
+    cap.add_argument(
+        "--precision",
+        choices=["float32", "float64"],
+        default="float32",
+        help="precision of the batch Gram sums",
+    )
+    cap.add_argument("--device", default="auto", help="cpu, cuda, cuda:N, mps, or auto")
+    cap.add_argument("--dtype", default="auto", help="model weights: float32, bfloat16, float16, or auto")
     cap.add_argument("--checkpoint-every", type=int, default=8, help="batches between checkpoints")
     cap.add_argument("--resume", action="store_true", help="continue from OUT.partial after an interruption")
     cap.add_argument("--force", action="store_true", help="overwrite a finished capture at OUT")
