@@ -101,17 +101,9 @@ class AttentionSums:
 
 
 def _stats_of(source: Any):
-    from ..capturing.attention import AttentionStats
+    from .thermo import _attention_stats
 
-    if isinstance(source, AttentionStats):
-        return source
-    stats = getattr(source, "attention", None)
-    if isinstance(stats, AttentionStats):
-        return stats
-    raise InvalidInputError(
-        "cooling needs attention statistics: capture with lb.capture(model, prompts, attention=True) and pass "
-        "the Capture (or its .attention, or a list of them, one per group of prompts)."
-    )
+    return _attention_stats(source)
 
 
 def attention_sums(source: Any) -> AttentionSums:

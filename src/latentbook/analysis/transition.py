@@ -39,6 +39,7 @@ BIC_MARGIN = 10.0  # "very strong" evidence on Kass & Raftery's (1995) scale
 NOISE_FACTOR = 3.0  # the jump must exceed this many residual standard deviations
 MIN_FITTED = 8  # depths left after the edges: enough to fit two lines and test them
 SKIP = (2, 1)  # edge depths not fitted: embedding and first block; last block
+MAX_WIDTH = 0.03  # the widest switch that counts as a jump (10-90 % of the rise within 4.4 w of depth)
 _N_WIDTHS = 4
 _POLYNOMIALS = ("constant", "linear", "quadratic", "cubic")
 MAX_KNOTS = 2  # smooth nulls include cubic splines with 1 or 2 interior knots (calibrated: chapter 8)
@@ -206,7 +207,7 @@ def critical_depth(
     n_boot: int = 200,
     seed: int = 0,
     level: float = 0.95,
-    max_width: float = 0.03,
+    max_width: float = MAX_WIDTH,
     min_amplitude: float = 0.0,
     skip: tuple[int, int] = SKIP,
 ) -> Transition:

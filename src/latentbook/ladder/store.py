@@ -20,7 +20,7 @@ import torch
 from .._files import inside, sha256_file
 from ..errors import IntegrityError, ModelUnavailableError, UnknownModelError
 from ..models.anatomy import anatomy_of
-from ..models.zoo import LoadedModel, refuse_incomplete_weights
+from ..models.zoo import LoadedModel, load_weights_strictly
 from .task import TaskSpec
 from .train import LOG_FILE, SUMS_FILE, Rung, init_model, read_sums, weights_sha256
 
@@ -86,16 +86,7 @@ def load_ladder(name: str, dtype: torch.dtype, device_map, trust_remote_code: bo
         log = json.loads((folder / LOG_FILE).read_text())
         model = init_model(Rung(**log["rung"]), TaskSpec(**log["spec"]), log["config"]["seed"]).to(dtype)
     else:
-        model, info = LlamaForCausalLM.from_pretrained(
-            str(folder),
-            dtype=dtype,
-            local_files_only=True,
-            use_safetensors=True,
-            device_map=device_map,
-            output_loading_info=True,
-            ignore_mismatched_sizes=True,  # reported by name, with both shapes
-        )
-        refuse_incomplete_weights(folder, info)  # no layer silently random, as for every zoo folder
+        model = load_weights_strictly(LlamaForCausalLM, folder, dtype, device_map)  # no layer silently random
     tokenizer.padding_side = "right"
     return LoadedModel(model, tokenizer, name, model.config.model_type, "causal", sha, anatomy_of(model))
 

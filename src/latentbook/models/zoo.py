@@ -435,6 +435,14 @@ def _from_folder(folder: Path, kind: str, dtype: torch.dtype, device_map, trust_
 
     tokenizer = _tokenizer(folder, trust_remote_code)
     auto = AutoModelForCausalLM if kind == "causal" else AutoModel
+    return load_weights_strictly(auto, folder, dtype, device_map, trust_remote_code), tokenizer
+
+
+def load_weights_strictly(
+    auto, folder: Path, dtype: torch.dtype, device_map, trust_remote_code: bool = False
+):
+    """``auto.from_pretrained`` of a local safetensors folder, refused (``refuse_incomplete_weights``) when any
+    weight is missing, unexpected or of the wrong shape: transformers would otherwise leave it random."""
     model, info = auto.from_pretrained(
         str(folder),
         dtype=dtype,
@@ -446,7 +454,7 @@ def _from_folder(folder: Path, kind: str, dtype: torch.dtype, device_map, trust_
         ignore_mismatched_sizes=True,  # reported below by name, with both shapes
     )
     refuse_incomplete_weights(folder, info)
-    return model, tokenizer
+    return model
 
 
 def _tokenizer(folder: Path, trust_remote_code: bool):
