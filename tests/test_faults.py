@@ -1880,7 +1880,7 @@ def test_mp_fit_refuses_an_n_samples_that_is_not_a_count(raises, bad):
 
 
 @fault(
-    "Silent wrong results",
+    "Wrong results refused",
     "`lb.omega` of a vector with NaN or inf",
     outcome="NaN, never a number (numpy and torch alike)",
 )
@@ -1891,3 +1891,12 @@ def test_omega_of_a_non_finite_vector_is_nan():
     x[1, 3] = np.nan
     assert lb.omega(x)[0] == 0.0 and np.isnan(lb.omega(x)[1])
     assert torch.isnan(lb.omega(torch.tensor(x, dtype=torch.float32))[1])
+
+
+def test_the_appendix_page_has_a_table_for_every_area_of_the_matrix():
+    """The page asserts the same while it executes; this catches a new area before a fresh book build does."""
+    from .fault_matrix import collect
+
+    page = (Path(__file__).resolve().parents[1] / "book" / "appendix" / "faults.md").read_text(encoding="utf-8")
+    tabled = set(re.findall(r'^table\("([^"]+)"\)$', page, flags=re.MULTILINE))
+    assert {row["area"] for row in collect()} == tabled

@@ -13,6 +13,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from . import ladder as _ladder  # noqa: F401  (registers the ladder: names with the zoo)
+from ._version import __version__
 from .capturing import Capture, capture, load_capture
 from .errors import (
     CaptureFileError,
@@ -27,8 +29,6 @@ from .errors import (
     UntrustedCodeError,
 )
 from .models import LoadedModel, load_model, models
-
-__version__ = "0.1.0"
 
 # Imported on first use, so `import latentbook` stays light (no scipy, sklearn or matplotlib until needed).
 _LAZY: dict[str, str] = {
@@ -65,6 +65,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "__version__",
     "Capture",
     "CaptureFileError",
     "CheckpointMismatchError",

@@ -31,7 +31,7 @@ class _DefaultsShown(argparse.HelpFormatter):
 
 
 def _parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from ._version import __version__
 
     summary = " ".join(__doc__.split("\n\n")[0].split()).replace("``", "")  # the first paragraph, plain
     parser = argparse.ArgumentParser(prog="latentbook", description=summary)

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from . import spectra, synthetic
+from .spectra import sample_eigvals
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -95,25 +96,6 @@ def position_share(cap: Capture, layer: int, positions: Sequence[int] = (0,)) ->
     spread = np.sum((x - x.mean(0)) ** 2, axis=1)
     chosen = np.isin(cap.vectors.positions, np.asarray(list(positions), dtype=np.int64))
     return float(spread[chosen].sum() / spread.sum())
-
-
-def sample_eigvals(x: np.ndarray, centered: bool = True) -> np.ndarray:
-    """The ``d`` eigenvalues, descending, of ``X^T X / n`` (``X`` centred when ``centered``), ``x`` of shape ``(n, d)``.
-
-    When ``n < d`` they come from the ``n x n`` Gram matrix (the same nonzero eigenvalues), padded with zeros.
-    """
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim != 2 or x.shape[0] < 2 or not np.all(np.isfinite(x)):
-        raise InvalidInputError(f"Expected a finite (n >= 2, d) array of token vectors, got shape {x.shape}.")
-    n, d = x.shape
-    if centered:
-        x = x - x.mean(0)
-    if n < d:
-        lam = np.linalg.eigvalsh(x @ x.T / n)
-        lam = np.concatenate([np.zeros(d - n), lam])
-    else:
-        lam = np.linalg.eigvalsh(x.T @ x / n)
-    return np.clip(lam, 0.0, None)[::-1].copy()
 
 
 def spectrum_summary(eigvals: np.ndarray, n_samples: float, alpha: float = 0.01) -> dict[str, float]:

@@ -614,6 +614,25 @@ def _block_permutation(groups: np.ndarray, within: np.ndarray, n_groups: int, d:
     return np.argsort(keys, axis=1, kind="stable").T
 
 
+def sample_eigvals(x: np.ndarray, centered: bool = True) -> np.ndarray:
+    """The ``d`` eigenvalues, descending, of ``X^T X / n`` (``X`` centred when ``centered``), ``x`` of shape ``(n, d)``.
+
+    When ``n < d`` they come from the ``n x n`` Gram matrix (the same nonzero eigenvalues), padded with zeros.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2 or x.shape[0] < 2 or not np.all(np.isfinite(x)):
+        raise InvalidInputError(f"Expected a finite (n >= 2, d) array of token vectors, got shape {x.shape}.")
+    n, d = x.shape
+    if centered:
+        x = x - x.mean(0)
+    if n < d:
+        lam = np.linalg.eigvalsh(x @ x.T / n)
+        lam = np.concatenate([np.zeros(d - n), lam])
+    else:
+        lam = np.linalg.eigvalsh(x.T @ x / n)
+    return np.clip(lam, 0.0, None)[::-1].copy()
+
+
 def parallel_analysis(
     vectors: np.ndarray,
     prompt_ids: np.ndarray,
@@ -632,8 +651,6 @@ def parallel_analysis(
     ``i``-th). Coordinates of unequal variance are not structure here (the
     null is diagonal, not isotropic), so one massive coordinate is not a spike. Introduced in: chapter 4.
     """
-    from .layer_spectra import sample_eigvals
-
     x = np.asarray(vectors, dtype=np.float64)
     ids = np.asarray(prompt_ids)
     if x.ndim != 2 or ids.shape != (x.shape[0],) or not np.all(np.isfinite(x)):

@@ -125,7 +125,7 @@ def _context_length(loaded: LoadedModel) -> int | None:
 def _versions() -> dict[str, str]:
     import transformers
 
-    from .. import __version__
+    from .._version import __version__
 
     return {
         "latentbook": __version__,

@@ -7,6 +7,23 @@ model), ``report`` (the whole ladder: measurements, rank correlations, verdict r
 
 from __future__ import annotations
 
+from ..models.zoo import register_loader
+
+
+def _load(name, dtype, device_map, trust_remote_code):
+    from .store import load_ladder  # imported on first use: the ladder's training code is not light
+
+    return load_ladder(name, dtype, device_map, trust_remote_code)
+
+
+def _rows() -> list[dict]:
+    from .store import ladder_rows
+
+    return ladder_rows()
+
+
+register_loader("ladder:", _load, _rows)
+
 
 def verdict_rows(path=None) -> list[dict]:
     """Rows for the verdict chapter, one per diagnostic (see ``report.verdict_rows``)."""

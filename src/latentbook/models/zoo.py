@@ -111,6 +111,19 @@ EMBEDDED: dict[str, ZooEntry] = {
 }
 
 
+Loader = Callable[..., "LoadedModel"]
+_PREFIX_LOADERS: dict[str, tuple[Loader, Callable[[], list[dict]]]] = {}
+
+
+def register_loader(prefix: str, load: Loader, rows: Callable[[], list[dict]] = list) -> None:
+    """Serve names starting with ``prefix`` (e.g. ``"ladder:"``) by ``load(name, dtype, device_map,
+    trust_remote_code)``; ``rows()`` lists them in ``lb.models()``. The zoo knows no other wing: the ladder
+    registers itself (``latentbook.ladder.store``), so ``models`` never imports it back."""
+    if not prefix.endswith(":") or prefix in ("random:", "hub:"):
+        raise ValueError(f"A loader prefix ends with ':' and is not a reserved one; got {prefix!r}.")
+    _PREFIX_LOADERS[prefix] = (load, rows)
+
+
 def _random_entries() -> list[ZooEntry]:
     twins = [
         ZooEntry(
@@ -148,9 +161,9 @@ def models():
                 available=_available(entry.name),
             )
         )
-    from ..ladder.store import ladder_rows  # chapter 7's ladder, trained here (results/ladder)
-
-    return pd.DataFrame(rows + ladder_rows())
+    for _, list_rows in _PREFIX_LOADERS.values():
+        rows.extend(list_rows())
+    return pd.DataFrame(rows)
 
 
 def _available(name: str) -> bool:
@@ -257,10 +270,9 @@ def _loader_for(name: str) -> Callable[..., LoadedModel]:
             f"Model name {name!r} contains '..' (or a NUL byte): give a zoo name, a hub id or a folder path "
             "without '..'."
         )
-    if name.startswith("ladder:"):
-        from ..ladder.store import load_ladder  # chapter 7's ladder, trained here (results/ladder)
-
-        return load_ladder
+    for prefix, (load, _) in _PREFIX_LOADERS.items():
+        if name.startswith(prefix):
+            return load
     zoo_names = [*EMBEDDED, *(e.name for e in _random_entries())]
     if name.startswith("random:") and name in zoo_names:
         return _load_random

@@ -1,0 +1,3 @@
+"""The package's version, in a module of its own so every wing can read it without importing the package."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,131 @@
+"""The package's import graph: no cycle between modules, and each wing imports only the wings to its left.
+
+DESIGN.md: models -> capturing -> analysis -> study -> view, with prompts and the shared helpers below them,
+the ladder beside study, and the CLI and the package's ``__init__`` on top. The graph is read from the
+source with ``ast`` (every ``import``, also those inside functions), so a lazy import cannot hide a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "latentbook"
+
+# What each wing may import (besides itself). Helpers first, then the one-way flow.
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "_version": set(),
+    "_files": {"errors"},
+    "prompts": {"errors", "_files"},
+    "models": {"errors", "_files"},
+    "capturing": {"errors", "_files", "_version", "models", "prompts"},
+    "analysis": {"errors", "_files", "capturing", "prompts"},
+    "ladder": {"errors", "_files", "_version", "models", "capturing", "analysis", "prompts"},
+    "study": {"errors", "_files", "models", "capturing", "analysis", "prompts", "ladder"},
+    "view": {"errors", "_files", "models", "capturing", "analysis", "prompts", "study", "ladder"},
+    "course": {"errors", "_files", "models", "capturing", "analysis", "prompts", "study", "view"},
+}
+
+
+def module_names() -> dict[str, Path]:
+    names = {}
+    for path in SRC.rglob("*.py"):
+        parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        names[".".join(parts)] = path
+    return names
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports (``from . import x`` counts as ``x``, not the package)."""
+    names = module_names()
+    graph = {}
+    for name, path in names.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+                module = ".".join(base + ([node.module] if node.module else []))
+                submodules = [f"{module}.{alias.name}" for alias in node.names]
+                found = [m for m in submodules if m in names]
+                if len(found) < len(submodules):
+                    found.append(module)
+            else:
+                continue
+            targets |= {m for m in found if m in names and m != name}
+        graph[name] = targets
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan), each a cycle of imports."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def wing(module: str) -> str:
+    return module.split(".")[1] if module.count(".") else "<root>"
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    assert cycles(import_graph()) == []
+
+
+def test_each_wing_imports_only_the_wings_to_its_left():
+    wrong = sorted(
+        f"{a} imports {b}"
+        for a, targets in import_graph().items()
+        for b in targets
+        if wing(a) in ALLOWED and wing(b) != wing(a) and wing(b) not in ALLOWED[wing(a)]
+    )
+    assert wrong == []
+
+
+def test_the_walker_sees_cycles_and_lazy_imports():
+    """The checker itself: a cycle through a function-level import is found, ``from . import x`` is ``x``."""
+    graph = {"p": set(), "p.a": {"p.b"}, "p.b": {"p.a"}, "p.c": set()}
+    assert cycles(graph) == [["p.a", "p.b"]]
+    real = import_graph()
+    assert "latentbook.capturing.distributed" in real["latentbook.capturing.capture"]
+    assert "latentbook.capturing" not in real["latentbook.capturing.capture"]
+    assert "latentbook.analysis.cooling" in real["latentbook.analysis.verdict"]  # imported inside measure()
+
+
+@pytest.mark.parametrize("module", ["cli", "__main__", "<root>"])
+def test_the_top_is_not_imported_from_below(module):
+    below = [
+        a for a, targets in import_graph().items() if wing(a) in ALLOWED for b in targets if wing(b) == module
+    ]
+    assert below == []
