@@ -213,3 +213,50 @@ def test_checkpoint_resume_keeps_attention(tiny, tmp_path):
     np.testing.assert_array_equal(resumed.attention.entropy(), first.attention.entropy())
     with pytest.raises(lb.CheckpointMismatchError, match="attention"):
         lb.capture(tiny, SHORT_PROMPTS, batch_size=2, progress=False, checkpoint=path)
+
+
+@pytest.mark.parametrize("which", ["tiny", "gemma_tiny"])
+def test_sink_excluded_sums_equal_rows_renormalised_without_their_first_key(which, request):
+    """The capture's ``*_nosink`` sums (batched, padded) against ``cooling.row_sums`` of each prompt's own
+    logits with key 0 dropped: a sink left in, or the wrong key dropped under padding, would differ."""
+    from latentbook.analysis import cooling
+    from latentbook.capturing.attention import attention_rows
+
+    loaded = request.getfixturevalue(which)
+    cap = lb.capture(loaded, SHORT_PROMPTS, batch_size=3, progress=False, attention=True)
+    assert cap.attention.has_nosink
+    want = {name: 0.0 for name in ("entropy", "log_keys", "rows", "logit_std", "std_rows")}
+    for text in SHORT_PROMPTS:
+        for layer in range(loaded.n_layers):
+            rows = attention_rows(loaded, text, layer)
+            got = cooling.row_sums(rows.logits, rows.valid, drop_sink=True)
+            for name in want:
+                want[name] = (
+                    want[name] + np.asarray(got[name])[None] * (np.arange(loaded.n_layers) == layer)[:, None]
+                )
+    for name, value in want.items():
+        np.testing.assert_allclose(cap.attention.sums[f"{name}_nosink"].numpy(), value, rtol=1e-5, atol=1e-4)
+    # the first query keeps no key once its sink goes, and every other row loses one: the test can see a sink left in
+    assert np.all(
+        cap.attention.sums["rows_nosink"].numpy() == cap.attention.sums["rows"].numpy() - len(SHORT_PROMPTS)
+    )
+    assert np.all(want["log_keys"] < cap.attention.sums["log_keys"].numpy())
+    summary = cooling.attention_sums(cap)
+    assert summary.sink_excluded and np.allclose(summary.entropy[0], want["entropy"])
+
+
+def test_statistics_saved_before_the_sink_excluded_sums_load_and_say_so(tiny, tmp_path):
+    from latentbook.analysis import cooling
+    from latentbook.capturing.attention import NOSINK_FIELDS
+
+    cap = lb.capture(tiny, SHORT_PROMPTS, batch_size=2, progress=False, attention=True)
+    old = {k: v for k, v in cap.attention.state_dict().items() if k not in NOSINK_FIELDS}
+    stats = AttentionStats.from_state_dict(old)
+    assert not stats.has_nosink
+    summary = cooling.attention_sums(stats)
+    assert not summary.sink_excluded
+    np.testing.assert_allclose(summary.entropy[0], cap.attention.sums["entropy"].numpy())
+    fresh = AttentionStats.from_state_dict(cap.attention.state_dict())
+    fresh.merge(stats)  # an old and a new capture merge to what both have: sums with the sink
+    assert not fresh.has_nosink
+    np.testing.assert_allclose(fresh.sums["entropy"].numpy(), 2 * cap.attention.sums["entropy"].numpy())

@@ -14,7 +14,7 @@ from latentbook.errors import InvalidInputError
 
 
 def stats_from(e: np.ndarray, rows: float = 100.0, log_n: float = 3.0, beta: np.ndarray | None = None):
-    """An ``AttentionStats`` whose normalised entropy per (layer, head) is ``e``."""
+    """An ``AttentionStats`` whose normalised entropy per (layer, head) is ``e``, with and without the sink."""
     n_layers, n_heads = e.shape
     stats = AttentionStats(n_layers, n_heads)
     beta = 1.0 + 4.0 * (1.0 - e) if beta is None else beta
@@ -25,19 +25,25 @@ def stats_from(e: np.ndarray, rows: float = 100.0, log_n: float = 3.0, beta: np.
         "std_rows": rows,
         "logit_std": rows * beta,
     }.items():
-        stats.sums[name] += torch.tensor(np.broadcast_to(value, e.shape), dtype=torch.float64)
+        for field in (name, f"{name}_nosink"):
+            stats.sums[field] += torch.tensor(np.broadcast_to(value, e.shape), dtype=torch.float64)
     return stats
 
 
 def test_profile_is_the_chapters_normalised_entropy_and_beta():
     rng = np.random.default_rng(0)
     stats = stats_from(rng.uniform(0.2, 0.9, size=(10, 6)), beta=rng.uniform(1, 5, size=(10, 6)))
-    summary = cooling.cooling_summary(stats)
+    summary = cooling.cooling_summary(stats, drop_sink=False)
     table = thermo.cooling(stats)
     np.testing.assert_allclose(summary.entropy, table["normalized_entropy"], rtol=1e-12)
     np.testing.assert_allclose(summary.beta_eff, table["beta_eff"], rtol=1e-12)
     np.testing.assert_allclose(summary.gamma, table["gamma"])
     assert summary.sink_excluded is False and summary.unit == "heads within each layer"
+    for name in ("entropy", "log_keys"):  # by default the sums without the sink are read, when there are any
+        stats.sums[f"{name}_nosink"] *= 2.0 if name == "entropy" else 4.0
+    halved = cooling.cooling_summary(stats)
+    assert halved.sink_excluded is True
+    np.testing.assert_allclose(halved.entropy, table["normalized_entropy"] / 2, rtol=1e-12)
 
 
 def test_planted_ratio_is_recovered_exactly_and_edges_are_ignored():
@@ -144,7 +150,7 @@ def test_a_head_without_rows_stays_nan_and_is_inconclusive():
     e = np.full((10, 4), 0.5)
     stats = stats_from(e)
     for name in ("entropy", "log_keys", "rows"):
-        stats.sums[name][6, 2] = 0.0
+        stats.sums[name][6, 2] = stats.sums[f"{name}_nosink"][6, 2] = 0.0
     summary = cooling.cooling_summary(stats)
     assert np.isnan(summary.entropy[6]) and np.isnan(summary.estimate)
     assert cooling.judge_cooling(summary)[0] == "inconclusive"

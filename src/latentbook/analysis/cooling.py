@@ -20,9 +20,10 @@ the first layer, which reads the embeddings, nor the last, shaped by the unembed
 ``beta_eff`` (the mean logit std, ``thermo.logit_scale``) gets the same contrast; it rises when attention cools.
 
 What a capture allows. ``AttentionStats`` keeps float64 *sums* over all recorded rows per (layer, head): no
-per-prompt values, no per-key weights. So (a) the attention sink as a *key* (position 0, which draws much of
-the weight of every row in trained models) cannot be removed from a capture: its entropy is that of the row as
-the model computed it (``sink_excluded=False``); (b) ``exclude_first`` only drops position 0 as a *query*, and
+per-prompt values, no per-key weights. So (a) the attention sink as a *key* (the first real token, which draws
+much of the weight of every row in trained models) is removed while capturing: beside each row's statistics the
+capture sums those of the row without its sink key, renormalised (``sink_excluded=True``; captures from before
+those sums existed keep the sink in, ``sink_excluded=False``); (b) ``exclude_first`` only drops position 0 as a *query*, and
 that row (one key: ``H = log n = 0``) adds nothing to either sum, so ``R`` is the same with or without it;
 (c) the resampling unit of one capture is the head (heads resampled within each layer: the interval says how
 much the head-mean depends on which heads the layer happens to have, not how much on which prompts were
@@ -106,12 +107,14 @@ def _stats_of(source: Any):
     return _attention_stats(source)
 
 
-def attention_sums(source: Any) -> AttentionSums:
+def attention_sums(source: Any, drop_sink: bool = True) -> AttentionSums:
     """``AttentionSums`` of a ``Capture`` or ``AttentionStats`` (one unit), or of a sequence of them (one unit
     per prompt group).
 
     The groups must be captures of disjoint prompts of the same model and settings (not checked here:
-    ``Capture.merge`` refuses the same prompts twice). The sink key stays in (a capture keeps no per-key weight).
+    ``Capture.merge`` refuses the same prompts twice). With ``drop_sink`` the sums are those of the rows with
+    their sink key removed and renormalised (``capturing.attention.row_statistics``), when the capture has
+    them; captures made before those fields existed keep the sink in (``sink_excluded`` says which).
     """
     many = isinstance(source, Sequence) and not isinstance(source, str)
     stats = [_stats_of(s) for s in (source if many else [source])]
@@ -122,8 +125,11 @@ def attention_sums(source: Any) -> AttentionSums:
     if len({(s.n_layers, s.n_heads) for s in stats}) != 1:
         raise InvalidInputError("All prompt groups must come from the same model (same layers and heads).")
 
+    sink_excluded = drop_sink and all(s.has_nosink for s in stats)
+    suffix = "_nosink" if sink_excluded else ""
+
     def stack(name: str) -> np.ndarray:
-        return np.stack([s.sums[name].detach().cpu().double().numpy() for s in stats])
+        return np.stack([s.sums[name + suffix].detach().cpu().double().numpy() for s in stats])
 
     return AttentionSums(
         entropy=stack("entropy"),
@@ -132,7 +138,7 @@ def attention_sums(source: Any) -> AttentionSums:
         logit_std=stack("logit_std"),
         std_rows=stack("std_rows"),
         unit="prompt group" if many else "capture",
-        sink_excluded=False,
+        sink_excluded=sink_excluded,
     )
 
 
@@ -296,7 +302,12 @@ def _contrast(
 
 
 def cooling_summary(
-    cap: Any, split: float = PAPER_GAMMA_C, n_boot: int = 200, seed: int = 0, level: float = LEVEL
+    cap: Any,
+    split: float = PAPER_GAMMA_C,
+    n_boot: int = 200,
+    seed: int = 0,
+    level: float = LEVEL,
+    drop_sink: bool = True,
 ) -> CoolingSummary:
     """``R = mean_{after} e_l / mean_{before} e_l`` of the head-mean normalised entropy ``e_l`` (module
     docstring), with a ``level`` percentile bootstrap interval: over prompts or prompt groups, then heads
@@ -304,14 +315,15 @@ def cooling_summary(
     only (a single capture keeps only sums). The interval is widened to contain ``R`` if it misses it.
 
     ``cap``: a ``Capture`` with ``attention=True``, its ``AttentionStats``, a list of them (disjoint prompt
-    groups) or an ``AttentionSums`` (``sums_from_rows``: per prompt, sink removed). Introduced in: chapter 2.
+    groups) or an ``AttentionSums`` (``sums_from_rows``: per prompt, sink removed). ``drop_sink``: read the
+    capture's sums of rows without their sink key (``attention_sums``). Introduced in: chapter 2.
     """
     if not (0 < split < 1) or not isinstance(n_boot, int) or n_boot < 20 or not (0 < level < 1):
         raise InvalidInputError(
             f"Use 0 < split < 1, an integer n_boot >= 20 and 0 < level < 1; got split={split!r}, "
             f"n_boot={n_boot!r}, level={level!r}."
         )
-    sums = cap if isinstance(cap, AttentionSums) else attention_sums(cap)
+    sums = cap if isinstance(cap, AttentionSums) else attention_sums(cap, drop_sink)
     n_layers = sums.n_layers
     before, after = attention_windows(n_layers, split)
     by_groups = sums.n_units >= MIN_GROUPS
@@ -351,7 +363,9 @@ def _describe(sums, n_layers, split, before, after, unit, n_units, level) -> str
             f"({len(before)} before, {len(after)} after), so no contrast"
         )
     sink = (
-        "sink key removed, rows renormalised" if sums.sink_excluded else "sink key included (not separable)"
+        "sink key removed, rows renormalised"
+        if sums.sink_excluded
+        else "sink key included (a capture from before sink-excluded sums)"
     )
     return (
         f"H/log n (head mean) over interior layers {after[0] + 1}-{after[-1] + 1} / {before[0] + 1}-"

@@ -37,8 +37,8 @@ Criteria (``split`` = the paper's ``gamma_c`` 0.42; "interior" = depths other th
   before (``layer_spectra.pr_contrast`` / ``effective_rank_contrast``, prompt jackknife) has an interval below 1
   and below the twin's interval.
 - ``attention_cooling``: ``cooling.judge_cooling``: the interval of the normalised attention entropy after the
-  split over before lies below 0.9, and so does that of the ratio to the twin's (the sink key cannot be removed
-  from a capture's sums: said in the reason).
+  split over before lies below 0.9, and so does that of the ratio to the twin's, each row's sink key removed
+  and the rest renormalised (older captures keep it in: said in the reason).
 - ``mp_spikes``: the median spike count after the split (``layer_spectra.spike_contrast``, prompt bootstrap) lies
   above the count before and the twin's after, every MP fit settled (an unsettled count is a lower bound:
   inconclusive).

@@ -41,6 +41,9 @@ import torch
 from ..errors import InvalidInputError
 
 IMPLEMENTATION = "latentbook_stats"
+# The same row statistics with each row's sink key (its first real key) removed; captures older than these
+# fields load with them absent (``AttentionStats.has_nosink`` False).
+NOSINK_FIELDS = ("rows_nosink", "entropy_nosink", "log_keys_nosink", "std_rows_nosink", "logit_std_nosink")
 SUM_FIELDS = (
     "rows",
     "entropy",
@@ -52,6 +55,7 @@ SUM_FIELDS = (
     "log_keys",
     "query_norm",
     "key_norm",
+    *NOSINK_FIELDS,
 )
 MAX_FIELDS = ("variational_gap",)
 
@@ -89,7 +93,8 @@ class AttentionStats:
                 "statistics need the same number of heads in every layer."
             )
         for name in SUM_FIELDS:
-            self.sums[name][layer] += row_stats[name].to(self.sums[name].device, torch.float64)
+            if name in self.sums:
+                self.sums[name][layer] += row_stats[name].to(self.sums[name].device, torch.float64)
         for name in MAX_FIELDS:
             self.sums[name][layer] = torch.maximum(
                 self.sums[name][layer], row_stats[name].to(self.sums[name].device, torch.float64)
@@ -109,8 +114,12 @@ class AttentionStats:
             raise InvalidInputError(
                 f"Cannot merge attention stats of {other.n_heads} heads into {self.n_heads}."
             )
+        for name in NOSINK_FIELDS:  # kept only when both sides have them
+            if name not in other.sums:
+                self.sums.pop(name, None)
         for name in SUM_FIELDS:
-            self.sums[name] += other.sums[name].to(self.sums[name].device)
+            if name in self.sums:
+                self.sums[name] += other.sums[name].to(self.sums[name].device)
         for name in MAX_FIELDS:
             self.sums[name] = torch.maximum(self.sums[name], other.sums[name].to(self.sums[name].device))
 
@@ -177,8 +186,18 @@ class AttentionStats:
         if n_heads:
             stats._allocate(n_heads, "cpu")
             for name in (*SUM_FIELDS, *MAX_FIELDS):
-                stats.sums[name] += state[name].to(torch.float64)
+                if name in state:
+                    stats.sums[name] += state[name].to(torch.float64)
+                elif name in NOSINK_FIELDS:
+                    del stats.sums[name]  # a capture from before the sink-excluded statistics
+                else:
+                    raise KeyError(name)
         return stats
+
+    @property
+    def has_nosink(self) -> bool:
+        """Whether these statistics include the sink-excluded fields (captures made since they exist)."""
+        return all(name in self.sums for name in NOSINK_FIELDS)
 
 
 # --- the recording attention function -----------------------------------------------------------------
@@ -187,8 +206,9 @@ class AttentionStats:
 class _Recorder:
     """Which layer each attention module is, which query rows to record, and where to add them."""
 
-    def __init__(self, attention_modules, stats: AttentionStats):
-        self.layer_of = {id(module): i for i, module in enumerate(attention_modules)}
+    def __init__(self, attention_modules, stats: AttentionStats, layers=None):
+        chosen = range(len(attention_modules)) if layers is None else set(layers)
+        self.layer_of = {id(module): i for i, module in enumerate(attention_modules) if i in chosen}
         self.stats = stats
         self.rows: torch.Tensor | None = None
         self.forwards = 0
@@ -217,28 +237,50 @@ def _valid_keys(attention_mask: torch.Tensor | None, shape: torch.Size, device) 
     return mask > torch.finfo(mask.dtype).min / 2
 
 
-@torch.no_grad()
-def row_statistics(
-    logits: torch.Tensor, valid: torch.Tensor, used: torch.Tensor, rows: torch.Tensor
-) -> dict[str, torch.Tensor]:
-    """Per-head totals over the recorded rows of one batch (``rows``: ``(B, T)``); logits ``(B, H, T, S)``."""
-    z = logits.float()
-    valid = valid.expand_as(z)
+def _row_softmax(z: torch.Tensor, valid: torch.Tensor):
+    """Per row over its valid keys: ``logsumexp(z)``, the weights ``p``, ``H(p)``, the key count ``n`` and
+    the logit std (population, over the valid keys)."""
     z_masked = z.masked_fill(~valid, float("-inf"))
     lse = torch.logsumexp(z_masked, dim=-1)
-    p = torch.exp(z_masked - lse[..., None])
+    p = torch.exp(z_masked - lse[..., None]).nan_to_num(0.0)  # rows with no key: no weight, no entropy
     entropy = -torch.special.xlogy(p, p).sum(-1)
     n_keys = valid.sum(-1).to(torch.float32)
     z_zero = torch.where(valid, z, torch.zeros_like(z))
     mean = z_zero.sum(-1) / n_keys.clamp(min=1)
     centred = torch.where(valid, z - mean[..., None], torch.zeros_like(z))
     std = (centred.square().sum(-1) / n_keys.clamp(min=1)).sqrt()
+    return lse, p, entropy, n_keys, std
+
+
+def without_sink(valid: torch.Tensor) -> torch.Tensor:
+    """``valid`` with each row's first valid key (the sink: the first real token) removed."""
+    first = valid.to(torch.int8).argmax(-1, keepdim=True)  # argmax returns the first maximal index
+    return valid.scatter(-1, first, False)
+
+
+@torch.no_grad()
+def row_statistics(
+    logits: torch.Tensor, valid: torch.Tensor, used: torch.Tensor, rows: torch.Tensor
+) -> dict[str, torch.Tensor]:
+    """Per-head totals over the recorded rows of one batch (``rows``: ``(B, T)``); logits ``(B, H, T, S)``.
+
+    The ``*_nosink`` fields are the same statistics of each row with its sink key removed and the rest
+    renormalised, ``q_j = p_j / (1 - p_sink)`` (``H(q) = logsumexp_{j != sink} z_j - sum q_j z_j``), over the
+    rows left with at least one key.
+    """
+    z = logits.float()
+    valid = valid.expand_as(z)
+    lse, p, entropy, n_keys, std = _row_softmax(z, valid)
+    z_zero = torch.where(valid, z, torch.zeros_like(z))
     p_used = used.float()
     f_used = -(p_used * z_zero).sum(-1) + torch.special.xlogy(p_used, p_used).sum(-1)
     gap = (f_used + lse).abs()
+    _, _, entropy_ns, n_ns, std_ns = _row_softmax(z, without_sink(valid))
 
     sel = rows[:, None, :].expand_as(lse)  # (B, H, T)
     multi = sel & (n_keys > 1)
+    sel_ns = sel & (n_ns > 0)
+    multi_ns = sel & (n_ns > 1)
 
     def total(x: torch.Tensor, where: torch.Tensor = sel) -> torch.Tensor:
         return torch.where(
@@ -254,6 +296,11 @@ def row_statistics(
         "free_energy": total(-lse),
         "keys": total(n_keys),
         "log_keys": total(n_keys.clamp(min=1).log()),
+        "rows_nosink": total(torch.ones_like(lse), sel_ns),
+        "entropy_nosink": total(entropy_ns, sel_ns),
+        "log_keys_nosink": total(n_ns.clamp(min=1).log(), sel_ns),
+        "std_rows_nosink": total(torch.ones_like(lse), multi_ns),
+        "logit_std_nosink": total(std_ns, multi_ns),
         "variational_gap": torch.where(sel, gap, torch.zeros_like(gap)).amax((0, 2)).to(torch.float64),
     }
 
@@ -380,10 +427,13 @@ def _configs(model: torch.nn.Module) -> list:
 
 
 @contextmanager
-def attention_recorder(loaded, stats: AttentionStats) -> Iterator[_Recorder]:
+def attention_recorder(loaded, stats: AttentionStats, layers=None) -> Iterator[_Recorder]:
     """Inside the block ``loaded``'s attention runs through ``latentbook_attention``, recording to ``stats``.
 
-    The model's previous attention implementation is restored on exit, also after an error.
+    ``layers`` (0-based; default all) are the layers recorded: the others' rows of ``stats`` stay empty (their
+    read-outs NaN, ``n_rows`` 0), as in a capture with ``depths=...``, which records the attention of layer
+    ``l - 1`` for each depth ``l >= 1`` it holds. The model's previous attention implementation is restored on
+    exit, also after an error.
     """
     try:
         _register()
@@ -395,7 +445,7 @@ def attention_recorder(loaded, stats: AttentionStats) -> Iterator[_Recorder]:
     attention_modules = loaded.anatomy.attention
     configs = _configs(loaded.model)
     previous = [config._attn_implementation for config in configs]
-    recorder = _Recorder(attention_modules, stats)
+    recorder = _Recorder(attention_modules, stats, layers)
     token = _ACTIVE.set(recorder)
     try:
         for config in configs:
@@ -405,7 +455,11 @@ def attention_recorder(loaded, stats: AttentionStats) -> Iterator[_Recorder]:
         for config, implementation in zip(configs, previous, strict=True):
             config._attn_implementation_internal = implementation
         _ACTIVE.reset(token)
-    missed = [layer for layer, calls in enumerate(recorder.calls) if calls < recorder.forwards]
+    missed = [
+        layer
+        for layer, calls in enumerate(recorder.calls)
+        if calls < recorder.forwards and layer in recorder.layer_of.values()
+    ]
     if missed:
         raise InvalidInputError(
             f"The attention of layers {missed[:5]} of {loaded.name} was not recorded in every forward: this "
