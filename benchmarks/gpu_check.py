@@ -16,6 +16,11 @@ configs (seeded) and, when the SmolLM2 tokenizer is absent, a byte-level tokeniz
    ``inference_mode``, (a-trunk) without the unembedding, (e) ``lb.capture`` (its Grams on TF32 tensor
    cores, the library's default for half-precision activations on CUDA), and (e-fp32) the same with full
    float32 Grams. Interleaved rounds, medians, ratios to (a), peak GPU memory.
+3. Memory and depths (issue #19), on ``random:llama-tiny`` on the device: the float64 sums live on the host
+   and the pending Grams on the device, and the bytes ``latentbook plan`` predicts per device equal what the
+   capture allocates there; ``depths=[1]`` (the forward stops after layer 1) equals the full capture at that
+   depth to 1e-12 (float64 scatters); with two or more GPUs, a ``device_map`` over two of them equals the
+   single-device capture (float64 scatters of float32 activations, 1e-5).
 
 Writes ``gpu.json`` and ``gpu.md`` to ``--out`` (default ``$OUT`` if set, else ``results/bench``). With
 ``--dry-run`` everything is tiny (and the output goes to ``$OUT`` or a temporary folder, never to results/):
@@ -225,6 +230,82 @@ def check_correctness(models: list[tuple[str, LoadedModel]], prompts, device, to
     return rows
 
 
+def check_memory_and_depths(cpu_model: LoadedModel, prompts, device) -> list[dict]:
+    """Section 3 of the module docstring: one row per check, each with ``pass``."""
+    from latentbook.capturing import plan as planning
+
+    loaded = moved(cpu_model, device, torch.float32)
+    settings = dict(max_length=64, batch_size=4, n_vectors=16, n_omega_samples=32, progress=False)
+    cap = lb.capture(loaded, prompts, **settings)
+    held: dict[str, int] = {}
+    for stats in [*cap.layers, cap.final_norm]:
+        for where, size in stats.nbytes().items():
+            held[where] = held.get(where, 0) + size
+    held["host"] = held.get("host", 0) + cap.vectors.nbytes() + cap.omega_sample.nbytes()
+    config = planning.read_config("random:llama-tiny")
+    gpus = 1 if device.type == "cuda" else 0
+    predicted = planning.make_plan(
+        config,
+        gpus=gpus,
+        gpu_mem_gib=8,
+        **{k: settings[k] for k in ("batch_size", "n_vectors", "n_omega_samples")},
+    ).accumulator_bytes()
+    predicted = {("cuda:0" if k.startswith("cuda") else k): v for k, v in predicted.items()}
+    held = {(f"cuda:{device.index or 0}" if k.startswith("cuda") else k): v for k, v in held.items()}
+    on_host = all(s.moments._m2 is None or s.moments._m2.device.type == "cpu" for s in cap.layers)
+    rows = [
+        {
+            "check": "float64 sums on the host; plan's bytes per device = allocated",
+            "value": f"plan {predicted}, allocated {held}",
+            "pass": on_host and predicted == held,
+        }
+    ]
+    full = lb.capture(loaded, prompts, precision="float64", **settings)
+    part = lb.capture(loaded, prompts, precision="float64", depths=[1], **settings)
+    err = float(
+        (part.layers[0].moments.m2 - full.layers[1].moments.m2).abs().max()
+        / full.layers[1].moments.m2.abs().max()
+    )
+    rows.append(
+        {
+            "check": "depths=[1] equals the full capture at depth 1",
+            "value": f"{err:.1e}",
+            "pass": err <= 1e-12 and part.provenance.get("stopped_after_depth") == 1,
+        }
+    )
+    if device.type == "cuda" and torch.cuda.device_count() >= 2:
+        from accelerate import dispatch_model
+
+        device_map = {
+            "model.embed_tokens": 0,
+            "model.rotary_emb": 0,
+            "model.layers.0": 0,
+            "model.layers.1": 1,
+            "model.norm": 1,
+            "lm_head": 1,
+        }
+        model = dispatch_model(moved(cpu_model, "cpu", torch.float32).model, device_map=device_map)
+        spread = LoadedModel(
+            model, loaded.tokenizer, loaded.name, loaded.family, loaded.kind, loaded.sha, anatomy_of(model)
+        )
+        two = lb.capture(spread, prompts, precision="float64", **settings)
+        worst = max(
+            float((a.moments.m2 - b.moments.m2).abs().max() / b.moments.m2.abs().max())
+            for a, b in zip(two.layers, full.layers)
+        )
+        devices = sorted({where for s in two.layers for where in s.nbytes()})
+        rows.append(
+            {
+                "check": "device_map over 2 GPUs equals one GPU",
+                "value": f"{worst:.1e} on {devices}",
+                "pass": worst <= 1e-5 and devices == ["cuda:0", "cuda:1", "host"],
+            }
+        )
+    for row in rows:
+        print(f"  {row}")
+    return rows
+
+
 # --- timing ------------------------------------------------------------------------------------------------
 
 
@@ -381,6 +462,11 @@ def markdown(report: dict) -> str:
             f"{'yes' if row['pass'] else 'NO'} |"
         )
     lines += [f"| {note} | | | | | | | | | |" for note in report["skipped"]]
+    lines += ["", "## Memory and depths (issue #19)", "", "| check | value | pass |", "|---|---|---|"]
+    lines += [
+        f"| {row['check']} | {row['value']} | {'yes' if row['pass'] else 'NO'} |"
+        for row in report.get("memory_and_depths", [])
+    ]
     lines += [
         "",
         "## Timing: (e) lb.capture against (a) a plain forward",
@@ -469,6 +555,8 @@ def main(argv: list[str] | None = None) -> int:
     prompts = lb.prompts.load("general")[: 8 if args.dry_run else 24]
     tolerances = {"float32": 1e-4, "bfloat16": 1e-1}
     correctness = check_correctness(models, prompts, device, tolerances)
+    print("[memory and depths] random:llama-tiny")
+    memory = check_memory_and_depths(tiny, prompts, device)
     del models, tiny
     _free(device)
 
@@ -497,6 +585,7 @@ def main(argv: list[str] | None = None) -> int:
         "dry_run": args.dry_run,
         "tokenizer": tokenizer_note,
         "correctness": correctness,
+        "memory_and_depths": memory,
         "skipped": skipped,
         "timing": timing,
     }
@@ -505,7 +594,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "gpu.md").write_text(markdown(report))
     print(markdown(report))
     print(f"wrote {args.out / 'gpu.json'} and {args.out / 'gpu.md'}")
-    failed = [r for r in correctness if not r["pass"]]
+    failed = [r for r in [*correctness, *memory] if not r["pass"]]
     return 1 if failed else 0
 
 

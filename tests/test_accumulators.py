@@ -193,3 +193,45 @@ def test_tf32_is_allowed_only_inside_the_gram():
             assert not matmul.allow_tf32
     finally:
         matmul.allow_tf32 = before
+
+
+def test_folds_in_flight_give_the_same_sums(monkeypatch):
+    """The CUDA path of ``Moments``: a folded block is copied to the host and added at the next fold of any
+    ``Moments`` (one in flight at a time) or at a read. Simulated on the CPU with copies and a stand-in
+    event: the sums are bit-identical to folding at once, and ``n`` counts the block in flight."""
+    from latentbook.capturing import accumulators
+
+    class Event:
+        def synchronize(self):
+            pass
+
+    class CopiedFold(accumulators._Fold):
+        def __init__(self, counts, gram, means):
+            super().__init__(counts, gram.clone(), means.clone())  # as the pinned copies would be
+            self.event = Event()
+
+    x = _data(600, 300)
+    chunks = torch.split(x.float(), [50, 70, 33, 90, 100, 1, 256])
+
+    def run(folds):
+        m = [Moments(300, batches_per_block=1), Moments(300)]
+        m[1].FLUSH_TOKENS = 100
+        seen, flying = [], 0
+        for chunk in chunks:
+            for moments in m:
+                moments.add(chunk)
+                flying += sum(other._in_flight is not None for other in m)
+                assert sum(other._in_flight is not None for other in m) <= 1
+            seen.append([moments.n for moments in m])
+        accumulators.settle_folds()
+        return m, seen, flying
+
+    direct, seen_direct, flying_direct = run(None)
+    monkeypatch.setattr(accumulators, "_Fold", CopiedFold)
+    deferred, seen_deferred, flying = run(CopiedFold)
+    assert flying_direct == 0 and flying > 5 and seen_direct == seen_deferred
+    for a, b in zip(direct, deferred):
+        assert torch.equal(a.m2, b.m2) and torch.equal(a.mean, b.mean) and a.n == b.n == 600
+    ref = np.cov(x.float().double().numpy().T, bias=True)
+    assert _rel(deferred[0].covariance(), ref) < 1e-5
+    assert all(m._in_flight is None and m._gram is None for m in deferred)  # a read frees everything

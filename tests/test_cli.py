@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import latentbook as lb
 from latentbook.cli import main
@@ -136,5 +137,137 @@ def test_every_capture_option_has_help_and_its_default(capsys):
         ("--device", "auto"),
         ("--dtype", "auto"),
     ):
-        assert f"(default: {default})" in text.split(option, 2)[-1].split(" --")[0], option
+        assert f"(default: {default})" in text.split(f"{option} ", 2)[-1].split(" --")[0], option
     assert "(default: None)" not in text and "(default: False)" not in text
+
+
+# --- models in 100 columns, and the report of a capture (#18) ------------------------------------------------
+
+
+def test_models_fits_100_columns_and_lists_every_model(capsys):
+    assert main(["models"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    listed = {line.split()[0] for line in lines[1:] if line and not line.startswith(" ")}
+    table = lb.models()
+    assert set(table["name"]) <= listed
+    assert main(["models", "--wide"]) == 0
+    wide = capsys.readouterr().out
+    assert all(source in wide for source in table["source"])  # unwrapped: every source on one line
+
+
+def _planted(name: str, seed: int, massive: float):
+    from latentbook.analysis import synthetic
+
+    rng = np.random.default_rng(seed)
+    ids = np.repeat(np.arange(40), 4)  # few tokens: the verdict's spike bootstrap is the cost
+    states = rng.standard_normal((13, len(ids), 24))
+    states[7:, :, :1] *= massive
+    return synthetic.as_capture(states, ids, np.tile(np.arange(1, 5), 40), name=name)
+
+
+@pytest.fixture(scope="module")
+def planted_report(tmp_path_factory):
+    """A 13-depth planted capture and its random twin in one results folder, and the report of the first."""
+    from latentbook.study.report import capture_report, results_label
+
+    folder = tmp_path_factory.mktemp("results")
+    _planted("planted", 0, 15.0).save(folder / "p.safetensors")
+    _planted("random:planted", 1, 1.0).save(folder / "twin.safetensors")
+    cap, twin = lb.load_capture(folder / "p.safetensors"), lb.load_capture(folder / "twin.safetensors")
+    return folder, cap, capture_report(cap, results_label(cap, "p.safetensors"), twin=twin)
+
+
+def test_report_numbers_are_the_analysis_functions_numbers(planted_report):
+    from latentbook.analysis import layer_spectra, omega, verdict
+
+    _, cap, report = planted_report
+    prof = omega.profile(cap, n_boot=1000, seed=0)
+    np.testing.assert_allclose(report.profile.m, cap.omega_mean())
+    for got, want in zip(
+        (report.profile.m, report.profile.low, report.profile.high), (prof.m, prof.low, prof.high)
+    ):
+        np.testing.assert_array_equal(got, want)
+    assert np.all(report.profile.low <= report.profile.m) and np.all(report.profile.m <= report.profile.high)
+    assert report.profile.by == "prompt" and report.profile.n_prompts == 40
+    excess = omega.excess_profile(cap, n_boot=1000, seed=0)
+    np.testing.assert_array_equal(report.excess.m, excess.m)
+    assert np.all(report.excess.low <= report.excess.m) and np.all(report.excess.m <= report.excess.high)
+    spectra = layer_spectra.layer_profile(cap)
+    for column in ("participation_ratio", "effective_rank", "n_spikes", "settled"):
+        np.testing.assert_array_equal(report.spectra[column], spectra[column])
+    assert report.references["gaussian"] == omega.gaussian_omega(24)
+    assert report.references["solid_threshold"] == verdict.solid_threshold(24)
+
+
+def test_report_verdict_rows_are_the_verdict_tables_rows(planted_report):
+    import pandas as pd
+
+    from latentbook.analysis import verdict
+
+    folder, _, report = planted_report
+    table = verdict.verdict_table({}, results_dir=folder, ladder=False)
+    mine = table[table["model"] == report.label].reset_index(drop=True)
+    assert report.twin_label == "random:planted" and len(mine) >= 10
+    pd.testing.assert_frame_equal(report.rows, mine, check_dtype=False)
+    assert len(verdict.interval_problems(report.rows)) == 0
+
+
+def test_report_text_prints_those_numbers_within_100_columns(planted_report):
+    _, cap, report = planted_report
+    lines = report.text().splitlines()
+    assert max(len(line) for line in lines) <= 100
+    by_start = {line[:12]: line for line in lines}
+    for layer, gamma in enumerate(cap.gamma):
+        fields = by_start[f"{layer:>3}  {gamma:5.3f}  "].split()
+        m, low, high = report.profile.m[layer], report.profile.low[layer], report.profile.high[layer]
+        assert fields[2:5] == [f"{m:.4f}", f"[{low:.4f},", f"{high:.4f}]"]
+        assert fields[5] == f"{report.excess.m[layer]:+.4f}"
+        spikes = int(report.spectra["n_spikes"][layer])
+        assert fields[-1] in (str(spikes), f">={spikes}")
+    assert f"Gaussian vector   {report.references['gaussian']:.4f}" in report.text()
+    for row in report.rows.itertuples():
+        assert any(line.startswith(row.claim) and row.verdict in line for line in lines)
+
+
+def _png_size(path):
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_report_cli_writes_the_figure_and_never_overwrites_it(tmp_path, capsys, tiny):
+    from latentbook.analysis.omega import gaussian_omega
+
+    path = lb.capture(tiny, lb.prompts.load("general", 8), progress=False).save(tmp_path / "c.safetensors")
+    png = tmp_path / "fig.png"
+    assert main(["report", str(path), "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert f"-> {png}" in out and "random:llama-tiny (c.safetensors)" in out
+    assert f"{gaussian_omega(64):.4f}" in out
+    assert "not testable from this capture alone" in out  # 3 depths: the spectral claims cannot be judged
+    width, height = _png_size(png)
+    assert 600 <= width <= 3000 and 300 <= height <= 1500 and png.stat().st_size > 10_000
+    before = png.read_bytes()
+    assert main(["report", str(path), "--plot", str(png)]) == 2
+    captured = capsys.readouterr()
+    assert "exists already" in captured.err and "--force" in captured.err and "measuring" not in captured.err
+    assert png.read_bytes() == before
+    assert main(["report", str(path), "--plot", str(png), "--force"]) == 0
+    assert _png_size(png) == (width, height)
+    (tmp_path / "folder.png").mkdir()
+    (tmp_path / "file").write_text("")
+    for bad, says in (
+        (tmp_path / "fig.pdf", "must end in .png"),
+        (tmp_path / "folder.png", "is a folder"),
+        (tmp_path / "file" / "fig.png", "is a file"),
+    ):
+        capsys.readouterr()
+        assert main(["report", str(path), "--plot", str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert says in err and "measuring" not in err, bad  # refused before any work
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.safetensors", "fig.png", "file", "folder.png"]
+    assert main(["report", str(path), "--no-verdict"]) == 0
+    captured = capsys.readouterr()
+    assert "No verdict rows: skipped (--no-verdict)." in captured.out and "measuring" not in captured.err

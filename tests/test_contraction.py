@@ -7,6 +7,7 @@ import pytest
 
 import latentbook as lb
 from latentbook.analysis import contraction, flow, synthetic
+from latentbook.capturing import toys
 
 
 def _chain_capture(
@@ -86,3 +87,88 @@ def test_randomised_principal_directions_agree_with_the_svd(n):
     assert total == pytest.approx(np.sum(s**2) / n)
     np.testing.assert_allclose(lam, s[:5] ** 2 / n, rtol=1e-5)
     np.testing.assert_allclose(np.abs(np.sum(directions * vt[:5].T, axis=0)), 1.0, atol=1e-5)
+
+
+# --- the gain of the blocks' map (capturing.jacobian -> transverse_gain -> judge_transverse_gain) ---------------
+
+
+def _gains(n_prompts: int = 12, n_blocks: int = 4, seed: int = 0):
+    """TransverseGains of a planted toy, measured by forward-mode AD."""
+    import torch
+
+    from latentbook.capturing import jacobian
+
+    toy = toys.block_toy(0.9, n_layers=n_blocks, n_prompts=n_prompts, prompt_spread=0.05, seed=seed)
+    with torch.no_grad():
+        return jacobian.block_gains(toy.anatomy, toy.batches, start=0, stop=n_blocks, k=toy.k, n_directions=2)
+
+
+def _fit(q: float, ci: tuple[float, float], n_prompts: int = 16) -> contraction.GainFit:
+    return contraction.GainFit("m", q, ci, np.full(3, q), np.tile(ci, (3, 1)), 12, 15, 10, n_prompts, 1, 0.95)
+
+
+def test_bootstrap_weights_are_whole_prompts():
+    """Weight 2 on a prompt equals that prompt's rows twice: draws resample prompts, the same at every block."""
+    import dataclasses
+
+    gains = _gains()
+    w = np.random.default_rng(1).integers(0, 3, gains.n_prompts)
+    repeated = dataclasses.replace(
+        gains,
+        out_sq=np.repeat(gains.out_sq, w, axis=0),
+        in_sq=np.repeat(gains.in_sq, w, axis=0),
+        state_sq=np.repeat(gains.state_sq, w, axis=0),
+        n_tokens=np.repeat(gains.n_tokens, w),
+    )
+    np.testing.assert_allclose(
+        contraction.block_gain_draws(gains, w[None].astype(float)),
+        contraction.block_gain_draws(repeated, np.ones((1, int(w.sum())))),
+    )
+
+
+def test_transverse_gain_interval_contains_the_estimate_and_refuses_bad_input():
+    import dataclasses
+
+    gains = _gains()
+    fit = contraction.transverse_gain(gains, n_boot=100)
+    assert fit.ci[0] <= fit.q <= fit.ci[1]
+    assert fit.gains.shape == (4,) and fit.gains_ci.shape == (4, 2)
+    assert np.all(fit.gains_ci[:, 0] <= fit.gains) and np.all(fit.gains <= fit.gains_ci[:, 1])
+    with pytest.raises(lb.InvalidInputError, match="NaN"):
+        contraction.transverse_gain(dataclasses.replace(gains, out_sq=gains.out_sq * np.nan))
+    with pytest.raises(lb.InvalidInputError, match="n_boot"):
+        contraction.transverse_gain(gains, n_boot=5)
+    with pytest.raises(lb.InvalidInputError, match="shape"):
+        contraction.transverse_gain(dataclasses.replace(gains, in_sq=gains.in_sq[:, :1]))
+
+
+def test_judge_transverse_gain_needs_a_minimum_effect_and_to_beat_the_twin():
+    judge = contraction.judge_transverse_gain
+    twin = _fit(0.98, (0.975, 0.985))
+    assert judge(_fit(0.90, (0.88, 0.92)), twin)[0] == "holds"
+    assert judge(_fit(0.90, (0.88, 0.92)))[0] == "holds"
+    assert (
+        judge(_fit(0.97, (0.965, 0.975)), twin)[0] == "does not hold"
+    )  # below 1 and the twin, not below 0.95
+    assert judge(_fit(0.90, (0.88, 0.92)), _fit(0.86, (0.84, 0.87)))[0] == "does not hold"  # the twin's too
+    assert judge(_fit(0.945, (0.94, 0.952)), twin)[0] == "inconclusive"  # reaches 0.95
+    assert judge(_fit(0.90, (0.88, 0.92)), _fit(0.92, (0.91, 0.93)))[0] == "inconclusive"  # overlaps the twin
+    assert judge(_fit(0.90, (0.88, 0.92), n_prompts=4), twin)[0] == "inconclusive"
+    verdict, reason = judge(_fit(np.nan, (np.nan, np.nan)), twin)
+    assert verdict == "inconclusive" and "nan" in reason
+    assert judge(_fit(0.90, (0.88, 0.92)), _fit(np.nan, (np.nan, np.nan)))[0] == "inconclusive"
+    assert judge(None)[0] == "not testable here"
+    assert f"{contraction.MAX_Q}" in judge(_fit(0.97, (0.965, 0.975)), twin)[1]
+
+
+def test_the_gain_judge_meets_its_calibration_targets():
+    from latentbook.analysis import calibration
+
+    table = calibration.calibrate(n_cases=4, seed=2, claims=("transverse_contraction",), n_token_cases=4)
+    assert set(table["planted"]) == {"present", "absent"} and len(table) == len(contraction.PLANTED_KINDS)
+    assert calibration.meets_targets(table)["transverse_contraction"], table
+
+
+def test_planted_kinds_are_checked():
+    with pytest.raises(lb.InvalidInputError, match="kind"):
+        contraction.planted_gains(np.random.default_rng(0), "huge")

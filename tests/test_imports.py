@@ -19,13 +19,14 @@ ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "_version": set(),
     "_files": {"errors"},
+    "_text": set(),  # plain-text tables of the command line's output
     "prompts": {"errors", "_files"},
     "models": {"errors", "_files"},
     "capturing": {"errors", "_files", "_version", "models", "prompts"},
     "analysis": {"errors", "_files", "capturing", "prompts"},
     "ladder": {"errors", "_files", "_version", "models", "capturing", "analysis", "prompts"},
-    "study": {"errors", "_files", "models", "capturing", "analysis", "prompts", "ladder"},
-    "view": {"errors", "_files", "models", "capturing", "analysis", "prompts", "study", "ladder"},
+    "study": {"errors", "_files", "_text", "models", "capturing", "analysis", "prompts", "ladder"},
+    "view": {"errors", "_files", "_text", "models", "capturing", "analysis", "prompts", "study", "ladder"},
     "course": {"errors", "_files", "models", "capturing", "analysis", "prompts", "study", "view"},
 }
 

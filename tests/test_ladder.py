@@ -291,6 +291,7 @@ def _fake_measurements(capabilities, stability):
             "spikes": {"n_spikes": [0, 3]},
             "contraction": {"q": 0.9},
             "stability": {"score": stab},
+            "tco": {"scores": {"stability": {"accuracy": stab}}},
         }
 
     rungs = [f"r{i}" for i in range(len(capabilities))]
@@ -335,3 +336,37 @@ def test_a_rung_whose_weights_lack_a_tensor_is_refused_by_name(trained_tiny, mon
     with pytest.raises(IntegrityError, match="missing") as info:
         lb.load_model(f"ladder:{TINY.name}")
     assert dropped in str(info.value)
+
+
+def test_tco_blocks_of_a_tiny_rung_and_the_rows_judged_against_the_null(trained_tiny, monkeypatch, tmp_path):
+    """``report.tco_of`` gives the TCO block ``measure`` writes; ``tco_rows`` judges each rung against its null
+    with ``verdict.judge_tco`` and the verdict table keeps them as ``tco`` rows."""
+    from latentbook.analysis import tco as tco_analysis
+    from latentbook.analysis import verdict as verdict_rules
+
+    _, _, root = trained_tiny
+    monkeypatch.setenv("LATENTBOOK_LADDER_DIR", str(root))
+    block = report.tco_of(lb.load_model(f"ladder:{TINY.name}"), SPEC)
+    json.dumps(block)
+    scores = tco_analysis.TCOScores.from_dict(block["scores"])
+    assert len(block["control_by_depth"]) == 2 and scores.depths == (1,)
+    assert (
+        scores.control.n > 900
+        and 0 <= scores.control.ci[0] <= scores.control.accuracy <= scores.control.ci[1]
+    )
+
+    def planted(code, seed):
+        p = tco_analysis.planted_binding(np.random.default_rng(seed), code, n_programs=120, n_depths=4, d=32)
+        return {"scores": verdict_rules.tco_summary(p, p.written).to_dict()}
+
+    m = _fake_measurements([0.3, 0.5, 0.9], [0.1, 0.2, 0.3])
+    for i, r in enumerate(m["rungs"]):
+        m["models"][r]["trained"]["tco"] = planted(("bag", "per step", "stable")[i], i)
+        m["models"][r]["null"]["tco"] = planted("bag", 10 + i)
+    path = tmp_path / "measurements.json"
+    path.write_text(json.dumps(m))
+    rows = report.tco_rows(path)
+    assert [row["verdict"] for row in rows] == ["inconclusive", "does not hold", "holds"]
+    assert all(row["claim"] == "tco" and "untrained null alone" in row["reason"] for row in rows)
+    kept = verdict_rules._ladder_row(rows[-1])
+    assert kept.claim == "tco" and kept.ci_low <= kept.value <= kept.ci_high

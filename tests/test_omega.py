@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -121,6 +123,88 @@ def test_bimodality_refuses_tiny_or_constant_samples():
         omega.bimodality(np.arange(5.0))
     with pytest.raises(lb.InvalidInputError, match="equal"):
         omega.bimodality(np.ones(50))
+
+
+# --- bimodality at its decision boundaries -----------------------------------------------------------------
+
+
+def _mixture_quantiles(n: int, weight: float, delta: float) -> np.ndarray:
+    """The ``n`` quantiles ``F^{-1}((i - 1/2) / n)`` of ``(1 - weight) N(0, 1) + weight N(delta, 1)``: a sample
+    with no sampling noise, so each vote sits where the law puts it."""
+    from scipy.stats import norm
+
+    grid = np.linspace(-8.0, delta + 8.0, 200_001)
+    cdf = (1 - weight) * norm.cdf(grid) + weight * norm.cdf(grid - delta)
+    return np.interp((np.arange(n) + 0.5) / n, cdf, grid)
+
+
+def test_sarles_coefficient_at_small_n_matches_a_hand_calculation():
+    """x = 0, 0, 0, 1, 1, 1, 1, 2 (n = 8, mean 3/4): central moments m2 = 7/16, m3 = 3/32, m4 = 109/256;
+    G1^2 = n(n-1)/(n-2)^2 m3^2/m2^3 = 8/49; G2 = (n-1)/((n-2)(n-3)) ((n+1) m4/m2^2 - 3(n-1)) = -8/35;
+    BC = (G1^2 + 1) / (G2 + 3(n-1)^2/((n-2)(n-3))) = (57/49) / (-8/35 + 49/10) = 190/763."""
+    x = np.array([0.0, 0, 0, 1, 1, 1, 1, 2])
+    assert omega.bimodality_coefficient(x) == pytest.approx(190 / 763, rel=1e-12)
+    # without the sample-size correction the denominator is G2 + 3 (0.420) or the moments are biased (0.497)
+    assert abs(190 / 763 - 57 / 49 / (-8 / 35 + 3)) > 0.15
+    # a second sample, checked against the same formula in exact arithmetic
+    from fractions import Fraction
+
+    values = [0, 1, 2, 3, 10]
+    n, mean = len(values), Fraction(sum(values), len(values))
+    m2, m3, m4 = (sum((Fraction(v) - mean) ** k for v in values) / n for k in (2, 3, 4))
+    g1_squared = Fraction(n * (n - 1), (n - 2) ** 2) * m3**2 / m2**3
+    g2 = Fraction(n - 1, (n - 2) * (n - 3)) * ((n + 1) * m4 / m2**2 - 3 * (n - 1))
+    exact = (g1_squared + 1) / (g2 + Fraction(3 * (n - 1) ** 2, (n - 2) * (n - 3)))
+    assert omega.bimodality_coefficient(np.array(values, dtype=float)) == pytest.approx(
+        float(exact), rel=1e-12
+    )
+
+
+def test_a_minority_mode_the_dip_test_misses_gets_two_votes_and_is_inconclusive():
+    """15 % of the mass 5 s.d. away: skewness lifts Sarle's coefficient and two Gaussians win by far, but the dip
+    test (built for balanced modes) sees nothing. Two votes of three are not "bimodal"."""
+    b = omega.bimodality(_mixture_quantiles(400, 0.15, 5.0))
+    assert b.votes == {"coefficient": True, "dip": False, "mixture": True}
+    assert b.verdict == "inconclusive"
+    assert b.coefficient > omega.BC_THRESHOLD + 0.05 and b.dip_p > 0.5  # measured: 0.659 and 0.71
+    assert b.delta_bic > 100 and b.ashman_d > 4.5
+
+
+def test_balanced_modes_that_sarles_coefficient_misses_get_two_votes_and_are_inconclusive():
+    """Two equal modes 3.5 s.d. apart: a clear dip and mixture, but excess kurtosis -1.1 leaves Sarle's
+    coefficient below 5/9 (two modes need kurtosis below -1.2 to pass it when balanced)."""
+    b = omega.bimodality(_mixture_quantiles(400, 0.5, 3.5))
+    assert b.votes == {"coefficient": False, "dip": True, "mixture": True}
+    assert b.verdict == "inconclusive"
+    assert 0.5 < b.coefficient < omega.BC_THRESHOLD and b.dip_p < 0.01  # measured: 0.533 and 0.004
+
+
+def test_the_bic_margin_decides_the_mixture_vote_of_separated_modes():
+    """Two equal modes 3 s.d. apart (Ashman's D = 3 > 2): with 150 values two Gaussians beat one by a BIC of only
+    4.4 (< 10, not "very strong"), so the mixture does not vote; with 300 by 21, and it does."""
+    few = omega.bimodality(_mixture_quantiles(150, 0.5, 3.0))
+    assert 0 < few.delta_bic < omega.BIC_MARGIN and few.ashman_d > omega.ASHMAN_D
+    assert few.votes == {"coefficient": False, "dip": False, "mixture": False} and few.verdict == "unimodal"
+    many = omega.bimodality(_mixture_quantiles(300, 0.5, 3.0))
+    assert many.delta_bic > 2 * omega.BIC_MARGIN and many.ashman_d > omega.ASHMAN_D
+    assert many.votes == {"coefficient": False, "dip": False, "mixture": True}
+    assert many.verdict == "inconclusive"
+
+
+def test_holm_adjustment_can_take_the_dip_vote_away_and_leave_two_votes_inconclusive():
+    b = omega.bimodality(_mixture_quantiles(400, 0.15, 5.0))
+    results = [
+        dataclasses.replace(b, dip_p=p, votes={**b.votes, "dip": True}, verdict="bimodal")
+        for p in (0.03, 0.04)
+    ]
+    adjusted = omega.holm_adjusted(results)  # Holm: 2 x 0.03 = 0.06, max(0.06, 0.04) = 0.06
+    assert [r.dip_p for r in adjusted] == pytest.approx([0.06, 0.06])
+    assert [r.verdict for r in adjusted] == ["inconclusive", "inconclusive"]
+    assert all(r.votes == {"coefficient": True, "dip": False, "mixture": True} for r in adjusted)
+    strong = omega.holm_adjusted([dataclasses.replace(r, dip_p=0.001) for r in results])
+    assert [r.verdict for r in strong] == ["bimodal", "bimodal"]
+    alone = omega.holm_adjusted([dataclasses.replace(results[0], votes={**b.votes, "coefficient": False})])
+    assert alone[0].verdict == "inconclusive" and alone[0].votes["dip"]  # one test: p unchanged, 2 votes
 
 
 # --- confounds: massive activations and the first position ---------------------------------------------

@@ -79,12 +79,52 @@ def test_a_bend_an_edge_jump_and_a_small_step_are_not_transitions():
 
 
 def test_a_downward_jump_with_an_outlying_embedding_depth_is_found():
+    """The embedding far below the rest, a jump of -0.15 at 0.6: the fit finds the jump where it is, not at the
+    embedding (which, fitted, would be the biggest step in the profile)."""
     gamma = np.arange(25) / 24
-    m = 0.8 - 0.15 * (gamma > 0.6) + 0.003 * np.random.default_rng(0).standard_normal(25)
-    m[0] = 0.1  # the embedding far below
-    t = transition.critical_depth(gamma, m, n_boot=30)
-    assert t.has_transition and t.amplitude == pytest.approx(-0.15, abs=0.02)
-    assert t.ci[0] <= 0.6 <= t.ci[1]
+    for seed in range(3):
+        m = 0.8 - 0.15 * (gamma > 0.6) + 0.003 * np.random.default_rng(seed).standard_normal(25)
+        m[0] = 0.1  # the embedding far below
+        t = transition.critical_depth(gamma, m, n_boot=30, seed=seed)
+        assert t.has_transition and t.amplitude == pytest.approx(-0.15, abs=0.02)
+        assert abs(t.gamma_c - 0.6) <= 1 / 24 and t.ci[0] <= 0.6 <= t.ci[1]
+
+
+@pytest.mark.parametrize("first_after", [1, 2])
+def test_a_jump_out_of_the_embedding_or_out_of_the_first_block_is_an_edge_not_a_transition(first_after):
+    """m jumps by 0.3 between depths 0 and 1 (the embedding) or 1 and 2 (the first block's output) and is flat
+    after: both are edge effects of every model in chapter 3, not the paper's mid-depth transition."""
+    gamma = np.arange(31) / 30
+    for seed in range(3):
+        m = np.where(np.arange(31) >= first_after, 0.7, 0.4)
+        m = m + 0.004 * np.random.default_rng(seed).standard_normal(31)
+        t = transition.critical_depth(gamma, m, n_boot=30, seed=seed)
+        assert not t.has_transition, (seed, t.gamma_c, t.amplitude)
+        assert abs(t.amplitude) < 0.05  # nothing left to jump over among the fitted depths
+
+
+def _step_in_orthogonal_noise(n: int, jump: float, seed: int, sigma: float = 0.004):
+    """``m = 0.5 + jump * sigma * [gamma > 1/2] + e`` with ``e`` of s.d. ``sigma`` orthogonal to the two-line
+    step model and to the cubic, so the jump fit leaves exactly ``e`` and estimates the jump exactly."""
+    g = np.arange(n) / (n - 1)
+    step = (g > 0.5).astype(float)
+    basis = np.column_stack([np.ones(n), g, g**2, g**3, step, step * g])
+    e = np.random.default_rng(seed).standard_normal(n)
+    e -= basis @ np.linalg.lstsq(basis, e, rcond=None)[0]
+    return g, 0.5 + jump * sigma * step + e * sigma / e.std()
+
+
+def test_a_jump_of_twice_the_noise_is_refused_even_where_the_bic_would_take_it():
+    """On 161 depths a step of 2.2 s.d. beats every smooth null by BIC >= 10, so only the noise criterion
+    (|b| >= 3 x noise) stands between it and a "transition" (on 31 depths the BIC refuses it first)."""
+    for seed in range(3):
+        g, m = _step_in_orthogonal_noise(161, 2.2, seed)
+        t = transition.critical_depth(g, m, n_boot=30, seed=seed)
+        assert min(t.delta_bic.values()) >= transition.BIC_MARGIN  # measured: 17-20
+        assert 1.8 < t.amplitude / t.noise < 2.6 and abs(t.gamma_c - 0.5) < 0.01
+        assert not t.has_transition and "x noise" in t.reason, t.reason
+        clear = transition.critical_depth(g, m + 0.004 * 2.0 * (g > 0.5), n_boot=30, seed=seed)  # 4.2 s.d.
+        assert clear.has_transition and abs(clear.gamma_c - 0.5) < 0.01
 
 
 def test_prompt_bootstrap_draws_widen_the_interval_and_are_reported():

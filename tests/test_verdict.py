@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import latentbook as lb
-from latentbook.analysis import calibration, classes, layer_spectra, omega, synthetic, transition, verdict
+from latentbook.analysis import calibration, layer_spectra, omega, synthetic, tco, transition, verdict
 
 # --- planted captures ----------------------------------------------------------------------------------------
 
@@ -155,18 +155,19 @@ def test_concentration_and_contraction_criteria():
 
 
 def test_tco_criterion_on_persistent_and_transient_classes():
-    def summary(persistent, seed):
-        planted = synthetic.class_trajectories(
-            120, 4, 9, 32, 4, separation=5.0, persistent=persistent, seed=seed
+    def summary(code, seed):
+        planted = tco.planted_binding(
+            np.random.default_rng(seed), code, n_programs=120, n_depths=9, d=32, strength=5.0
         )
-        stability = classes.class_stability(planted.states, planted.labels, planted.steps, planted.items)
-        return verdict.tco_summary(stability, np.arange(9) / 8, n_items=120)
+        return verdict.tco_summary(planted, planted.written, gamma=np.arange(9) / 8)
 
-    kept, lost = summary(True, 0), summary(False, 1)
-    assert kept.accuracy > 0.9 and verdict.judge_tco(kept)[0] == "holds"
-    assert lost.accuracy == pytest.approx(0.25, abs=0.08) and verdict.judge_tco(lost)[0] == "does not hold"
+    kept, lost, bag = summary("stable", 0), summary("per step", 1), summary("bag", 2)
+    assert kept.stability.accuracy > 0.85 and verdict.judge_tco(kept)[0] == "holds"
+    assert lost.control.accuracy > 0.85 and lost.stability.accuracy == pytest.approx(0.5, abs=0.08)
+    assert verdict.judge_tco(lost)[0] == "does not hold"
+    assert verdict.judge_tco(bag)[0] == "inconclusive"  # no within-step decoding: the positive control fails
     assert verdict.judge_tco(kept, twin=kept)[0] == "does not hold"
-    assert verdict.judge_tco(kept, twin=lost)[0] == "holds"
+    assert verdict.judge_tco(kept, twin=bag)[0] == "holds"
 
 
 def test_wilson_interval_matches_its_formula_edge_cases():
@@ -282,3 +283,23 @@ def test_ladder_rows_are_used_when_they_exist_and_an_honest_row_otherwise(monkey
     fake.verdict_rows = lambda: [{"model": "x", "verdict": "maybe"}]
     with pytest.raises(lb.InvalidInputError, match="verdict"):
         verdict.ladder_rows()
+
+
+def test_tco_rows_read_the_positive_control_and_the_twin():
+    """``verdict.tco_row`` (what ``claim_rows`` appends for a run with a ``tco`` summary): its value is the stability
+    with an interval around it, the trained run judged against its twin's summary."""
+    shape = dict(n_programs=120, n_depths=9, d=32, strength=5.0)
+    stable = tco.planted_binding(np.random.default_rng(4), "stable", **shape)
+    bag = tco.planted_binding(np.random.default_rng(5), "bag", **shape)
+    kept, twin = verdict.tco_summary(stable, stable.written), verdict.tco_summary(bag, bag.written)
+    run = types.SimpleNamespace(label="planted", parameters=1e6, model_name="planted")
+    null = types.SimpleNamespace(label="random:planted", parameters=1e6, model_name="random:planted")
+    row, twin_row = (
+        verdict.tco_row(run, "trained", kept, twin),
+        verdict.tco_row(null, "null: random weights", twin),
+    )
+    assert row.claim == "tco" and row.verdict == "holds" and row.value == kept.stability.accuracy
+    assert twin_row.verdict == "inconclusive" and "positive control fails" in twin_row.reason
+    for r in (row, twin_row):
+        assert r.ci_low <= r.value <= r.ci_high
+    assert verdict.tco_row(run, "trained", kept, kept).verdict == "does not hold"  # the twin is as stable

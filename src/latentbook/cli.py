@@ -1,10 +1,11 @@
-"""Command line: ``latentbook models | capture | report | verdict | train-ladder``, so a GPU box can produce
-``results/`` files and judge them.
+"""Command line: ``latentbook models | capture | report | verdict | plan | train-ladder``, so a GPU box can
+produce ``results/`` files and judge them.
 
 latentbook models
 latentbook capture smollm2-135m --prompts general --out results/smollm2.safetensors
 latentbook report results/smollm2.safetensors
 latentbook verdict --csv verdict.csv    # every claim, on the book's cached captures and results/
+latentbook plan Qwen/Qwen2.5-32B --gpus 1 --gpu-mem 80    # will it fit? (from the config alone)
 latentbook train-ladder --measure    # chapter 7's ladder, trained on the CPU, then measured
 """
 
@@ -38,7 +39,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"latentbook {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    sub.add_parser("models", help="list the model zoo")
+    zoo = sub.add_parser("models", help="list the model zoo (fits 100 columns)")
+    zoo.add_argument("--wide", action="store_true", help="one unwrapped line per model, every column")
 
     cap = sub.add_parser(
         "capture",
@@ -74,9 +76,45 @@ def _parser() -> argparse.ArgumentParser:
     cap.add_argument(
         "--distributed", action="store_true", help="under torchrun: shard prompts across ranks, merge exactly"
     )
+    cap.add_argument(
+        "--depths",
+        default=None,
+        help="keep statistics at these depths only, e.g. 0,7,14 (indices l in 0..L) or 0.25,0.5,1.0 (gamma "
+        "fractions, nearest depth; with a decimal point); the forward stops after the last (default: all)",
+    )
+    cap.add_argument(
+        "--device-map",
+        default=None,
+        help="spread the model over the GPUs (auto, balanced, sequential; needs accelerate): each layer's "
+        "statistics on its GPU, the float64 sums on the host (default: one device)",
+    )
 
-    rep = sub.add_parser("report", help="summarise a capture file")
-    rep.add_argument("path", type=Path)
+    rep = sub.add_parser(
+        "report",
+        help="what a capture holds and means: references, m(gamma) with intervals, spectra, verdict rows",
+        formatter_class=_DefaultsShown,
+    )
+    rep.add_argument(
+        "path", type=Path, metavar="CAPTURE", help="a capture file written by `latentbook capture`"
+    )
+    rep.add_argument(
+        "--plot",
+        type=Path,
+        default=None,
+        metavar="PNG",
+        help="also write the m(gamma) and spectrum figure (.png)",
+    )
+    rep.add_argument("--force", action="store_true", help="overwrite the --plot file if it exists")
+    rep.add_argument(
+        "--twin",
+        type=Path,
+        default=None,
+        metavar="CAPTURE",
+        help="a capture of the random-weight twin, to judge the claims against",
+    )
+    rep.add_argument(
+        "--no-verdict", action="store_true", help="skip the verdict rows (the slow part on large captures)"
+    )
 
     ver = sub.add_parser(
         "verdict",
@@ -101,6 +139,26 @@ def _parser() -> argparse.ArgumentParser:
     lad.add_argument("--measure-only", action="store_true", help="measure the rungs already trained")
     lad.add_argument(
         "--steps", type=int, default=None, help="training steps per rung (default: the ladder's)"
+    )
+    plan = sub.add_parser(
+        "plan",
+        help="the memory a capture needs per device, from the model's config alone (no weights read)",
+        formatter_class=_DefaultsShown,
+    )
+    plan.add_argument(
+        "model",
+        help="a config.json, a folder with one, a zoo name, a cached hub id, or a shipped config "
+        "(Qwen/Qwen2.5-1.5B, Qwen/Qwen2.5-7B, Qwen/Qwen2.5-32B, google/gemma-2-27b, meta-llama/Meta-Llama-3-70B)",
+    )
+    plan.add_argument("--gpus", type=int, default=1, help="GPUs to spread the model over (0: a CPU capture)")
+    plan.add_argument("--gpu-mem", type=float, default=80.0, help="GiB per GPU (with --gpus 0: RAM)")
+    plan.add_argument("--depths", default=None, help="as for capture (default: all)")
+    plan.add_argument("--batch-size", type=int, default=16, help="prompts per forward pass")
+    plan.add_argument("--max-length", type=int, default=128, help="tokens per prompt")
+    plan.add_argument("--attention", action="store_true", help="with attention statistics (eager attention)")
+    plan.add_argument("--dtype", default="auto", help="weights: auto (bfloat16 on GPUs), float32...")
+    plan.add_argument(
+        "--precision", choices=["float32", "float64"], default="float32", help="of the pending Grams"
     )
     return parser
 
@@ -152,7 +210,7 @@ def _jsonl_text(path: Path, number: int, line: str) -> str:
 def _capture(args: argparse.Namespace) -> None:
     from .capturing import capture
     from .capturing import distributed as dist
-    from .capturing.capture import check_prompts, check_settings
+    from .capturing.capture import _check_depths_from_config, check_prompts, check_settings, parse_depths
     from .models import load_model
     from .models.zoo import resolve_device, resolve_dtype
 
@@ -165,11 +223,14 @@ def _capture(args: argparse.Namespace) -> None:
         precision=args.precision,
     )
     resolve_dtype(args.dtype, resolve_device(args.device))
+    depths = parse_depths(args.depths)
+    if depths is not None:  # out-of-range depths are refused from the config, before the model loads
+        _check_depths_from_config(args.model, depths)
     rank, world = dist.rank_and_world() if args.distributed else (0, 1)
     partial = args.out.with_name(args.out.name + ".partial")
     own_partial = dist.rank_checkpoint(partial, rank, world)
     with _claimed_output(args, partial, rank, world):
-        model = load_model(args.model, device=args.device, dtype=args.dtype)
+        model = load_model(args.model, device=args.device, dtype=args.dtype, device_map=args.device_map)
         result = capture(
             model,
             texts,
@@ -183,6 +244,7 @@ def _capture(args: argparse.Namespace) -> None:
             strict=args.strict,
             prompt_set=args.prompts,
             distributed=args.distributed,
+            depths=args.depths,
         )
         if dist.is_main_process():
             result.save(args.out)
@@ -190,9 +252,7 @@ def _capture(args: argparse.Namespace) -> None:
         own_partial.unlink(missing_ok=True)
         dist.barrier()  # every checkpoint is gone before the lock is released
     if dist.is_main_process():
-        print(
-            f"Captured {result.n_tokens} tokens of {model.name} at {result.n_layers + 1} depths -> {args.out}"
-        )
+        print(f"Captured {result.n_tokens} tokens of {model.name} at {result.n_depths} depths -> {args.out}")
 
 
 @contextlib.contextmanager
@@ -248,13 +308,36 @@ def _refuse_lost_work(args: argparse.Namespace, partial: Path, rank: int, world:
 
 def _report(args: argparse.Namespace) -> None:
     from .capturing import load_capture
+    from .study.report import capture_report, results_label
+    from .view.report_figure import check_plot_path, write_report_figure
 
+    if args.plot is not None:
+        check_plot_path(args.plot, args.force)  # before the work, so a bad path costs nothing
     cap = load_capture(args.path)
-    print(f"{cap.model_name}: {cap.n_layers} layers, d={cap.d_model}, {cap.n_tokens} tokens")
-    print(f"captured {cap.provenance.get('date')} with {cap.provenance.get('versions')}")
-    print(" depth  gamma   mean Omega")
-    for depth, (g, m) in enumerate(zip(cap.gamma, cap.omega_mean())):
-        print(f"{depth:6d}  {g:5.3f}   {m:.4f}")
+    twin = load_capture(args.twin) if args.twin is not None else None
+    if not args.no_verdict:
+        print("measuring the claims (seconds to minutes, with the capture's size)", file=sys.stderr)
+    report = capture_report(cap, results_label(cap, args.path.name), twin=twin, verdict=not args.no_verdict)
+    print(report.text())
+    if args.plot is not None:
+        print(f"figure -> {write_report_figure(report, args.plot)}")
+
+
+def _plan(args: argparse.Namespace) -> None:
+    from .capturing.plan import make_plan
+
+    plan = make_plan(
+        args.model,
+        gpus=args.gpus,
+        gpu_mem_gib=args.gpu_mem,
+        depths=args.depths,
+        batch_size=args.batch_size,
+        max_length=args.max_length,
+        dtype=args.dtype,
+        precision=args.precision,
+        attention=args.attention,
+    )
+    print(plan.to_text())
 
 
 def _verdict(args: argparse.Namespace) -> None:
@@ -312,15 +395,23 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "models":
+            from ._text import text_table
             from .models import models
 
-            print(models().to_string(index=False))
+            table = models().rename(columns={"d_model": "d", "available": "here"})
+            print(table.to_string(index=False) if args.wide else text_table(table, wrap_column="source"))
+            if not args.wide:
+                print(
+                    "\nhere: it loads on this machine. Any Hugging Face id or local model folder also works."
+                )
         elif args.command == "capture":
             _capture(args)
         elif args.command == "report":
             _report(args)
         elif args.command == "verdict":
             _verdict(args)
+        elif args.command == "plan":
+            _plan(args)
         elif args.command == "train-ladder":
             _train_ladder(args)
     except LatentbookError as exc:

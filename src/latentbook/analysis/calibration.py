@@ -119,6 +119,9 @@ class Family:
     name: str
     present: bool
     run: Callable[[np.random.Generator], str]
+    slow: bool = (
+        False  # tens of seconds a case: run by tools/calibrate_slow.py into results/, not in the book
+    )
 
 
 def _fit(p: PlantedProfile) -> transition.Transition:
@@ -232,6 +235,115 @@ def _cooling_case(present: bool) -> Callable:
     return run
 
 
+SPIKE_SHAPE = (8, 40, 8, 64)  # planted spectra: depths, prompts, tokens per prompt, width
+
+
+def planted_spike_samples(
+    rng: np.random.Generator, spikes_before: int, spikes_after: int, strength: float, rho: float = 0.5
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Token samples ``(n_depths, n, d)``, their prompt ids and ``gamma``, with ``spikes_before`` /
+    ``spikes_after`` planted spikes before / after gamma 0.42 (population eigenvalue ``1 + strength x`` the BBP
+    threshold ``sqrt(d / n)``, ``x`` in 1-2), tokens correlated within prompts (a shared prompt component of
+    variance share ``rho``), coordinate scales spread log-normally (an anisotropic stream) and the last depth
+    changed (the unembedding's), as real captures have."""
+    n_depths, n_prompts, per_prompt, d = SPIKE_SHAPE
+    n = n_prompts * per_prompt
+    ids = np.repeat(np.arange(n_prompts), per_prompt)
+    gamma = np.arange(n_depths) / (n_depths - 1)
+    scales = np.exp(rng.normal(0.0, 0.3, d))
+    threshold = np.sqrt(d / n)
+    out = np.empty((n_depths, n, d))
+    for layer, g in enumerate(gamma):
+        shared = rng.standard_normal((n_prompts, d))[ids]
+        x = (np.sqrt(rho) * shared + np.sqrt(1 - rho) * rng.standard_normal((n, d))) * scales
+        k = spikes_after if g > 0.42 else spikes_before
+        if layer == n_depths - 1:
+            k = 0
+        if k:
+            directions = np.linalg.qr(rng.standard_normal((d, k)))[0]
+            loads = np.sqrt(strength * threshold * rng.uniform(1.0, 2.0, k))
+            out[layer] = x + (rng.standard_normal((n, k)) * loads) @ directions.T * np.median(scales)
+        else:
+            out[layer] = x
+    return out, ids, gamma
+
+
+def slow_source_hash() -> str:
+    """sha256 of the source the slow families' verdicts depend on (the spectra modules, the spike judge and the
+    planted samples): a table in ``results/calibration/`` is current while this matches the one it records."""
+    import hashlib
+    import inspect
+
+    from . import layer_spectra, spectra
+
+    parts = [spectra, layer_spectra, verdict.judge_spikes, planted_spike_samples, _spike_case]
+    text = "\n".join(inspect.getsource(part) for part in parts) + repr(SPIKE_SHAPE)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _spike_case(before: int, after: int, strength: float, twin_after: int = 0) -> Callable:
+    """``layer_spectra.spike_contrast_of_samples`` of a planted run and its twin, judged by ``judge_spikes``."""
+
+    def run(rng: np.random.Generator) -> str:
+        from .layer_spectra import spike_contrast_of_samples
+
+        model = spike_contrast_of_samples(*planted_spike_samples(rng, before, after, strength), n_boot=10)
+        twin = spike_contrast_of_samples(*planted_spike_samples(rng, 0, twin_after, strength), n_boot=10)
+        return verdict.judge_spikes(model, twin)[0]
+
+    return run
+
+
+TCO_STRENGTH = (3.0, 6.0)  # norm of the planted value code, in noise standard deviations per dimension
+
+
+def _tco_case(code: str, twin_code: str = "bag") -> Callable:
+    """``tco.planted_binding`` states of a run (value code ``code``) and its twin (``twin_code``), of random sizes
+    (96-256 programs, 2-3 chains of 2-3 hops, 4 or 8 values, 6-12 depths, widths 32-256) with a program offset,
+    a bag of values of random weight and a massive coordinate (the same sizes and nuisances for both: the twin
+    is the same architecture), scored by ``verdict.tco_summary`` and judged by ``verdict.judge_tco``."""
+
+    def run(rng: np.random.Generator) -> str:
+        from .tco import planted_binding
+
+        shape = {
+            "n_programs": int(rng.choice([96, 128, 192, 256])),
+            "n_values": int(rng.choice([4, 8])),
+            "n_chains": int(rng.choice([2, 3])),
+            "n_hops": int(rng.choice([2, 3])),
+            "n_depths": int(rng.choice([6, 9, 12])),
+            "d": int(rng.choice([32, 64, 128, 256])),
+        }
+        nuisance = {
+            "strength": rng.uniform(*TCO_STRENGTH),
+            "onset": rng.uniform(0.1, 0.4),
+            "bag": rng.uniform(0.5, 3.0),
+            "program_noise": rng.uniform(0.5, 2.0),
+        }
+
+        def planted(kind: str):
+            return planted_binding(rng, kind, **shape, **nuisance)
+
+        model, twin = planted(code), planted(twin_code)
+        return verdict.judge_tco(
+            verdict.tco_summary(model, model.written), verdict.tco_summary(twin, twin.written)
+        )[0]
+
+    return run
+
+
+def _gain_case(kind: str) -> Callable:
+    """``contraction.planted_gains``: block toys with the real models' nuisances measured by forward-mode AD
+    (``capturing.jacobian``), the model's planted gain of ``kind``, and its twin's."""
+
+    def run(rng: np.random.Generator) -> str:
+        from .contraction import judge_transverse_gain, planted_gains
+
+        return judge_transverse_gain(*planted_gains(rng, kind))[0]
+
+    return run
+
+
 def families() -> list[Family]:
     """Every planted family, present and absent, of the claims the verdict judges from captures."""
     paper_jump = (0.15, 0.25)  # the paper's 0.69 -> 0.90, +-0.06
@@ -253,6 +365,20 @@ def families() -> list[Family]:
         Family("bimodality", "random twin too", False, _bimodal_case(True, False, False, True)),
         Family("attention_cooling", "entropy falls 40-60 %", True, _cooling_case(True)),
         Family("attention_cooling", "no fall, a small one, or the twin's", False, _cooling_case(False)),
+        Family("transverse_contraction", "block gain 0.86-0.92", True, _gain_case("paper")),
+        Family("transverse_contraction", "no contraction (q = 1)", False, _gain_case("none")),
+        Family("transverse_contraction", "q = 1, scale growing 10-50 %", False, _gain_case("growing scale")),
+        Family("transverse_contraction", "block gain 0.96-0.99", False, _gain_case("small")),
+        Family("transverse_contraction", "the twin contracts as much", False, _gain_case("twin too")),
+        Family("tco", "stable value code", True, _tco_case("stable")),
+        Family("tco", "a new code at every step", False, _tco_case("per step")),
+        Family("tco", "only the bag of values", False, _tco_case("bag")),
+        Family("tco", "only the first value written", False, _tco_case("first value")),
+        Family("tco", "the twin's code is stable too", False, _tco_case("stable", twin_code="stable")),
+        Family("mp_spikes", "1 -> 5 spikes above BBP", True, _spike_case(1, 5, 4.0), slow=True),
+        Family("mp_spikes", "no spikes, correlated tokens", False, _spike_case(0, 0, 4.0), slow=True),
+        Family("mp_spikes", "5 spikes below BBP after", False, _spike_case(1, 5, 0.3), slow=True),
+        Family("mp_spikes", "the twin's spikes too", False, _spike_case(1, 5, 4.0, twin_after=5), slow=True),
     ]
 
 
@@ -264,11 +390,17 @@ def _cases(family: Family, n_cases: int, seed: int) -> Iterator[str]:
 
 
 def calibrate(
-    n_cases: int = 40, seed: int = 0, claims: tuple[str, ...] | None = None, n_token_cases: int | None = None
+    n_cases: int = 40,
+    seed: int = 0,
+    claims: tuple[str, ...] | None = None,
+    n_token_cases: int | None = None,
+    slow: bool = False,
 ) -> pd.DataFrame:
     """The confusion table: for each family, how often each verdict came out over ``n_cases`` planted cases
-    (``n_token_cases``, default half as many, for the families of token samples: each case runs 20 bimodality
-    tests).
+    (``n_token_cases``, default half as many, for the costly families: token samples, each case 20 bimodality
+    tests; block toys, each case two forward-mode AD measurements). ``slow=True`` runs only the slow families
+    (``Family.slow``: the spectra, each case refitting the MP law some 150 times), which
+    ``tools/calibrate_slow.py`` keeps in ``results/calibration/``.
 
     Columns: ``claim``, ``family``, ``planted`` ("present"/"absent"), ``n``, one column per verdict word
     (fractions), ``holds_ci_low``, ``holds_ci_high`` (Wilson 95 %) and ``target`` (the rate the family must meet).
@@ -279,9 +411,10 @@ def calibrate(
         raise InvalidInputError(f"n_cases must be a positive integer, got {n_cases!r}.")
     rows = []
     for family in families():
-        if claims is not None and family.claim not in claims:
+        if (claims is not None and family.claim not in claims) or family.slow != slow:
             continue
-        n = n_cases if family.claim != "bimodality" else (n_token_cases or max(1, n_cases // 2))
+        costly = family.claim in ("bimodality", "transverse_contraction")
+        n = (n_token_cases or max(1, n_cases // 2)) if costly else n_cases
         words = list(_cases(family, n, seed))
         rates = {word: words.count(word) / n for word in verdict.VERDICTS}
         low, high = verdict.wilson_interval(rates["holds"], n)

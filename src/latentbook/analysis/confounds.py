@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 def massive_ratio(cap: Capture) -> np.ndarray:
     """``max_i A_i / median_i A_i`` at each depth, with ``A_i = max over tokens |h_i|`` (all captured tokens)."""
     ratios = []
-    for layer in range(cap.n_depths):
+    for layer in cap.depths.tolist():
         a = cap.abs_max(layer).astype(np.float64)
         ratios.append(a.max() / max(float(np.median(a)), 1e-300))
     return np.array(ratios)
@@ -91,7 +91,7 @@ def cleaned_profile(
     At each depth: ``h - mu`` (``centre``), tokens at position 0 dropped (``drop_first``), the ``k``
     coordinates of largest ``max |h_i|`` at that depth dropped; then ``omega.profile`` of the result.
     """
-    values = np.stack([_cleaned(cap, layer, k, centre, drop_first) for layer in range(cap.n_depths)])
+    values = np.stack([_cleaned(cap, layer, k, centre, drop_first) for layer in cap.depths.tolist()])
     ids = cap.vectors.prompt_ids
     if drop_first:
         ids = ids[cap.vectors.positions > 0]

@@ -1,19 +1,28 @@
-"""Transverse contraction measured on a capture: the same sampled tokens at every depth, normalised per depth,
-and the per-layer factor ``q`` of Theorem 6.1 fitted to the decay of their transverse variance.
+"""Transverse contraction (Theorem 6.1): the gain of each block's map on transverse perturbations, judged against
+the random twin; and, beside it, the concentration share of the token sample.
 
-Theorem 6.1 (PAPER.md): if the dynamics over a depth interval contracts the transverse subspace by ``q < 1`` per
-layer, the transverse covariance decays like ``q^(2n)`` over ``n`` layers. In a residual stream the total scale
-grows with depth (every layer adds to the stream, and the final norm removes the scale again), so the
-transverse variance is read here as a share of the depth's total: each depth's tokens are divided by their
-root-mean-square norm before ``flow.transverse_variance`` takes the mean eigenvalue outside the top ``k``. A
-share that decays like ``q^(2n)`` is contraction relative to the relevant subspace; a constant share is none.
+Theorem 6.1 (PAPER.md): if the linearised dynamics over a depth interval contracts the transverse subspace by
+``q < 1`` per layer, the transverse covariance decays like ``q^(2n)`` over ``n`` layers.
 
-Estimator: ``log v_l = a + 2 n log q`` fitted by least squares over the depths of a window (a straight line on
-a log scale, so every depth counts, not only the two ends), ``q = exp(slope / 2)``. Its interval resamples whole
-prompts (tokens of one prompt are correlated), the same draw at every depth.
+**The gain of the map** (what the theorem states; what the verdict judges). ``capturing.jacobian`` measures, with
+Jacobian-vector products at real token states, how much each block ``l`` of a window scales random tangents in
+the complement of a subspace ``U`` held fixed over the window, between RMS-normalised states:
 
-Usage: ``states, prompts = sample_states(cap)``, then ``contraction_fit(cap, start=..., stop=...)`` or
-``contraction_after(cap, split=0.42)``. Introduced in: chapter 5.
+    g_l^2 = sum_(p,j) ||P⊥ J_l V_pj||^2 / sum_(p,j) ||V_pj||^2 * (rms_l / rms_(l+1))^2,    q = exp(mean_l log g_l)
+
+(``transverse_gain``). Its interval resamples whole prompts (a prompt's tangents go with it), the same draw at every
+block. ``judge_transverse_gain``: "holds" only when the interval lies below ``MAX_Q`` (a minimum effect, not
+merely below 1) and below the twin's interval; ``planted_gains`` are its calibration cases.
+
+**The concentration share** (``contraction_fit``, ``contraction_after``: chapter 5's figure). The variance share of
+each depth's token sample outside that depth's *own* top ``k`` principal directions, fitted as
+``log v_l = a + 2 l log q``. Its subspace moves with depth, so it measures how concentrated the states are, not
+what a block's map does to a perturbation: a random-weight model shows it too, and its interval (principal
+directions kept fixed across draws) is too narrow to judge by. Each depth's tokens are divided by their RMS norm;
+the interval resamples whole prompts, the same draw at every depth.
+
+Usage: ``transverse_gain(jacobian.transverse_gains(model, prompts))``, then ``judge_transverse_gain(fit, twin)``;
+``sample_states(cap)``, ``contraction_after(cap, split=0.42)`` for the share. Introduced in: chapter 5.
 """
 
 from __future__ import annotations
@@ -28,7 +37,12 @@ from ..errors import InvalidInputError
 from .layer_spectra import depth_windows, sample_mask
 
 if TYPE_CHECKING:
+    from ..capturing.jacobian import TransverseGains
     from ..capturing.results import Capture
+
+MAX_Q = 0.95  # the minimum effect: the whole interval of q must lie below it (a 5 % contraction per block)
+MIN_PROMPTS = 12  # fewer prompts: the percentile interval is too narrow (calibration), inconclusive
+GAIN_BOOT = 200  # prompt-bootstrap draws of transverse_gain
 
 
 def sample_states(
@@ -41,7 +55,7 @@ def sample_states(
     """
     keep = sample_mask(cap, exclude_positions)
     states = np.stack(
-        [np.asarray(cap.token_vectors(layer)[keep], dtype=np.float64) for layer in range(cap.n_depths)]
+        [np.asarray(cap.token_vectors(layer)[keep], dtype=np.float64) for layer in cap.depths.tolist()]
     )
     if normalise:
         rms = np.sqrt(np.mean(np.sum(states**2, axis=2), axis=1))
@@ -117,7 +131,8 @@ def transverse_share(states: np.ndarray, k: int, weights: np.ndarray | None = No
 
 @dataclass(frozen=True)
 class ContractionFit:
-    """Per-layer transverse factor ``q`` over depths ``[start, stop]`` from ``log v_l ~ a + 2 l log q``."""
+    """Decay factor ``q`` of the concentration share over depths ``[start, stop]``: ``log v_l ~ a + 2 l log q``
+    (each depth's own principal subspace: a concentration measure, not the gain of the map)."""
 
     q: float
     ci: tuple[float, float]
@@ -147,8 +162,8 @@ def contraction_fit(
     sample (``sample_states``), with a prompt-bootstrap percentile interval (``n_boot`` draws; each draw's top-``k``
     variance is taken within the sample's top ``5k`` principal directions, see ``_share_draws``).
 
-    ``q < 1``: the transverse share decays, as Theorem 6.1 has it; ``q = 1``: no contraction. Introduced in:
-    chapter 5.
+    ``q < 1``: the share outside each depth's own top ``k`` falls (the states concentrate); ``q = 1``: it does
+    not. The gain of the blocks' map, which Theorem 6.1 is about, is ``transverse_gain``. Introduced in: chapter 5.
     """
     if not 0 <= start < stop <= cap.n_layers:
         raise InvalidInputError(f"Need 0 <= start < stop <= {cap.n_layers}, got start={start}, stop={stop}.")
@@ -157,8 +172,14 @@ def contraction_fit(
     if not isinstance(k, (int, np.integer)) or not 0 < k < cap.d_model:
         raise InvalidInputError(f"k must be an integer in (0, {cap.d_model}), got {k!r}.")
     states, prompts = sample_states(cap, exclude_positions)
-    layers = np.arange(start, stop + 1, dtype=np.float64)
-    window = states[start : stop + 1]
+    inside = (cap.depths >= start) & (cap.depths <= stop)  # the depths held in start..stop (all of them)
+    if inside.sum() < 2:
+        raise InvalidInputError(
+            f"This capture holds {int(inside.sum())} of the depths {start}..{stop} ({cap.depths.tolist()}): "
+            "the fit needs at least 2. Choose start and stop among the depths held."
+        )
+    layers = cap.depths[inside].astype(np.float64)
+    window = states[inside]
     rank = min(5 * k, *window.shape[1:])
     principal = [_principal(x, rank) for x in window]
     share = np.array([1.0 - lam[:k].sum() / total for total, lam, _ in principal])
@@ -191,5 +212,192 @@ def contraction_after(
         raise InvalidInputError(
             f"Fewer than 2 interior depths after gamma = {split} in {cap.model_name}: nothing to fit."
         )
-    start = int(before[-1]) if len(before) else int(after[0])
-    return contraction_fit(cap, start, int(after[-1]), k, n_boot, seed=seed)
+    start = int(before[-1]) if len(before) else int(after[0])  # positions among the depths held
+    return contraction_fit(cap, int(cap.depths[start]), int(cap.depths[after[-1]]), k, n_boot, seed=seed)
+
+
+# --- the gain of the blocks' map (Theorem 6.1 as stated) ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GainFit:
+    """``q = exp(mean_l log g_l)`` over the blocks of a window, with the per-block gains and prompt-bootstrap
+    percentile intervals."""
+
+    model_name: str
+    q: float
+    ci: tuple[float, float]
+    gains: np.ndarray  # g_l of each block start..stop-1
+    gains_ci: np.ndarray  # (n_blocks, 2)
+    start: int
+    stop: int
+    k: int
+    n_prompts: int
+    n_directions: int
+    level: float
+
+
+def block_gain_draws(gains: TransverseGains, weights: np.ndarray) -> np.ndarray:
+    """``g_l`` of every block under each row of prompt ``weights`` ``(B, n_prompts)``: ``(B, n_blocks)``.
+
+    ``g_l^2 = (sum_p w_p sum_j out_sq[p, l, j]) / (sum_p w_p sum_j in_sq[p, j]) * (sum_p w_p state_sq[p, l])
+    / (sum_p w_p state_sq[p, l + 1])``: the token counts of ``rms_l^2`` cancel (the same tokens at every depth).
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    out = w @ gains.out_sq.sum(2)  # (B, n_blocks)
+    into = w @ gains.in_sq.sum(1)  # (B,)
+    states = w @ gains.state_sq  # (B, n_blocks + 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.sqrt(out / into[:, None] * states[:, :-1] / states[:, 1:])
+
+
+def transverse_gain(
+    gains: TransverseGains, n_boot: int = GAIN_BOOT, level: float = 0.95, seed: int = 0
+) -> GainFit:
+    """``q`` of the blocks' transverse gains (``capturing.jacobian``) with a prompt-bootstrap percentile interval:
+    ``n_boot`` multinomial draws of whole prompts, the same draw at every block. Introduced in: chapter 5."""
+    from ..capturing.jacobian import check_gains
+
+    check_gains(gains)
+    if not isinstance(n_boot, int) or n_boot < 20:
+        raise InvalidInputError(f"n_boot must be an integer >= 20, got {n_boot!r}.")
+    if not 0 < level < 1:
+        raise InvalidInputError(f"level must lie in (0, 1), got {level!r}.")
+    if gains.in_sq.sum() <= 0 or np.any(gains.state_sq.sum(0) <= 0):
+        raise InvalidInputError(
+            "These gains hold no perturbed tokens (every prompt is a single token?): measure on longer prompts."
+        )
+    n = gains.n_prompts
+    g = block_gain_draws(gains, np.ones((1, n)))[0]
+    draws = block_gain_draws(
+        gains, np.random.default_rng(seed).multinomial(n, np.full(n, 1 / n), size=n_boot).astype(float)
+    )
+    with np.errstate(divide="ignore"):
+        q_draws = np.exp(np.log(draws).mean(1))  # a draw without tokens at some depth is NaN: it stays NaN
+    tails = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
+    low, high = np.percentile(q_draws, tails)
+    return GainFit(
+        gains.model_name,
+        float(np.exp(np.log(g).mean())),
+        (float(low), float(high)),
+        g,
+        np.percentile(draws, tails, axis=0).T,
+        gains.start,
+        gains.stop,
+        gains.k,
+        n,
+        gains.n_directions,
+        level,
+    )
+
+
+def _ci(low: float, high: float) -> str:
+    return f"[{low:.3f}, {high:.3f}]"
+
+
+def judge_transverse_gain(fit: GainFit | None, twin: GainFit | None = None) -> tuple[str, str]:
+    """Theorem 6.1 on a model: "holds" when the interval of ``q`` lies below ``MAX_Q`` and below the twin's
+    interval; "does not hold" when it lies at or above ``MAX_Q``, or at or above the twin's whole interval (a
+    contraction the untrained architecture has too); else, or with fewer than ``MIN_PROMPTS`` prompts,
+    "inconclusive". Without a twin (a null run) only ``MAX_Q`` counts."""
+    if fit is None:
+        return "not testable here", "fewer than 2 interior depths after the split"
+    low, high = fit.ci
+    found = (
+        f"block gain q = {fit.q:.3f} {_ci(low, high)} per layer over depths {fit.start}-{fit.stop} "
+        f"({fit.n_prompts} prompts x {fit.n_directions} tangents, k = {fit.k})"
+    )
+    if not np.isfinite([fit.q, low, high]).all():
+        return "inconclusive", found + ": a bootstrap draw had no tokens at some depth"
+    if twin is not None and not np.isfinite([twin.q, *twin.ci]).all():
+        return "inconclusive", found + ": the random twin's interval is undefined (a draw without tokens)"
+    if fit.n_prompts < MIN_PROMPTS:
+        return "inconclusive", found + f": fewer than {MIN_PROMPTS} prompts to resample"
+    if low >= MAX_Q:
+        return "does not hold", found + f": not below the minimum effect {MAX_Q}"
+    if twin is not None and low >= twin.ci[1]:
+        return "does not hold", found + f": no stronger than the random twin's {twin.q:.3f} {_ci(*twin.ci)}"
+    if high >= MAX_Q:
+        return "inconclusive", found + f": the interval reaches the minimum effect {MAX_Q}"
+    if twin is not None and high >= twin.ci[0]:
+        return "inconclusive", found + f": the interval overlaps the random twin's {_ci(*twin.ci)}"
+    beside = f", below the random twin's {twin.q:.3f} {_ci(*twin.ci)}" if twin is not None else ""
+    return "holds", found + f": below {MAX_Q}{beside}"
+
+
+# --- planted cases: the calibration of judge_transverse_gain ----------------------------------------------------
+
+PLANTED_Q = (0.86, 0.92)  # a paper-size contraction: about 10 % per block
+PLANTED_KINDS = ("paper", "none", "growing scale", "small", "twin too")
+
+
+def planted_gains(rng: np.random.Generator, kind: str, n_boot: int = GAIN_BOOT) -> tuple[GainFit, GainFit]:
+    """A (model, twin) pair of ``GainFit`` measured by ``capturing.jacobian.block_gains`` on ``capturing.toys.block_toy``
+    stacks, with ``kind`` of contraction planted in the model (the twin's ``q`` is 0.96-1.0 unless said):
+
+    - "paper": ``q`` in ``PLANTED_Q``; "none": ``q = 1``; "growing scale": ``q = 1`` while the stream grows by
+      10-50 % a block; "small": ``q`` 0.96-0.99, under the minimum effect; "twin too": model and twin share a
+      paper-size ``q`` (the architecture contracts, not learning).
+
+    Every case has a growing scale (up to 30 % a block), a massive coordinate, a sink, padding, prompt effects
+    (sigma 0.01-0.05, five times SmolLM2's at most, correlated 0.3-0.8 across depths), blocks that differ (s.d.
+    0-0.05 of ``log g_l``), tangent gains that differ by direction (s.d. 0.1-0.3 of ``log a``), 4-17 blocks, widths
+    32-64, 12 or 16 prompts of 6-16 tokens, 1 or 2 tangents each, and the estimator's ``k`` the planted one or one
+    above (the extra direction of ``U`` is then a transverse one the blocks amplified: ``q`` reads up to ~1 % low).
+    Introduced in: chapter 8 (calibration).
+    """
+    import torch
+
+    from ..capturing.jacobian import block_gains
+    from ..capturing.toys import block_toy
+
+    if kind not in PLANTED_KINDS:
+        raise InvalidInputError(f"kind must be one of {PLANTED_KINDS}, got {kind!r}.")
+    q = {
+        "paper": rng.uniform(*PLANTED_Q),
+        "small": rng.uniform(0.96, 0.99),
+        "twin too": rng.uniform(*PLANTED_Q),
+    }
+    model_q = q.get(kind, 1.0)
+    twin_q = model_q if kind == "twin too" else rng.uniform(0.96, 1.0)
+    growth = (1.1, 1.5) if kind == "growing scale" else (1.0, rng.uniform(1.0, 1.3))
+    shape = dict(
+        d=int(rng.choice([32, 48, 64])),
+        k=int(rng.integers(2, 6)),
+        n_layers=int(rng.choice([4, 8, 12, 17])),
+        n_prompts=int(rng.choice([12, 16])),
+        lengths=(6, int(rng.choice([10, 16]))),
+    )
+    k_estimated = shape["k"] + int(rng.integers(0, 2))
+    n_directions = int(rng.choice([1, 2]))
+    fits = []
+    for planted, spread in ((model_q, rng.uniform(0.01, 0.05)), (twin_q, rng.uniform(0.005, 0.02))):
+        toy = block_toy(
+            planted,
+            **shape,
+            growth=growth,
+            prompt_spread=spread,
+            depth_correlation=rng.uniform(0.3, 0.8),
+            block_spread=rng.uniform(0.0, 0.05),
+            anisotropy=rng.uniform(0.1, 0.3),
+            batch_size=shape["n_prompts"],
+            seed=int(rng.integers(2**31)),
+        )
+        threads = torch.get_num_threads()  # the toys' tensors are too small to gain from intra-op threads
+        torch.set_num_threads(1)
+        try:
+            with torch.no_grad():
+                gains = block_gains(
+                    toy.anatomy,
+                    toy.batches,
+                    start=0,
+                    stop=shape["n_layers"],
+                    k=k_estimated,
+                    n_directions=n_directions,
+                    seed=int(rng.integers(2**31)),
+                    model_name=f"block toy, q = {planted:.3f}",
+                )
+        finally:
+            torch.set_num_threads(threads)
+        fits.append(transverse_gain(gains, n_boot=n_boot, seed=int(rng.integers(2**31))))
+    return fits[0], fits[1]

@@ -124,6 +124,13 @@ def attention_sums(source: Any, drop_sink: bool = True) -> AttentionSums:
         raise InvalidInputError("These attention statistics are empty: no forward was recorded.")
     if len({(s.n_layers, s.n_heads) for s in stats}) != 1:
         raise InvalidInputError("All prompt groups must come from the same model (same layers and heads).")
+    unrecorded = sorted({int(i) + 1 for s in stats for i in np.flatnonzero(s.n_rows().sum(1) == 0)})
+    if unrecorded:
+        raise InvalidInputError(
+            f"Layers {unrecorded[:5]}{' ...' if len(unrecorded) > 5 else ''} hold no attention rows (a capture "
+            "with depths=... records the attention of its depths' layers only): the cooling contrast needs every "
+            "layer. Capture with all depths and attention=True."
+        )
 
     sink_excluded = drop_sink and all(s.has_nosink for s in stats)
     suffix = "_nosink" if sink_excluded else ""

@@ -25,7 +25,7 @@ Introduced in: chapter 4 (PAPER.md, "Spectral density" and claim 3).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -136,7 +136,7 @@ def layer_profile(
     import pandas as pd
 
     rows = []
-    for layer in range(cap.n_depths):
+    for index, layer in enumerate(cap.depths.tolist()):  # the depths held (all, unless some were asked for)
         sample = token_sample(cap, layer, exclude_positions)
         lam = sample_eigvals(sample.x, centered)
         summary = spectrum_summary(lam, sample.n_dof if centered else sample.n, alpha)
@@ -145,7 +145,7 @@ def layer_profile(
         rows.append(
             {
                 "layer": layer,
-                "gamma": float(cap.gamma[layer]),
+                "gamma": float(cap.gamma[index]),
                 "n": sample.n,
                 "d": int(sample.x.shape[1]),
                 **summary,
@@ -231,8 +231,8 @@ def participation_ratio_draws(
     weights = counts[:, groups]
     ones = np.ones(int(keep.sum()))
     estimate, draws = [], np.empty((n_boot, cap.n_depths))
-    for layer in range(cap.n_depths):
-        x = np.asarray(cap.token_vectors(layer)[keep], dtype=np.float64)
+    for layer, depth in enumerate(cap.depths.tolist()):  # layer: the position among the depths held
+        x = np.asarray(cap.token_vectors(depth)[keep], dtype=np.float64)
         gram = x @ x.T
         estimate.append(weighted_participation_ratio(gram, ones, centered))
         draws[:, layer] = _batched_participation_ratio(gram, weights, centered)
@@ -383,8 +383,8 @@ def pr_contrast(
     weights = (groups[None, :] != np.arange(int(groups.max()) + 1)[:, None]).astype(np.float64)
     ones = np.ones(int(keep.sum()))
     estimate, leave_out = np.empty(cap.n_depths), np.empty((len(weights), cap.n_depths))
-    for layer in range(cap.n_depths):
-        x = np.asarray(cap.token_vectors(layer)[keep], dtype=np.float64)
+    for layer, depth in enumerate(cap.depths.tolist()):  # layer: the position among the depths held
+        x = np.asarray(cap.token_vectors(depth)[keep], dtype=np.float64)
         gram = x @ x.T
         estimate[layer] = weighted_participation_ratio(gram, ones, centered)
         leave_out[:, layer] = _batched_participation_ratio(gram, weights, centered)
@@ -408,8 +408,8 @@ def effective_rank_contrast(
     groups = _jackknife_groups(cap, keep, n_groups)
     labels = np.unique(groups)
     estimate, leave_out = np.empty(cap.n_depths), np.empty((len(labels), cap.n_depths))
-    for layer in range(cap.n_depths):
-        x = np.asarray(cap.token_vectors(layer)[keep], dtype=np.float64)
+    for layer, depth in enumerate(cap.depths.tolist()):  # layer: the position among the depths held
+        x = np.asarray(cap.token_vectors(depth)[keep], dtype=np.float64)
         estimate[layer] = spectra.effective_rank(sample_eigvals(x, centered))
         for row, label in enumerate(labels):
             leave_out[row, layer] = spectra.effective_rank(sample_eigvals(x[groups != label], centered))
@@ -482,26 +482,58 @@ def spike_contrast(
 ) -> SpikeContrast:
     """Median over the interior depths (``depth_windows``) of the spike count of the sink-free token sample
     (``mp_fit(sample_eigvals(x), n - 1)``, as ``layer_profile``) before and after ``split``, with prompt-bootstrap
-    intervals.
+    intervals (``spike_contrast_of_samples`` on the capture's token sample). Introduced in: chapter 4.
+    """
+    keep = sample_mask(cap, exclude_positions)
+    return spike_contrast_of_samples(
+        lambda index: np.asarray(cap.token_vectors(int(cap.depths[index]))[keep], dtype=np.float64),
+        np.asarray(cap.vectors.prompt_ids)[keep],
+        cap.gamma,
+        split,
+        n_boot,
+        level,
+        alpha,
+        seed,
+    )
+
+
+def spike_contrast_of_samples(
+    vectors_at: Callable[[int], np.ndarray] | np.ndarray,
+    prompt_ids: np.ndarray,
+    gamma: np.ndarray,
+    split: float = 0.42,
+    n_boot: int = 50,
+    level: float = 0.95,
+    alpha: float = 0.01,
+    seed: int = 0,
+) -> SpikeContrast:
+    """``spike_contrast`` of token samples: ``vectors_at(l)`` (or ``vectors[l]``) is the ``(n, d)`` sample at
+    depth ``l``, the same tokens at every depth, ``prompt_ids`` the prompt of each token.
 
     Each draw resamples the prompts with replacement (the same draw at every depth), recomputes the weighted
     covariance's eigenvalues (``weighted_eigvals``) and refits with ``N`` bounded by Kish's effective size
     ``(sum w)^2 / sum w^2 - 1`` (duplicated tokens are not new ones). Duplicates also cost the fit power, so
     the draws run low; the interval is the draws' percentile interval moved by their median bias
-    (``point + Q - median``), which always contains the estimate. Introduced in: chapter 4.
+    (``point + Q - median``), which always contains the estimate.
     """
     if not isinstance(n_boot, int) or n_boot < 10 or not 0 < level < 1:
         raise InvalidInputError(f"Need an integer n_boot >= 10 and 0 < level < 1; got {n_boot!r}, {level!r}.")
-    gamma = np.asarray(cap.gamma, dtype=np.float64)
+    if not callable(vectors_at):
+        stacked = np.asarray(vectors_at, dtype=np.float64)
+        vectors_at = stacked.__getitem__
+    gamma = np.asarray(gamma, dtype=np.float64)
     before, after = depth_windows(gamma, split)
     if len(before) < 1 or len(after) < 1:
         raise InvalidInputError(
             f"Need interior depths on both sides of split={split}; gamma has {len(before)} before and "
             f"{len(after)} after. Use a model with more layers or another split."
         )
-    keep = sample_mask(cap, exclude_positions)
-    groups = _jackknife_groups(cap, keep, None)
+    _, groups = np.unique(np.asarray(prompt_ids), return_inverse=True)
     n_prompts = int(groups.max()) + 1
+    if n_prompts < 3:
+        raise InvalidInputError(
+            f"The token sample comes from {n_prompts} prompts: resampling needs 3 or more."
+        )
     rng = np.random.default_rng(seed)
     weights = rng.multinomial(n_prompts, np.full(n_prompts, 1 / n_prompts), size=n_boot)[:, groups]
     bounds = weights.sum(1) ** 2 / np.sum(weights.astype(np.float64) ** 2, axis=1) - 1
@@ -509,7 +541,7 @@ def spike_contrast(
     counts, draws = np.full(len(gamma), np.nan), np.empty((n_boot, len(gamma)))
     unsettled = unsettled_draws = 0
     for layer in depths:
-        x = np.asarray(cap.token_vectors(int(layer))[keep], dtype=np.float64)
+        x = vectors_at(int(layer))
         count, settled = _spike_count(sample_eigvals(x), len(x) - 1, alpha)
         counts[layer], unsettled = count, unsettled + (not settled)
         gram = x @ x.T

@@ -260,7 +260,7 @@ def profile(
     exact = None
     if hasattr(data, "omega_samples"):
         cap = data
-        per_depth = [samples(cap, layer, drop_top_dims, drop_first) for layer in range(cap.n_depths)]
+        per_depth = [samples(cap, int(layer), drop_top_dims, drop_first) for layer in cap.depths]
         values = np.stack([v for v, _ in per_depth])
         prompt_ids = per_depth[0][1]
         gamma = cap.gamma
@@ -327,13 +327,13 @@ def null_profiles(cap: Capture, seed: int = 0, drop_first: bool = False) -> pd.D
     keep = cap.vectors.positions > 0 if drop_first else np.ones(len(cap.vectors.positions), dtype=bool)
     rows = []
     g = gaussian_omega(cap.d_model)
-    for layer in range(cap.n_depths):
+    for index, layer in enumerate(cap.depths.tolist()):  # the depths held (all of them, unless asked for)
         x = cap.token_vectors(layer).astype(np.float64)[keep]
         sample = float(omega(x).mean())
         perm = float(permutation_null(x, seed + layer).mean())
         rows.append(
             {
-                "gamma": float(cap.gamma[layer]),
+                "gamma": float(cap.gamma[index]),
                 "sample": sample,
                 "permutation": perm,
                 "gaussian": float(gaussian_null(x, seed + layer).mean()),
@@ -359,7 +359,7 @@ def excess_profile(
     """
     keep = cap.vectors.positions > 0 if drop_first else np.ones(len(cap.vectors.positions), dtype=bool)
     values = []
-    for layer in range(cap.n_depths):
+    for layer in cap.depths.tolist():
         x = cap.token_vectors(layer).astype(np.float64)[keep]
         if drop_top_dims:
             x = np.delete(x, np.argsort(cap.abs_max(layer), kind="stable")[::-1][:drop_top_dims], axis=-1)
@@ -370,8 +370,8 @@ def excess_profile(
 
 def distributions(cap: Capture) -> tuple[np.ndarray, np.ndarray]:
     """Bin edges and the density of per-token Omega at every depth, shape ``(n_depths, bins)`` (all tokens)."""
-    edges = cap.omega_histogram(0)[0]
-    counts = np.stack([cap.omega_histogram(layer)[1] for layer in range(cap.n_depths)])
+    edges = cap.omega_histogram(int(cap.depths[0]))[0]
+    counts = np.stack([cap.omega_histogram(layer)[1] for layer in cap.depths.tolist()])
     return edges, counts / np.maximum(counts.sum(1, keepdims=True), 1) / np.diff(edges)
 
 

@@ -772,13 +772,13 @@ def depth_profile(cap: Capture, centered: bool = True, alpha: float = 0.01) -> p
 
     rows = []
     spectra = cap.all_eigvals(centered=centered)
-    for layer, lam in enumerate(spectra):
+    for index, (layer, lam) in enumerate(zip(cap.depths.tolist(), spectra)):
         n_eff = effective_sample_size(cap, layer)
         fit = mp_fit(lam, n_eff.n_eff, alpha=alpha)
         rows.append(
             {
                 "layer": layer,
-                "gamma": float(cap.gamma[layer]),
+                "gamma": float(cap.gamma[index]),
                 "effective_rank": effective_rank(lam),
                 "participation_ratio": participation_ratio(lam),
                 "stable_rank": stable_rank(lam),

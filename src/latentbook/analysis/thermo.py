@@ -185,7 +185,8 @@ def row_check(
 
 
 def cooling(attention) -> pd.DataFrame:
-    """Head-averaged attention statistics against depth, one row per layer (l = 1..L, ``gamma = l / L``).
+    """Head-averaged attention statistics against depth, one row per layer (l = 1..L, ``gamma = l / L``; a
+    capture with ``depths=...`` has rows for the layers of its depths only).
 
     Columns: ``entropy`` (nats), ``normalized_entropy`` (entropy / mean log(number of keys): 1 = uniform),
     ``max_weight``, ``beta_eff`` (mean logit std), ``free_energy`` (mean ``F_min`` with ``beta = 1``),
@@ -211,7 +212,8 @@ def cooling(attention) -> pd.DataFrame:
         }
     )
     frame["qk_norm"] = frame["query_norm"] * frame["key_norm"]
-    return frame
+    recorded = stats.n_rows().sum(1) > 0  # every layer, unless captured with depths=... (then theirs only)
+    return frame if recorded.all() else frame[recorded].reset_index(drop=True)
 
 
 def cooling_trend(gamma: np.ndarray, values: np.ndarray) -> dict[str, float]:

@@ -4,7 +4,7 @@ Usage:
 
 1. ``runs = {label: measure(cap) for label, cap in captures.items()}`` (label ``"random:<name>"`` marks the
    random-weight twin of ``<name>``; its numbers are the null the trained model must beat);
-2. optionally ``tco = {label: tco_summary(classes.class_stability(...), n_items)}`` for class stability;
+2. optionally ``tco = {label: tco_summary(token_states, written)}`` for class stability (``analysis.tco``);
 3. ``table = verdict_table(runs, tco, results_dir=find_results_dir())``: one row per claim and model run, plus
    rows for every capture file in ``results/`` (from ``latentbook capture`` on a GPU box, picked up
    automatically), the ladder's rows (``latentbook.ladder.verdict_rows``, chapter 7) and "not testable here"
@@ -42,14 +42,20 @@ Criteria (``split`` = the paper's ``gamma_c`` 0.42; "interior" = depths other th
 - ``mp_spikes``: the median spike count after the split (``layer_spectra.spike_contrast``, prompt bootstrap) lies
   above the count before and the twin's after, every MP fit settled (an unsettled count is a lower bound:
   inconclusive).
-- ``transverse_contraction``: ``contraction.contraction_after``'s ``q`` has an interval below 1 and below the
-  twin's interval (Theorem 6.1).
-- ``tco``: centroids fitted at the first reasoning step classify later steps, averaged over depths after the
-  split, with a Wilson interval (items as the sample size) above chance + ``TCO_MARGIN`` and above the twin's.
+- ``transverse_contraction``: ``contraction.judge_transverse_gain`` of the blocks' transverse gains measured by
+  Jacobian-vector products after the split (``capturing.jacobian``, a subspace held fixed across the window):
+  the interval of ``q`` lies below ``contraction.MAX_Q`` and below the twin's interval (Theorem 6.1).
+- ``tco``: ``judge_tco`` on ``analysis.tco``'s two-way decoding of the bound value (its value against another
+  value written in the same prompt, chance 0.5), averaged over the interior depths after the split, Wilson
+  intervals over programs. The *positive control* first: a probe fitted at the query (cross-fitted by program)
+  must decode the value there with an interval above the strongest decoder that binds nothing (bag of values,
+  first value written) by ``TCO_MARGIN``, else "inconclusive". Then *stability*: the same probe at the hop
+  tokens must clear that bar by as much, and the twin's stability interval; else "does not hold".
 - ``scaling``: over trained runs with a transition, the jump grows strictly with size and the largest model's
   interval lies above the smallest's; "not testable here" when no run reaches ``SMALL_MODEL`` parameters and
   fewer than two runs have a transition.
-- ``reasoning_diagnostics``: rows of the ladder experiment (chapter 7), or one "not yet run" row.
+- ``reasoning_diagnostics``: rows of the ladder experiment (chapter 7), or one "not yet run" row; the ladder also
+  gives one ``tco`` row per trained rung (at its last depth, judged against its untrained initialisation).
 
 Introduced in: chapter 8.
 """
@@ -69,12 +75,12 @@ import numpy as np
 
 from ..errors import CaptureFileError, InvalidInputError
 from . import omega, transition
+from .tco import TCOScores
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from ..capturing.results import Capture
-    from .classes import Stability
 
 PAPER_GAMMA_C = 0.42
 GAMMA_C_TOLERANCE = 0.10
@@ -83,7 +89,7 @@ SOLID_THRESHOLD = (PAPER_M_LIQUID + PAPER_M_SOLID) / 2
 MIN_JUMP = (PAPER_M_SOLID - PAPER_M_LIQUID) / 2
 MIN_TRANSITION = (PAPER_M_SOLID - PAPER_M_LIQUID) / 4  # smaller steps are not the claimed transition
 SMALL_MODEL = 1.5e9
-TCO_MARGIN = 0.10
+TCO_MARGIN = 0.05  # how far a TCO interval's lower end must clear the strongest baseline that binds nothing
 K_MASSIVE = 4  # coordinates removed as massive activations in the cleaned rows (chapter 3)
 MIN_DEPTHS = transition.MIN_FITTED + sum(transition.SKIP)
 SPIKE_BOOT = 10  # prompt-bootstrap draws of the spike counts (each refits the MP law at every depth)
@@ -264,7 +270,7 @@ class Measurements:
     pr: Any  # layer_spectra.Contrast of the participation ratio (jackknife over prompts); None: not measured
     erank: Any  # layer_spectra.Contrast of the effective rank; None: not measured
     spikes: Any  # layer_spectra.SpikeContrast (median counts, prompt-bootstrap intervals); None: not measured
-    contraction: Any  # contraction.ContractionFit, or None when too few depths
+    contraction: Any  # contraction.GainFit of the Jacobian-vector gains, or None when not measured
     cooling: Any = None  # cooling.CoolingSummary, or None without attention statistics
     split: float = PAPER_GAMMA_C
     extra: dict = field(default_factory=dict)
@@ -299,11 +305,13 @@ def measure(
     seed: int = 0,
     attention: Capture | None = None,
     spectra: bool = True,
+    gains: Any = None,
 ) -> Measurements:
     """Measure every capture-based claim on ``cap`` (see the module docstring for what each number is);
     ``attention``: a capture of the same run with attention statistics, for the cooling claim (``cap`` itself
-    when it has them); ``spectra=False`` skips the spectral and contraction claims (the costly part: a null run
-    measured only for bimodality, such as shuffled words)."""
+    when it has them); ``spectra=False`` skips the spectral claims (the costly part: a null run measured only
+    for bimodality, such as shuffled words); ``gains``: the run's ``capturing.jacobian.TransverseGains`` (a
+    Jacobian-vector measurement needs the model, so a capture alone leaves the contraction claim untested)."""
     from . import confounds, contraction, cooling, layer_spectra
 
     if attention is None and getattr(cap, "attention", None) is not None:
@@ -332,25 +340,18 @@ def measure(
     _, after = layer_spectra.depth_windows(cap.gamma, split)
     keep = cap.vectors.positions > 0
     bimodal, bimodal_perm = [], []
-    for layer in after:
-        values, ids = omega.samples(cap, int(layer), drop_first=True)
+    for layer in cap.depths[after].tolist():  # the depths after the split (positions -> depths held)
+        values, ids = omega.samples(cap, layer, drop_first=True)
         bimodal.append(omega.bimodality(values, seed=seed, prompt_ids=ids))
-        permuted = omega.permutation_null(
-            cap.token_vectors(int(layer)).astype(np.float64)[keep], seed + int(layer)
-        )
+        permuted = omega.permutation_null(cap.token_vectors(layer).astype(np.float64)[keep], seed + layer)
         bimodal_perm.append(omega.bimodality(permuted, seed=seed, prompt_ids=cap.vectors.prompt_ids[keep]))
 
-    spikes = pr = erank = contracted = None
+    spikes = pr = erank = None
     if spectra:
         spikes = layer_spectra.spike_contrast(cap, split=split, n_boot=SPIKE_BOOT, seed=seed)
         pr = layer_spectra.pr_contrast(cap, split=split)
         erank = layer_spectra.effective_rank_contrast(cap, split=split, n_groups=ERANK_GROUPS)
-        try:
-            contracted = contraction.contraction_after(
-                cap, split=split, n_boot=max(20, n_boot // 2), seed=seed
-            )
-        except InvalidInputError:
-            contracted = None
+    contracted = contraction.transverse_gain(gains, seed=seed) if gains is not None else None
     return Measurements(
         label=label or cap.model_name,
         model_name=cap.model_name,
@@ -379,15 +380,7 @@ def measure(
     )
 
 
-@dataclass(frozen=True)
-class TCOSummary:
-    """Class stability of one model: later-step accuracy of step-0 centroids, averaged over depths after the split."""
-
-    accuracy: float
-    ci: tuple[float, float]
-    chance: float
-    n_items: int
-    best_depth_accuracy: float  # the best single depth, reported only (chosen after looking)
+TCOSummary = TCOScores  # what ``judge_tco`` reads: ``analysis.tco.TCOScores`` (control, stability, baselines)
 
 
 def wilson_interval(p: float, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -400,28 +393,32 @@ def wilson_interval(p: float, n: int, z: float = 1.959964) -> tuple[float, float
 
 
 def tco_summary(
-    stability: Stability, gamma: np.ndarray, n_items: int, split: float = PAPER_GAMMA_C
+    states,
+    written,
+    gamma: np.ndarray | None = None,
+    split: float = PAPER_GAMMA_C,
+    query_step: int | None = None,
+    seed: int = 0,
 ) -> TCOSummary:
-    """Summarise ``classes.class_stability``: mean accuracy over the steps after ``fit_step`` and over the
-    interior depths after ``split`` (no depth is chosen by its result), with a Wilson interval on ``n_items``
-    (tokens of one item are not independent, so the items are the sample size)."""
+    """``analysis.tco.score_binding`` on token states (``states``, ``labels``, ``steps``, ``items``, as from
+    ``capturing.states.token_states``): the query is the last step (or ``query_step``), the hops the steps strictly
+    between the value (step 0) and the query; ``written[i]`` the values program ``i`` writes, in order. Averaged
+    over the interior depths after ``split`` (no depth is chosen by its result); ``gamma`` defaults to
+    ``l / L``."""
     from .layer_spectra import depth_windows
+    from .tco import score_binding
 
-    later = np.asarray(stability.steps) > stability.fit_step
-    if not later.any():
-        raise InvalidInputError("class stability needs steps after fit_step to test the class's persistence.")
+    n_depths = np.asarray(states.states).shape[1]
+    gamma = np.arange(n_depths) / max(n_depths - 1, 1) if gamma is None else np.asarray(gamma, dtype=float)
     _, after = depth_windows(gamma, split)
     if len(after) == 0:
         raise InvalidInputError(f"No interior depth after gamma = {split}.")
-    per_depth = stability.accuracy[later].mean(0)
-    accuracy = float(per_depth[after].mean())
-    return TCOSummary(
-        accuracy,
-        wilson_interval(accuracy, n_items),
-        float(stability.chance),
-        int(n_items),
-        float(per_depth.max()),
+    steps = np.asarray(states.steps)
+    query = int(steps.max()) if query_step is None else int(query_step)
+    scores, _ = score_binding(
+        states.states, states.labels, steps, states.items, written, query, range(1, query), after, seed=seed
     )
+    return scores
 
 
 # --- criteria: each a pure function of numbers, tested on inputs with a known answer -----------------------
@@ -542,27 +539,45 @@ def judge_spikes(contrast, twin=None) -> tuple[str, str]:
 
 
 def judge_contraction(fit, twin=None) -> tuple[str, str]:
+    """``contraction.judge_transverse_gain`` of the blocks' Jacobian-vector gains; not testable without them."""
+    from .contraction import judge_transverse_gain
+
     if fit is None:
-        return "not testable here", "fewer than 2 interior depths after the split"
-    low, high = fit.ci
-    found = f"q = {fit.q:.3f} {_fmt_ci(low, high)} per layer over layers {fit.start}-{fit.stop}"
-    if high >= 1:
-        return "does not hold", found + ": not below 1"
-    if twin is not None and high >= twin.ci[0]:
-        return "does not hold", found + f": not below the random twin's {_fmt_ci(*twin.ci)}"
-    return "holds", found
+        return "not testable here", (
+            "no Jacobian-vector measurement of this run: the block gains need the model "
+            "(capturing.jacobian.transverse_gains), not only its capture"
+        )
+    return judge_transverse_gain(fit, twin)
 
 
 def judge_tco(summary: TCOSummary, twin: TCOSummary | None = None) -> tuple[str, str]:
-    low, high = summary.ci
+    """The positive control, then stability (``analysis.tco``; two-way choice, chance 0.5).
+
+    Inconclusive when the control's interval (a probe fitted and tested at the query, cross-fitted by program)
+    does not clear ``control_bar + TCO_MARGIN`` (the bag-of-values and first-value decoders on the same pairs):
+    a model that cannot be read within a step says nothing about stability across steps. Does not hold when
+    stability's interval (the query's probe at the hop tokens) does not clear ``stability_bar + TCO_MARGIN``, or
+    lies at or below the top of the twin's stability interval. Holds otherwise.
+    """
+    c, s = summary.control, summary.stability
     found = (
-        f"later-step accuracy {summary.accuracy:.3f} {_fmt_ci(low, high)}, chance {summary.chance:.3f}, "
-        f"{summary.n_items} items"
+        f"two-way decoding (chance 0.5, {c.n} programs): within the query step {c.accuracy:.3f} "
+        f"{_fmt_ci(*c.ci)} against bag of values {summary.control_bag.accuracy:.3f} and first value "
+        f"{summary.control_first.accuracy:.3f}; across steps (the query's probe at the hops) {s.accuracy:.3f} "
+        f"{_fmt_ci(*s.ci)} against {summary.stability_bag.accuracy:.3f} and {summary.stability_first.accuracy:.3f}"
     )
-    if low <= summary.chance + TCO_MARGIN:
-        return "does not hold", found + f": not above chance + {TCO_MARGIN}"
-    if twin is not None and low <= twin.ci[1]:
-        return "does not hold", found + f": not above the random twin's {_fmt_ci(*twin.ci)}"
+    if not c.ci[0] > summary.control_bar + TCO_MARGIN:
+        return "inconclusive", found + (
+            f": the positive control fails (within-step decoding does not clear the baselines + {TCO_MARGIN}), "
+            "so stability cannot be read"
+        )
+    if not s.ci[0] > summary.stability_bar + TCO_MARGIN:
+        return "does not hold", found + f": stability does not clear the baselines + {TCO_MARGIN}"
+    if twin is not None and not s.ci[0] > twin.stability.ci[1]:
+        return (
+            "does not hold",
+            found + f": stability not above the random twin's {_fmt_ci(*twin.stability.ci)}",
+        )
     return "holds", found
 
 
@@ -756,7 +771,7 @@ def claim_rows(
             "transverse_contraction",
             m,
             run,
-            f"q = {c.q:.3f}" if c is not None else "no fit",
+            f"block gain q = {c.q:.3f}" if c is not None else "not measured",
             c.q if c is not None else math.nan,
             c.ci if c is not None else nan2,
             judge_contraction(
@@ -767,19 +782,24 @@ def claim_rows(
     )
     rows.append(_cooling_row(m, twin, run, command))
     if tco is not None:
-        rows.append(
-            _row(
-                "tco",
-                m,
-                run,
-                f"accuracy {tco.accuracy:.3f} (chance {tco.chance:.3f})",
-                tco.accuracy,
-                tco.ci,
-                judge_tco(tco, twin_tco),
-                f"book_token_states({m.model_name!r}, 'binding') then classes.class_stability (chapter 6)",
-            )
-        )
+        rows.append(tco_row(m, run, tco, twin_tco))
     return rows
+
+
+def tco_row(m, run: str, tco: TCOSummary, twin_tco: TCOSummary | None = None) -> Row:
+    """The ``tco`` row of a run (``m`` needs ``label``, ``parameters`` and ``model_name``): its value is the
+    stability, its interval stability's, judged by ``judge_tco`` against ``twin_tco``."""
+    return _row(
+        "tco",
+        m,
+        run,
+        f"two-way stability {tco.stability.accuracy:.3f} (within-step control "
+        f"{tco.control.accuracy:.3f}; baselines {tco.stability_bar:.3f}, chance 0.5)",
+        tco.stability.accuracy,
+        tco.stability.ci,
+        judge_tco(tco, twin_tco),
+        f"book_token_states({m.model_name!r}, 'binding') then verdict.tco_summary (chapter 6)",
+    )
 
 
 def _cooling_row(m: Measurements, twin: Measurements | None, run: str, command: str) -> Row:
@@ -941,8 +961,9 @@ def _ladder_row(raw: Mapping[str, Any]) -> Row:
         value = data.get(key)
         return float(value) if value is not None else math.nan
 
+    claim = claim_text if claim_text in CLAIMS else "reasoning_diagnostics"  # e.g. a rung's "tco" row
     return Row(
-        claim="reasoning_diagnostics",
+        claim=claim,
         model=str(data.get("model") or "ladder (chapter 7)"),
         run=str(data.get("run") or "ladder"),
         parameters=number("parameters"),
@@ -950,7 +971,7 @@ def _ladder_row(raw: Mapping[str, Any]) -> Row:
         value=number("value"),
         ci_low=number("ci_low"),
         ci_high=number("ci_high"),
-        paper=str(data.get("paper") or CLAIMS["reasoning_diagnostics"].paper),
+        paper=str(data.get("paper") or CLAIMS[claim].paper),
         verdict=word,
         reason=str(data.get("reason") or ""),
         command=str(data.get("command") or ""),
@@ -961,7 +982,8 @@ def ladder_rows() -> list[Row]:
     """Rows of ``latentbook.ladder.verdict_rows()`` for the claim "diagnostics of reasoning capacity".
 
     Each row the ladder returns is a mapping with keys among ``COLUMNS`` plus ``ci`` (``"[low, high]"`` or a pair);
-    its ``claim`` text names the diagnostic and goes in front of ``measured``; its verdict is one of ``VERDICTS``
+    its ``claim`` text names the diagnostic and goes in front of ``measured`` (a claim key of ``CLAIMS``, such as a
+    rung's ``"tco"`` row, is kept as the row's claim instead); its verdict is one of ``VERDICTS``
     or of ``LADDER_VERDICTS`` ("predicts capability" -> "holds", "does not" -> "does not hold",
     "inconclusive"). When the ladder module, its ``verdict_rows``, or its measurements do not exist yet, one
     honest "not yet run" row that says why.

@@ -2,6 +2,7 @@
 
 from .accumulators import AbsStats, LayerStats, Moments, OmegaStats, TokenReservoir, omega_of
 from .capture import capture, prompt_set_hash
+from .plan import make_plan
 from .results import Capture, load_capture
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "TokenReservoir",
     "capture",
     "load_capture",
+    "make_plan",
     "omega_of",
     "prompt_set_hash",
 ]

@@ -11,7 +11,10 @@ What exists: ``Moments`` (count, mean and centred scatter, Chan, Golub & LeVeque
 (histogram and power sums of per-token Omega), ``AbsStats`` (per-coordinate max and mean of ``|h|``, for
 massive activations), ``LayerStats`` (the three together), and ``TokenReservoir`` (a bottom-k sample of
 tokens keyed by a hash of (prompt, position), identical however the tokens are split into batches or ranks).
-Memory is fixed by ``d`` and the reservoir sizes, never by the number of tokens.
+Memory is fixed by ``d`` and the reservoir sizes, never by the number of tokens: the float64 ``d x d`` sums
+and the reservoirs live on the host, the pending float32 Gram and the few ``d``-sized statistics on the device
+of the batches (each layer's, under a ``device_map``); ``nbytes()`` says what each holds, as
+``capturing/plan.py`` predicts it.
 """
 
 from __future__ import annotations
@@ -40,20 +43,31 @@ def omega_of(x: torch.Tensor) -> torch.Tensor:
     return torch.where(torch.isfinite(x).all(-1), value, torch.full_like(value, math.nan))
 
 
+HOST = torch.device("cpu")  # where every float64 sum lives, whatever device the batches come from
+
+
 class Moments:
-    """Count, mean and centred scatter ``M2 = sum (h - mean)(h - mean)^T``, in float64.
+    """Count, mean and centred scatter ``M2 = sum (h - mean)(h - mean)^T``, in float64, on the host.
 
     Each batch is centred on its own mean and its scatter, a Gram in ``precision`` (float32 by default: the
-    tensor-core path on a GPU), is summed in place into a pending ``d x d`` block by fused products
-    (``addmm_``: no ``d x d`` temporaries, which cost as much as the product itself on a CPU); for
-    ``d >= 256`` only its upper block triangle (4 column blocks, 8 from ``d = 1024``: 5/8 or 9/16 of the full
-    product), mirrored when folded. Every ``FLUSH_TOKENS`` tokens, and before any read, the pending block is folded into the float64
-    sums: its scatter is the sum of the batch scatters plus the exact between-batch part
-    ``sum_b n_b (mean_b - mean_p)(mean_b - mean_p)^T`` (from the stored batch means), and blocks, merges and
-    checkpoints combine with Chan et al.'s update ``M2 = M2_a + M2_b + delta delta^T n_a n_b / n``.
+    tensor-core path on a GPU), is summed in place into a pending ``d x d`` block on the batch's device by
+    fused products (``addmm_``: no ``d x d`` temporaries, which cost as much as the product itself on a CPU);
+    for ``d >= 256`` only its upper block triangle (4 column blocks, 8 from ``d = 1024``: 5/8 or 9/16 of the
+    full product), mirrored when folded. A block is folded into the float64 sums on the host every
+    ``FLUSH_TOKENS`` tokens, before a new batch once it holds ``batches_per_block`` batches (a capture folds
+    every batch), and before any read: its scatter is the sum of the batch scatters plus the exact
+    between-batch part ``sum_b n_b (mean_b - mean_p)(mean_b - mean_p)^T`` (from the stored batch means), and
+    blocks, merges and checkpoints combine with Chan et al.'s update
+    ``M2 = M2_a + M2_b + delta delta^T n_a n_b / n``.
     Covariance ``C = M2 / n``; second moment ``E[h h^T] = C + mean mean^T``. The ``d x d`` buffers are
-    allocated when first needed, never zero-filled for nothing; a capture of fewer than ``FLUSH_TOKENS``
-    tokens leaves its one block pending, to be folded (and its buffer freed) at the first read.
+    allocated when first needed, never zero-filled for nothing; the last block of a capture stays pending, to
+    be folded (and its buffer freed) at the first read.
+
+    Off the CPU only the pending block (``d x d`` in ``precision``) and the batch means sit on the device: the
+    float64 sums are host memory, so a GPU holds ``4 d^2`` bytes per depth, not ``12 d^2``. From a CUDA device
+    a fold copies the block into a pinned host buffer without blocking (``non_blocking=True``) and adds it to
+    the sums when the next fold starts (one fold in flight at a time, so one staging buffer) or at a read:
+    the copy overlaps the next layer's forward. On the CPU the same fold runs at once, with no copy.
 
     On a CUDA device, for bfloat16 / float16 activations (whose own rounding is ~4e-3), the float32 Grams run
     on TF32 tensor cores (``TF32_FOR_HALF_INPUTS``; float32 products are several times slower there): the
@@ -63,21 +77,24 @@ class Moments:
     FLUSH_TOKENS = 8192
     TF32_FOR_HALF_INPUTS = True
 
-    def __init__(self, d: int, device: torch.device | str = "cpu", precision: torch.dtype = torch.float32):
+    def __init__(self, d: int, precision: torch.dtype = torch.float32, batches_per_block: int | None = None):
         self.d = d
         self.precision = precision
+        self.batches_per_block = batches_per_block
         self._n = 0
         with torch.inference_mode(False):  # normal tensors: folded in place inside and outside a capture
-            self._mean = torch.zeros(d, dtype=torch.float64, device=device)
+            self._mean = torch.zeros(d, dtype=torch.float64, device=HOST)
         self._m2: torch.Tensor | None = None  # None while it is zero
         self._gram: torch.Tensor | None = None  # the pending block's sum of batch scatters (upper blocks)
         self._block = d if d < 256 else -(-d // (4 if d < 1024 else 8))  # column block of the upper triangle
         self._batch_means: list[torch.Tensor] = []
         self._batch_counts: list[int] = []
+        self._in_flight: _Fold | None = None  # a folded block still on its way to the host
 
     @property
     def n(self) -> int:
-        return self._n + sum(self._batch_counts)
+        in_flight = self._in_flight.n if self._in_flight is not None else 0
+        return self._n + in_flight + sum(self._batch_counts)
 
     @property
     def mean(self) -> torch.Tensor:
@@ -89,10 +106,12 @@ class Moments:
         self.flush()
         if self._m2 is None:
             with torch.inference_mode(False):  # normal tensors: updated in place inside and outside a capture
-                self._m2 = torch.zeros(self.d, self.d, dtype=torch.float64, device=self._mean.device)
+                self._m2 = torch.zeros(self.d, self.d, dtype=torch.float64, device=HOST)
         return self._m2
 
     def add(self, x: torch.Tensor) -> None:
+        if self.batches_per_block is not None and len(self._batch_counts) >= self.batches_per_block:
+            self._fold()
         n_b = x.shape[0]
         if n_b == 0:
             return
@@ -111,43 +130,72 @@ class Moments:
         self._batch_means.append(mean_b)
         self._batch_counts.append(n_b)
         if sum(self._batch_counts) >= self.FLUSH_TOKENS:
-            self.flush()
+            self._fold()
 
     def flush(self) -> None:
-        """Fold the pending batches into the float64 sums (done before every read)."""
+        """Fold the pending batches into the float64 sums and free the pending buffer (done before every read)."""
+        self._fold()
+        self._settle()
+        self._gram = None  # a result holds no pending buffer
+
+    def _fold(self) -> None:
+        """Send the pending block to the host (mirrored, with its batch means); add it there at once on the CPU,
+        else when the next fold of any ``Moments`` starts or at a read. The device buffer is kept for reuse."""
         if not self._batch_counts:
             return
-        device = self._mean.device
-        counts = torch.tensor(self._batch_counts, dtype=torch.float64, device=device)
-        means = torch.stack(self._batch_means).to(device)
-        n_p = int(sum(self._batch_counts))
-        mean_p = counts @ means / n_p
-        spread = means - mean_p
+        global _IN_FLIGHT
+        self._settle()
+        if _IN_FLIGHT is not None:  # one fold in flight at a time: one staging buffer, whatever the depths
+            _IN_FLIGHT._settle()
         gram, b = self._gram, self._block
         for i in range(b, self.d, b):  # mirror the upper block triangle into the lower
             gram[i : i + b, :i].copy_(gram[:i, i : i + b].T)
+        means = torch.stack(self._batch_means)
+        fold = _Fold(list(self._batch_counts), gram, means)
+        self._batch_means, self._batch_counts = [], []
+        self._in_flight = fold
+        _IN_FLIGHT = self
+        if fold.event is None:  # already on the host: nothing to wait for
+            self._settle()
+
+    def _settle(self) -> None:
+        """Add the block in flight (if any) to the float64 sums, once its copy has arrived."""
+        global _IN_FLIGHT
+        fold = self._in_flight
+        if fold is None:
+            return
+        if _IN_FLIGHT is self:
+            _IN_FLIGHT = None
+        self._in_flight = None
+        if fold.event is not None:
+            fold.event.synchronize()
+        counts = torch.tensor(fold.counts, dtype=torch.float64, device=HOST)
+        n_p = int(sum(fold.counts))
+        mean_p = counts @ fold.means / n_p
+        spread = fold.means - mean_p
         if self._m2 is None:  # the first block's scatter becomes the running sum: one conversion, no add
             with torch.inference_mode(False):
-                self._m2 = gram.to(device, torch.float64, copy=True)
+                self._m2 = fold.gram.to(HOST, torch.float64, copy=True)
         else:
-            self._m2.add_(gram.to(device))
+            self._m2.add_(fold.gram)
         if len(counts) > 1:
             self._m2.addmm_(spread.T * counts, spread)  # between-batch scatter, exact in float64
-        self._gram, self._batch_means, self._batch_counts = None, [], []  # a result holds no pending buffer
         self._combine(n_p, mean_p, None)
 
     def merge(self, other: Moments) -> None:
         if other.n:
-            self._combine(other.n, other.mean.to(self._mean.device), other.m2.to(self._mean.device))
+            self._settle()
+            self._combine(other.n, other.mean.to(HOST), other.m2.to(HOST))
 
     def to_(self, device: torch.device | str) -> None:
-        if self._mean.device == torch.device(device):
-            return
-        self.flush()
-        with torch.inference_mode(False):
-            self._mean = self._mean.to(device)
-            self._m2 = None if self._m2 is None else self._m2.to(device)
-        self._gram = None
+        """Nothing moves: the float64 sums stay on the host, and the pending block follows its batches' device."""
+
+    def nbytes(self) -> dict[str, int]:
+        """Bytes held now, by device: the sums, the pending block and its batch means (as ``plan`` predicts)."""
+        held = [self._mean, self._m2, self._gram, *self._batch_means]
+        if self._in_flight is not None:
+            held += [self._in_flight.gram, self._in_flight.means]
+        return _bytes_by_device(held)
 
     def _combine(self, n_b: int, mean_b: torch.Tensor, m2_b: torch.Tensor | None) -> None:
         """Chan's update with a block of ``n_b`` tokens (``m2_b=None``: its scatter is already in ``_m2``)."""
@@ -178,11 +226,55 @@ class Moments:
         return {"n": torch.tensor(self.n), "mean": self.mean.cpu(), "m2": self.m2.cpu()}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
-        self._batch_means, self._batch_counts = [], []
+        self._settle()
+        self._batch_means, self._batch_counts, self._gram = [], [], None
         self._n = int(state["n"])
-        device = self._mean.device
-        self._mean = state["mean"].to(device, torch.float64, copy=True)  # updated in place later
-        self._m2 = state["m2"].to(device, torch.float64, copy=True)
+        self._mean = state["mean"].to(HOST, torch.float64, copy=True)  # updated in place later
+        self._m2 = state["m2"].to(HOST, torch.float64, copy=True)
+
+
+_IN_FLIGHT: Moments | None = None  # the Moments whose folded block is still being copied to the host
+
+
+def settle_folds() -> None:
+    """Finish the fold in flight, if any (a capture calls it at its end: afterwards no copy is pending)."""
+    if _IN_FLIGHT is not None:
+        _IN_FLIGHT._settle()
+
+
+class _Fold:
+    """A folded block on its way to the host: batch counts, the mirrored Gram and the batch means.
+
+    From a CUDA device both are copied into pinned host buffers with ``non_blocking=True`` and ``event``
+    marks their arrival; from the CPU they are the tensors themselves (``event`` is None); from another
+    device (MPS) they are copied at once.
+    """
+
+    def __init__(self, counts: list[int], gram: torch.Tensor, means: torch.Tensor):
+        self.counts = counts
+        self.n = int(sum(counts))
+        self.event = None
+        if gram.device.type == "cpu":
+            self.gram, self.means = gram, means
+        elif gram.is_cuda:
+            with torch.inference_mode(False):
+                self.gram = torch.empty(gram.shape, dtype=gram.dtype, pin_memory=True)
+                self.means = torch.empty(means.shape, dtype=means.dtype, pin_memory=True)
+            self.gram.copy_(gram, non_blocking=True)
+            self.means.copy_(means, non_blocking=True)
+            self.event = torch.cuda.Event()
+            self.event.record(torch.cuda.current_stream(gram.device))
+        else:
+            self.gram, self.means = gram.to(HOST), means.to(HOST)
+
+
+def _bytes_by_device(tensors) -> dict[str, int]:
+    held: dict[str, int] = {}
+    for t in tensors:
+        if t is not None:
+            key = "host" if t.device.type == "cpu" else str(t.device)
+            held[key] = held.get(key, 0) + t.numel() * t.element_size()
+    return held
 
 
 @contextlib.contextmanager
@@ -283,10 +375,20 @@ class AbsStats:
 
 
 class LayerStats:
-    """Everything streamed at one depth: ``Moments``, ``OmegaStats`` and ``AbsStats`` of the same tokens."""
+    """Everything streamed at one depth: ``Moments``, ``OmegaStats`` and ``AbsStats`` of the same tokens.
 
-    def __init__(self, d: int, device: torch.device | str = "cpu", precision: torch.dtype = torch.float32):
-        self.moments = Moments(d, device, precision)
+    ``OmegaStats`` and ``AbsStats`` (a few ``d`` numbers) live on ``device``, the device of the layer whose
+    output they see; ``Moments`` keeps its float64 sums on the host (its pending block on the batches' device).
+    """
+
+    def __init__(
+        self,
+        d: int,
+        device: torch.device | str = "cpu",
+        precision: torch.dtype = torch.float32,
+        batches_per_block: int | None = None,
+    ):
+        self.moments = Moments(d, precision, batches_per_block)
         self.omega = OmegaStats(device)
         self.abs = AbsStats(d, device)
 
@@ -299,9 +401,8 @@ class LayerStats:
         return omega
 
     def to_(self, device: torch.device | str) -> None:
-        """Move the statistics to ``device`` (a no-op when they are there already)."""
-        if self.moments.mean.device != torch.device(device):
-            self.moments.to_(device)
+        """Move the per-token statistics to ``device`` (a no-op when they are there already)."""
+        if self.omega.counts.device != torch.device(device):
             self.omega.to_(device)
             self.abs.to_(device)
 
@@ -313,6 +414,14 @@ class LayerStats:
     @property
     def n(self) -> int:
         return self.moments.n
+
+    def nbytes(self) -> dict[str, int]:
+        """Bytes held now, by device (``"host"`` or e.g. ``"cuda:0"``)."""
+        held = self.moments.nbytes()
+        small = [self.omega.counts, self.omega.power_sums, self.abs.max, self.abs.sum]
+        for device, size in _bytes_by_device(small).items():
+            held[device] = held.get(device, 0) + size
+        return held
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         parts = {"moments": self.moments, "omega": self.omega, "abs": self.abs}
@@ -428,6 +537,11 @@ class TokenReservoir:
         with torch.inference_mode(False):
             self._buffer = self._buffer[:, torch.from_numpy(order)].contiguous()
         self._in_order = True
+
+    def nbytes(self) -> int:
+        """Bytes held now, all on the host: the value slots and the keys, prompt ids and positions."""
+        arrays = (self._keys, self._prompt_ids, self._positions)
+        return self._buffer.numel() * self._buffer.element_size() + sum(a.nbytes for a in arrays)
 
     def merge(self, other: TokenReservoir) -> None:
         self.offer(other.keys, other.prompt_ids, other.positions, other.values)

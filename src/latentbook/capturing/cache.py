@@ -128,3 +128,38 @@ def book_capture_path(
     """The file ``book_capture`` reads or writes for these arguments; ``.is_file()`` says if it is cached."""
     texts, _, settings = _book_request(attention, shuffle, n_prompts)
     return cache_path(model_name, texts, settings)
+
+
+BOOK_GAIN_PROMPTS = (
+    16  # prompts of the transverse-gain measurement (one tangent each; see capturing.jacobian)
+)
+BOOK_GAIN_SETTINGS = dict(after=0.42, k=10, n_directions=1, max_length=64, batch_size=8, seed=0)
+
+
+def book_gains_path(model_name: str) -> Path:
+    """The file ``book_gains`` reads or writes for ``model_name``; ``.is_file()`` says if it is cached."""
+    from .. import prompts as prompt_sets
+
+    texts = prompt_sets.load("general", limit=BOOK_GAIN_PROMPTS)
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", model_name).strip("._")[:80] or "model"
+    key = cache_key(model_name, texts, {"transverse_gains": BOOK_GAIN_SETTINGS})
+    return inside(capture_cache_dir(), f"{stem}-gains-{key}.safetensors")
+
+
+def book_gains(model_name: str, cached_only: bool = False):
+    """The book's Jacobian-vector measurement of ``model_name`` (``jacobian.transverse_gains`` on the first
+    ``BOOK_GAIN_PROMPTS`` of the ``general`` set at ``BOOK_GAIN_SETTINGS``), cached beside the captures; with
+    ``cached_only``, None when it is not cached yet."""
+    from .. import prompts as prompt_sets
+    from .jacobian import load_gains, transverse_gains
+
+    path = book_gains_path(model_name)
+    if path.is_file():
+        return load_gains(path)
+    if cached_only:
+        return None
+    texts = prompt_sets.load("general", limit=BOOK_GAIN_PROMPTS)
+    name = f"general[:{BOOK_GAIN_PROMPTS}]"
+    gains = transverse_gains(load_model(model_name), texts, prompt_set=name, **BOOK_GAIN_SETTINGS)
+    gains.save(path, force=True)  # two processes filling the same key write the same numbers, atomically
+    return gains

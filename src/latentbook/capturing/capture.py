@@ -2,8 +2,10 @@
 
 Batches run under ``torch.inference_mode()`` through the model's trunk (never the language-model head: a
 capture needs no logits). Padding is masked out; ``exclude_first`` also drops the first position (BOS /
-attention sink). Memory is fixed by ``d`` and the reservoir sizes, not by the number of tokens. With
-``checkpoint=PATH`` the accumulators are saved every few batches and a later call resumes from them.
+attention sink). Memory is fixed by ``d`` and the reservoir sizes, not by the number of tokens
+(``capturing/plan.py`` predicts it from a config). With ``checkpoint=PATH`` the accumulators are saved every
+few batches and a later call resumes from them. ``depths=...`` keeps statistics at those depths only, and the
+forward stops after the last of them (see ``parse_depths`` for how depths are written).
 """
 
 from __future__ import annotations
@@ -24,10 +26,22 @@ from .._files import check_output_path
 from ..errors import CheckpointMismatchError, InvalidInputError, NonFiniteActivationError
 from ..models.zoo import LoadedModel, load_model
 from . import distributed as dist
-from .accumulators import LayerStats, TokenReservoir, token_keys
+from .accumulators import LayerStats, TokenReservoir, settle_folds, token_keys
 from .attention import AttentionStats, attention_recorder
-from .hooks import residual_hooks
+from .hooks import residual_hooks, stopping
 from .results import Capture, load_capture
+from .settings import DEPTHS_RULE, check_settings, parse_depths, resolve_depths
+
+__all__ = [
+    "DEPTHS_RULE",
+    "capture",
+    "check_prompts",
+    "check_settings",
+    "parse_depths",
+    "prompt_set_hash",
+    "resolve_depths",
+    "run_settings",
+]
 
 
 def prompt_set_hash(prompts: Sequence[str]) -> str:
@@ -71,41 +85,18 @@ def _encodes(text: str) -> bool:
     return True
 
 
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise InvalidInputError(f"{name} must be a positive integer, got {value!r}.")
-    return int(value)
-
-
-def check_settings(
-    *, max_length, batch_size, checkpoint_every, precision, n_vectors=512, n_omega_samples=4096
-) -> dict[str, int | str]:
-    """The numeric settings of a capture, checked (cheap: call it before loading a model)."""
-    sizes = dict(
-        batch_size=batch_size,
-        checkpoint_every=checkpoint_every,
-        n_vectors=n_vectors,
-        n_omega_samples=n_omega_samples,
-    )
-    checked: dict[str, int | str] = {name: _positive_int(name, value) for name, value in sizes.items()}
-    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
-        raise InvalidInputError(f"max_length must be an integer >= 2, got {max_length!r}.")
-    if precision not in ("float32", "float64"):
-        raise InvalidInputError(f"precision must be 'float32' or 'float64', got {precision!r}.")
-    return {**checked, "max_length": max_length, "precision": precision}
-
-
 def _physical_memory() -> int:
     """Bytes of RAM of this machine (the reservoirs of sampled tokens live on the CPU)."""
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def _check_reservoir_memory(loaded: LoadedModel, n_vectors: int, n_omega: int, max_tokens: int) -> None:
+def _check_reservoir_memory(
+    loaded: LoadedModel, n_vectors: int, n_omega: int, max_tokens: int, depths: int
+) -> None:
     """Refuse reservoir sizes whose samples could not fit in memory, before anything is allocated.
 
     A reservoir never holds more tokens than the capture sees, so only ``min(size, max_tokens)`` counts.
     """
-    depths = loaded.n_layers + 1
     needed = 4 * depths * (min(n_vectors, max_tokens) * loaded.d_model + min(n_omega, max_tokens))
     available = _physical_memory()
     if needed > available // 2:
@@ -150,12 +141,24 @@ class _Streamer:
     """The per-batch state the hooks write into: token mask, reservoir candidates, non-finite counts."""
 
     def __init__(
-        self, d: int, n_layers: int, device, precision, n_vectors: int, n_omega: int, has_norm: bool
+        self,
+        d: int,
+        n_layers: int,
+        device,
+        precision,
+        n_vectors: int,
+        n_omega: int,
+        has_norm: bool,
+        depths: Sequence[int] | None = None,
     ):
-        self.layers = [LayerStats(d, device, precision) for _ in range(n_layers + 1)]
-        self.final_norm = LayerStats(d, device, precision) if has_norm else None
-        self.vectors = TokenReservoir(n_vectors, n_layers + 1, d)
-        self.omega_sample = TokenReservoir(n_omega, n_layers + 1, 1)
+        self.depths = list(range(n_layers + 1)) if depths is None else [int(v) for v in depths]
+        self.index = {depth: i for i, depth in enumerate(self.depths)}
+        # One batch per pending block: each depth folds its Gram into the float64 sums when the next batch
+        # arrives (the schedule of every capture so far, so results do not change with this code).
+        self.layers = [LayerStats(d, device, precision, batches_per_block=1) for _ in self.depths]
+        self.final_norm = LayerStats(d, device, precision, batches_per_block=1) if has_norm else None
+        self.vectors = TokenReservoir(n_vectors, len(self.depths), d)
+        self.omega_sample = TokenReservoir(n_omega, len(self.depths), 1)
         self.mask: torch.Tensor | None = None
         self.vector_idx: torch.Tensor | None = None
         self.omega_idx: torch.Tensor | None = None
@@ -163,6 +166,7 @@ class _Streamer:
         self.batch_omega: list[torch.Tensor] = []
         self.nonfinite: dict[int | str, torch.Tensor] = {}
         self.attention: AttentionStats | None = None  # set when capturing with attention=True
+        self.stop_after: int | None = None  # the depth after which each forward stops (None: runs through)
 
     def _on(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Mask and sample indices on ``device`` (layers of a ``device_map`` model sit on several GPUs)."""
@@ -178,7 +182,7 @@ class _Streamer:
         mask, vector_idx, omega_idx = self._on(hidden.device)
         x = hidden.flatten(0, 1) if self.full else hidden[mask]  # a view when no token is masked out
         self.nonfinite[depth] = (~torch.isfinite(x)).sum()
-        stats = self.final_norm if depth == "final" else self.layers[depth]
+        stats = self.final_norm if depth == "final" else self.layers[self.index[depth]]
         stats.to_(x.device)
         omega = stats.add(x)
         if depth != "final":
@@ -238,6 +242,7 @@ def capture(
     attention: bool = False,
     distributed: bool = False,
     on_batch: Callable[[int, int], None] | None = None,
+    depths: Sequence[int] | Sequence[float] | str | None = None,
 ) -> Capture:
     """Stream per-depth statistics of ``model`` on ``prompts`` into a ``Capture``.
 
@@ -251,7 +256,16 @@ def capture(
     merges all ranks' accumulators exactly (``capturing/distributed.py``); checkpoints are per rank.
     ``on_batch(done, total)`` is called after each batch with the prompts done so far; an exception raised
     in it stops the capture there (how the explorer's Cancel button works; a checkpoint keeps what was done).
+
+    ``depths`` keeps statistics (moments, Omega, reservoirs, and with ``attention=True`` the attention of layer
+    ``l`` for each depth ``l >= 1``) at those depths only: depth indices ``[0, 7, 14]`` or gamma fractions
+    ``[0.25, 0.5]``, or the same as a string ``"0.25,0.5"`` (``DEPTHS_RULE``; checked before any model work
+    where the model is named, else before any forward). The result equals the full capture restricted to
+    them; ``Capture.depths`` says which it holds and ``gamma`` is theirs. The final norm's output is kept when
+    depth ``L`` is asked for; otherwise the forward stops after the last depth asked for (the layers after it
+    never run) and the provenance says ``stopped_after_depth``.
     """
+    request = parse_depths(depths)
     prompts = check_prompts(prompts)
     checked = check_settings(
         max_length=max_length,
@@ -263,6 +277,8 @@ def capture(
     )
     batch_size, checkpoint_every = checked["batch_size"], checked["checkpoint_every"]
     n_vectors, n_omega_samples = checked["n_vectors"], checked["n_omega_samples"]
+    if request is not None and isinstance(model, str):
+        _check_depths_from_config(model, request)
     rank, world = dist.rank_and_world() if distributed else (0, 1)
     if checkpoint is not None:
         dist.refuse_other_world_partials(Path(checkpoint), world)
@@ -273,6 +289,7 @@ def capture(
         raise InvalidInputError(
             f"model must be a zoo name or the result of lb.load_model(...), got {type(model).__name__}."
         )
+    held = resolve_depths(request, loaded.n_layers, loaded.name)
 
     tokenizer = loaded.tokenizer
     lengths = np.array([len(ids) for ids in tokenizer(prompts, add_special_tokens=True)["input_ids"]])
@@ -287,7 +304,8 @@ def capture(
             raise InvalidInputError(f"{message}: {fix} (strict=True refuses to truncate).")
         warnings.warn(message + " and were truncated.", stacklevel=2)
     n_tokens = _tokens_to_capture(lengths, max_length, exclude_first)
-    _check_reservoir_memory(loaded, n_vectors, n_omega_samples, n_tokens)
+    n_held = loaded.n_layers + 1 if held is None else len(held)
+    _check_reservoir_memory(loaded, n_vectors, n_omega_samples, n_tokens, n_held)
     order = np.argsort(np.minimum(lengths, max_length), kind="stable")  # similar lengths batch together
     if distributed:
         order = order[order % world == rank]
@@ -302,8 +320,10 @@ def capture(
         n_omega_samples=n_omega_samples,
         attention=attention,
         batch_size=batch_size,
+        **({} if held is None else {"depths": held.tolist()}),
     )
     device = loaded.device
+    keeps_last = held is None or held[-1] == loaded.n_layers
     streamer = _Streamer(
         loaded.d_model,
         loaded.n_layers,
@@ -311,8 +331,10 @@ def capture(
         getattr(torch, precision),
         n_vectors,
         n_omega_samples,
-        loaded.anatomy.final_norm is not None,
+        loaded.anatomy.final_norm is not None and keeps_last,
+        None if held is None else held.tolist(),
     )
+    streamer.stop_after = None if keeps_last else int(held[-1])
     if attention:
         streamer.attention = AttentionStats(loaded.n_layers)
     done = 0
@@ -322,8 +344,16 @@ def capture(
     remaining = order[done:]
     batches = [remaining[i : i + batch_size] for i in range(0, len(remaining), batch_size)]
     bar = _progress_bar(int(np.minimum(lengths, max_length)[order[done:]].sum()), progress, loaded.name)
-    recording = attention_recorder(loaded, streamer.attention) if attention else contextlib.nullcontext()
-    with torch.inference_mode(), residual_hooks(loaded.anatomy, streamer.on_depth), recording as recorder:
+    recorded = None if held is None else [int(depth) - 1 for depth in held if depth >= 1]
+    recording = (
+        attention_recorder(loaded, streamer.attention, recorded) if attention else contextlib.nullcontext()
+    )
+    hooks = residual_hooks(
+        loaded.anatomy, streamer.on_depth, streamer.depths, final=keeps_last, stop=not keeps_last
+    )
+    with contextlib.ExitStack() as stack:
+        stack.callback(settle_folds)  # no copy to the host left pending, also after an error
+        recorder = stack.enter_context(_forwards(hooks, recording))
         for batch_number, ids in enumerate(batches, start=1):
             texts = [prompts[i] for i in ids]
             enc = tokenizer(texts, return_tensors="pt", padding=True, truncation=True, max_length=max_length)
@@ -339,7 +369,8 @@ def capture(
             kwargs = {k: v.to(device) for k, v in enc.items()}
             if loaded.kind == "causal":
                 kwargs["use_cache"] = False
-            loaded.anatomy.base(**kwargs)
+            with stopping():  # the hook of the last depth asked for may end the forward there
+                loaded.anatomy.base(**kwargs)
             streamer.end_batch()
             done += len(ids)
             bar.update(n_real)
@@ -352,6 +383,27 @@ def capture(
     if distributed:
         dist.merge_across_ranks(result)
     return result
+
+
+@contextlib.contextmanager
+def _forwards(hooks, recording):
+    """Inference mode, the residual hooks and the attention recorder, for the batches of one capture."""
+    with torch.inference_mode(), hooks, recording as recorder:
+        yield recorder
+
+
+def _check_depths_from_config(model: str, request: tuple[str, list]) -> None:
+    """Refuse depths out of the model's range from its config alone, before loading it (when the config is
+    readable without weights; else ``capture`` checks them once the model is loaded)."""
+    from .plan import load_config
+
+    try:
+        config, _ = load_config(model)
+        text = config.get_text_config() if hasattr(config, "get_text_config") else config
+        n_layers = int(text.num_hidden_layers)
+    except Exception:  # noqa: BLE001 - load_model reports a bad name properly
+        return
+    resolve_depths(request, n_layers, model)
 
 
 def _tokens_to_capture(lengths: np.ndarray, max_length: int, exclude_first: bool) -> int:
@@ -389,6 +441,9 @@ def _to_capture(
         "versions": _versions(),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
+    if streamer.stop_after is not None:
+        provenance["stopped_after_depth"] = streamer.stop_after
+    complete = len(streamer.depths) == loaded.n_layers + 1
     return Capture(
         loaded.name,
         loaded.n_layers,
@@ -399,6 +454,7 @@ def _to_capture(
         streamer.omega_sample,
         provenance,
         streamer.attention,
+        None if complete else np.array(streamer.depths, dtype=np.int64),
     )
 
 
@@ -413,6 +469,7 @@ _RESUME_KEYS = (
     "n_vectors",
     "n_omega_samples",
     "attention",
+    "depths",
 )
 
 

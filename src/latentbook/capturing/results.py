@@ -23,7 +23,8 @@ from .._files import atomic_write
 from ..errors import CaptureFileError, InvalidInputError
 from .accumulators import OMEGA_BINS, LayerStats, TokenReservoir
 
-SCHEMA_VERSION = 2  # 2: the checksum also covers the header (provenance, shapes)
+SCHEMA_VERSION = 3  # 2: the checksum also covers the header (provenance, shapes); 3: the header lists depths
+READABLE_SCHEMAS = (2, 3)  # a schema-2 file holds every depth 0..L
 FORMAT = "latentbook.capture"
 TOKEN_ENV_VARS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN", "HF_API_TOKEN")
 TOKEN_PATTERN = re.compile(r"hf_[A-Za-z0-9]{20,}")
@@ -45,8 +46,11 @@ MERGE_SETTINGS = (
 class Capture:
     """Streamed statistics at depths ``l = 0..L`` (``gamma = l / L``) plus the final-norm output.
 
-    ``layers[l]`` holds the residual stream *before* the final norm (depth 0 is the first layer's input);
-    ``final_norm`` holds the final norm's output (what ``hidden_states[-1]`` of transformers shows), if any.
+    ``layers[i]`` holds the residual stream at depth ``depths[i]``, *before* the final norm (depth 0 is the
+    first layer's input); ``final_norm`` holds the final norm's output (what ``hidden_states[-1]`` of
+    transformers shows), if any. ``depths`` is every depth ``0..L`` unless the capture was asked for some
+    (``lb.capture(..., depths=...)``): then ``gamma``, the read-outs and the reservoirs cover those depths
+    only, and every read-out taking a ``layer`` takes the model's depth ``l`` and refuses one not held.
     """
 
     model_name: str
@@ -58,28 +62,112 @@ class Capture:
     omega_sample: TokenReservoir  # sampled per-token Omega at every depth, (L+1, k, 1)
     provenance: dict[str, Any] = field(default_factory=dict)
     attention: Any = None  # AttentionStats when captured with attention=True
+    depths: np.ndarray | None = None  # the depths held, ascending; None: every depth 0..L
+
+    def __post_init__(self) -> None:
+        every = np.arange(self.n_layers + 1)
+        depths = every if self.depths is None else np.asarray(self.depths, dtype=np.int64).reshape(-1)
+        if (
+            len(depths) == 0
+            or np.any(np.diff(depths) <= 0)
+            or depths[0] < 0
+            or depths[-1] > self.n_layers
+            or len(depths) != len(self.layers)
+        ):
+            raise InvalidInputError(
+                f"A Capture needs one LayerStats per depth and depths ascending in 0..{self.n_layers}; got "
+                f"{len(self.layers)} LayerStats for depths {depths.tolist()}."
+            )
+        self.depths = depths
 
     # --- depth ------------------------------------------------------------------------------------------
     @property
     def gamma(self) -> np.ndarray:
-        """Depth as time: ``gamma = l / L`` for ``l = 0..L``."""
-        return np.arange(self.n_layers + 1) / self.n_layers
+        """Depth as time: ``gamma = l / L`` for the depths held (``l = 0..L`` unless some were asked for)."""
+        return self.depths / self.n_layers
 
     @property
     def n_depths(self) -> int:
-        return self.n_layers + 1
+        """How many depths this capture holds (``L + 1`` unless it was asked for some)."""
+        return len(self.depths)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every depth ``0..L`` is held."""
+        return self.n_depths == self.n_layers + 1
 
     @property
     def n_tokens(self) -> int:
         return self.layers[0].n
 
-    def _layer(self, layer: int) -> LayerStats:
-        if not isinstance(layer, (int, np.integer)) or not -self.n_depths <= layer < self.n_depths:
+    def index_of(self, layer: int) -> int:
+        """Where depth ``layer`` (``0..L``; negative counts from ``L``) sits in ``layers``, ``gamma`` and the
+        reservoirs; a depth this capture does not hold is refused, never replaced by another."""
+        total = self.n_layers + 1
+        if not isinstance(layer, (int, np.integer)) or not -total <= layer < total:
             raise InvalidInputError(
                 f"Layer {layer!r} is out of range: this capture of {self.model_name} has depths 0..{self.n_layers} "
                 f"(gamma = l/{self.n_layers}); negative indices count from the end."
             )
-        return self.layers[int(layer)]
+        depth = int(layer) % total
+        index = int(np.searchsorted(self.depths, depth))
+        if index == len(self.depths) or self.depths[index] != depth:
+            raise InvalidInputError(
+                f"Depth {depth} is not in this capture of {self.model_name}: it holds depths "
+                f"{self.depths.tolist()} of 0..{self.n_layers} (captured with depths=...). Read one of those, "
+                f"or capture again with depths including {depth} (or all depths)."
+            )
+        return index
+
+    def _layer(self, layer: int) -> LayerStats:
+        return self.layers[self.index_of(layer)]
+
+    def at_depths(self, depths) -> Capture:
+        """A copy holding only ``depths`` (written as ``lb.capture``'s ``depths``; each must be held here): what
+        ``lb.capture(..., depths=depths)`` gives. The final norm stays with depth ``L``; the attention
+        statistics of the other layers are emptied (such a capture records its depths' layers only)."""
+        from .settings import resolve_depths
+
+        held = resolve_depths(depths, self.n_layers, self.model_name)
+        held = np.arange(self.n_layers + 1) if held is None else held
+        index = [self.index_of(int(depth)) for depth in held]
+        layers = []
+        for i in index:
+            stats = LayerStats(self.d_model)
+            stats.load_state_dict(self.layers[i].state_dict())
+            layers.append(stats)
+        final_norm = None
+        if self.final_norm is not None and held[-1] == self.n_layers:
+            final_norm = LayerStats(self.d_model)
+            final_norm.load_state_dict(self.final_norm.state_dict())
+        reservoirs = []
+        for reservoir, width in ((self.vectors, self.d_model), (self.omega_sample, 1)):
+            state = reservoir.state_dict()
+            state["values"] = state["values"][index]
+            copy = TokenReservoir(0, len(index), width)
+            copy.load_state_dict(state)
+            reservoirs.append(copy)
+        attention = None
+        if self.attention is not None:
+            attention = type(self.attention).from_state_dict(self.attention.state_dict())
+            dropped = np.setdiff1d(np.arange(self.n_layers), held[held >= 1] - 1)
+            for values in attention.sums.values():
+                values[torch.from_numpy(dropped)] = 0.0
+        complete = len(held) == self.n_layers + 1
+        provenance = json.loads(json.dumps(self.provenance, default=str))
+        if not complete:
+            provenance["depths"] = held.tolist()
+        return Capture(
+            self.model_name,
+            self.n_layers,
+            self.d_model,
+            layers,
+            final_norm,
+            *reservoirs,
+            provenance,
+            attention,
+            None if complete else held,
+        )
 
     # --- read-outs -----------------------------------------------------------------------------------------
     def mean(self, layer: int) -> np.ndarray:
@@ -99,14 +187,14 @@ class Capture:
         return np.linalg.eigvalsh(matrix)[::-1].copy()
 
     def all_eigvals(self, centered: bool = True) -> np.ndarray:
-        """Eigenvalues of every depth at once, shape ``(L+1, d)``, descending (one batched ``eigvalsh``)."""
+        """Eigenvalues of every depth held at once, shape ``(n_depths, d)``, descending (one batched ``eigvalsh``)."""
         stack = torch.stack(
             [(s.moments.covariance() if centered else s.moments.second_moment()).cpu() for s in self.layers]
         )
         return torch.linalg.eigvalsh(stack).flip(-1).numpy()
 
     def omega_mean(self) -> np.ndarray:
-        """The order parameter ``m(gamma)``: mean Omega over tokens at each depth."""
+        """The order parameter ``m(gamma)``: mean Omega over tokens at each depth held (one per ``gamma``)."""
         return np.array([s.omega.mean for s in self.layers])
 
     def omega_std(self) -> np.ndarray:
@@ -119,13 +207,11 @@ class Capture:
 
     def omega_samples(self, layer: int) -> np.ndarray:
         """Per-token Omega of the sampled tokens at ``layer`` (a uniform sample of all captured tokens)."""
-        self._layer(layer)
-        return self.omega_sample.values[int(layer), :, 0].numpy().astype(np.float64)
+        return self.omega_sample.values[self.index_of(layer), :, 0].numpy().astype(np.float64)
 
     def token_vectors(self, layer: int) -> np.ndarray:
         """Sampled token vectors at ``layer``, shape ``(k, d)``; the same tokens at every depth."""
-        self._layer(layer)
-        return self.vectors.values[int(layer)].numpy()
+        return self.vectors.values[self.index_of(layer)].numpy()
 
     def abs_max(self, layer: int) -> np.ndarray:
         """Per-coordinate ``max |h_i|`` over captured tokens (massive activations show up here)."""
@@ -140,9 +226,10 @@ class Capture:
         """Add another capture of the same model and settings (exact: sums, Chan updates, bottom-k reservoirs).
 
         Refused, since the result would be silently wrong: ``other`` is this very capture or holds the same
-        prompts (every token would count twice), or it was taken with other settings (``MERGE_SETTINGS``:
-        model, prompt set, ``exclude_first``, precision, sample sizes...). ``allow`` names the settings that
-        may differ, e.g. ``allow=("precision",)``; ``"prompt_set_sha256"`` allows the same prompts twice.
+        prompts (every token would count twice), it holds other depths (never allowed), or it was taken with
+        other settings (``MERGE_SETTINGS``: model, prompt set, ``exclude_first``, precision, sample sizes...).
+        ``allow`` names the settings that may differ, e.g. ``allow=("precision",)``; ``"prompt_set_sha256"``
+        allows the same prompts twice.
         """
         if other is self:
             raise InvalidInputError(
@@ -156,6 +243,12 @@ class Capture:
         ):
             raise InvalidInputError(
                 f"Cannot merge a capture of {other.model_name} into one of {self.model_name}."
+            )
+        if not np.array_equal(self.depths, other.depths):
+            raise InvalidInputError(
+                f"Cannot merge a capture of depths {other.depths.tolist()} into one of depths "
+                f"{self.depths.tolist()}: a depth held by one only would count some tokens, not all. Capture "
+                "both with the same depths=... (or all depths)."
             )
         allow = set(allow)
         unknown = allow - {*MERGE_SETTINGS, "prompt_set_sha256"}
@@ -213,7 +306,7 @@ class Capture:
     # --- files ------------------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, torch.Tensor]:
         state: dict[str, torch.Tensor] = {}
-        for depth, stats in enumerate(self.layers):
+        for depth, stats in zip(self.depths.tolist(), self.layers):
             state.update({f"layers.{depth}.{k}": v for k, v in stats.state_dict().items()})
         if self.final_norm is not None:
             state.update({f"final_norm.{k}": v for k, v in self.final_norm.state_dict().items()})
@@ -228,6 +321,10 @@ class Capture:
         from safetensors.torch import save_file
 
         state = self.state_dict()
+        provenance = scrub(json.loads(json.dumps(self.provenance, default=str)))
+        provenance.pop("depths", None)  # mirrors the header's depths (checked on load) when some were chosen
+        if not self.complete:
+            provenance["depths"] = self.depths.tolist()
         header = {
             "format": FORMAT,
             "schema": SCHEMA_VERSION,
@@ -236,7 +333,8 @@ class Capture:
             "d_model": self.d_model,
             "has_final_norm": self.final_norm is not None,
             "has_attention": self.attention is not None,
-            "provenance": scrub(json.loads(json.dumps(self.provenance, default=str))),
+            "depths": self.depths.tolist(),
+            "provenance": provenance,
         }
         header["sha256"] = _digest(state, header)
         metadata = {"latentbook": json.dumps(header, sort_keys=True)}
@@ -303,10 +401,10 @@ def load_capture(path: str | Path) -> Capture:
             f"{path} is a safetensors file but not a latentbook capture (no latentbook header). "
             "Pass a file written by Capture.save or `latentbook capture`."
         )
-    if header.get("format") != FORMAT or header.get("schema") != SCHEMA_VERSION:
+    if header.get("format") != FORMAT or header.get("schema") not in READABLE_SCHEMAS:
         raise CaptureFileError(
             f"{path} has format {header.get('format')!r} schema {header.get('schema')!r}; this latentbook reads "
-            f"{FORMAT!r} schema {SCHEMA_VERSION}. Capture again with this version."
+            f"{FORMAT!r} schemas {', '.join(map(str, READABLE_SCHEMAS))}. Capture again with this version."
         )
     if _digest(state, header) != header.get("sha256"):
         raise CaptureFileError(f"{path} failed its checksum: the file was altered or damaged. Capture again.")
@@ -329,7 +427,8 @@ _HEADER_TYPES = {
 
 
 def _check_header(path: Path, header: dict) -> None:
-    """Every header field the reader uses has its type, and the sizes are positive."""
+    """Every header field the reader uses has its type, the sizes are positive and the depths (schema 3)
+    ascend within ``0..n_layers``."""
     for name, kind in _HEADER_TYPES.items():
         value = header.get(name)
         wrong_kind = not isinstance(value, kind) or (kind is int and isinstance(value, bool))
@@ -338,6 +437,34 @@ def _check_header(path: Path, header: dict) -> None:
                 f"{path} has header field {name}={value!r}, expected a {'positive ' if kind is int else ''}"
                 f"{kind.__name__}: the file is inconsistent. Capture again."
             )
+    if header["schema"] >= 3:
+        depths = header.get("depths")
+        valid = (
+            isinstance(depths, list)
+            and depths
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in depths)
+            and all(a < b for a, b in zip(depths, depths[1:]))
+            and 0 <= depths[0]
+            and depths[-1] <= header["n_layers"]
+        )
+        if not valid:
+            raise CaptureFileError(
+                f"{path} has header field depths={depths!r}, expected ascending integers in "
+                f"0..{header['n_layers']}: the file is inconsistent. Capture again."
+            )
+        every = list(range(header["n_layers"] + 1))
+        chosen = header["provenance"].get("depths", every)
+        if depths != chosen or (header["has_final_norm"] and depths[-1] != header["n_layers"]):
+            raise CaptureFileError(
+                f"{path} holds depths {depths} of 0..{header['n_layers']}, but its provenance says depths "
+                f"{chosen}{' and it has a final norm (kept only with depth L)' if depths == chosen else ''}: "
+                "the file is inconsistent. Capture again."
+            )
+
+
+def _depths(header: dict) -> list[int]:
+    """The depths a verified header's file holds (a schema-2 file: all of them)."""
+    return header["depths"] if header["schema"] >= 3 else list(range(header["n_layers"] + 1))
 
 
 def _layer_spec(d: int) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
@@ -366,16 +493,16 @@ def _reservoir_spec(n_depths: int, k: int, width: int) -> dict[str, tuple[tuple[
 
 def _expected_tensors(state: dict[str, torch.Tensor], header: dict) -> dict:
     """Name -> (shape, dtype) of every tensor a capture with this header holds (attention: names only)."""
-    n_layers, d = header["n_layers"], header["d_model"]
+    d, depths = header["d_model"], _depths(header)
     expected = {}
-    for depth in range(n_layers + 1):
+    for depth in depths:
         expected.update({f"layers.{depth}.{k}": v for k, v in _layer_spec(d).items()})
     if header["has_final_norm"]:
         expected.update({f"final_norm.{k}": v for k, v in _layer_spec(d).items()})
     for name, width in (("vectors", d), ("omega_sample", 1)):
         keys = state.get(f"{name}.keys")
         k = int(keys.shape[0]) if keys is not None and keys.dim() == 1 else -1
-        expected.update({f"{name}.{key}": v for key, v in _reservoir_spec(n_layers + 1, k, width).items()})
+        expected.update({f"{name}.{key}": v for key, v in _reservoir_spec(len(depths), k, width).items()})
     return expected
 
 
@@ -405,7 +532,7 @@ def _check_tensors(path: Path, state: dict[str, torch.Tensor], header: dict) -> 
                 f"{path} holds {bad} NaN/Inf values in {name}: its statistics are unusable (an overflow saved "
                 "unchecked, or an edited file). Capture again, in float32 or bfloat16."
             )
-    counts = {int(state[f"layers.{depth}.moments.n"]) for depth in range(header["n_layers"] + 1)}
+    counts = {int(state[f"layers.{depth}.moments.n"]) for depth in _depths(header)}
     if len(counts) != 1 or min(counts) < 0:
         raise CaptureFileError(
             f"{path} counts {sorted(counts)} tokens at its depths; every depth must see the same tokens. "
@@ -415,9 +542,9 @@ def _check_tensors(path: Path, state: dict[str, torch.Tensor], header: dict) -> 
 
 def _build(state: dict[str, torch.Tensor], header: dict) -> Capture:
     """The ``Capture`` of a verified header and state."""
-    n_layers, d = header["n_layers"], header["d_model"]
+    n_layers, d, depths = header["n_layers"], header["d_model"], _depths(header)
     layers = []
-    for depth in range(n_layers + 1):
+    for depth in depths:
         stats = LayerStats(d)
         stats.load_state_dict(_sub(state, f"layers.{depth}."))
         layers.append(stats)
@@ -425,7 +552,7 @@ def _build(state: dict[str, torch.Tensor], header: dict) -> Capture:
     if header["has_final_norm"]:
         final_norm = LayerStats(d)
         final_norm.load_state_dict(_sub(state, "final_norm."))
-    vectors, omega_sample = TokenReservoir(0, n_layers + 1, d), TokenReservoir(0, n_layers + 1, 1)
+    vectors, omega_sample = TokenReservoir(0, len(depths), d), TokenReservoir(0, len(depths), 1)
     vectors.load_state_dict(_sub(state, "vectors."))
     omega_sample.load_state_dict(_sub(state, "omega_sample."))
     attention = None
@@ -445,4 +572,5 @@ def _build(state: dict[str, torch.Tensor], header: dict) -> Capture:
         omega_sample,
         header["provenance"],
         attention,
+        np.array(depths, dtype=np.int64),
     )

@@ -26,10 +26,12 @@ register_loader("ladder:", _load, _rows)
 
 
 def verdict_rows(path=None) -> list[dict]:
-    """Rows for the verdict chapter, one per diagnostic (see ``report.verdict_rows``)."""
+    """Rows for the verdict chapter: one per diagnostic (``report.verdict_rows``), then the TCO test of every rung
+    and its null (``report.tco_rows``)."""
+    from .report import tco_rows
     from .report import verdict_rows as rows
 
-    return rows(path)
+    return rows(path) + tco_rows(path)
 
 
 __all__ = ["verdict_rows"]

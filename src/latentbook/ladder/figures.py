@@ -190,3 +190,35 @@ def capability_scatter(m: dict):
     axes[0].legend(frameon=False, fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def tco_decoding(m: dict, rungs: list[str] | None = None):
+    """The TCO test by depth, one panel per rung: two-way decoding of the bound value within the query step (the
+    positive control) and at the hops by the query's probe (stability), trained (solid) and untrained null
+    (dashed), with chance 0.5 and the strongest decoder that binds nothing (dotted)."""
+    plt, sns = _sns()
+    rungs = [r for r in (rungs or m["rungs"]) if "tco" in m["models"][r]["trained"]]
+    fig, axes = plt.subplots(1, len(rungs), figsize=(2.4 * len(rungs) + 1, 3.0), sharey=True, squeeze=False)
+    colours = sns.color_palette("colorblind", 2)
+    for ax, rung in zip(axes[0], rungs):
+        for kind, style in (("trained", "-"), ("null", "--")):
+            t = m["models"][rung][kind]["tco"]
+            depth = np.arange(len(t["control_by_depth"]))
+            for key, colour, name in (
+                ("control_by_depth", colours[0], "within the query step"),
+                ("stability_by_depth", colours[1], "hops, the query's probe"),
+            ):
+                ax.plot(
+                    depth, t[key], style, color=colour, marker="o", ms=3,
+                    label=f"{name} ({kind})" if rung == rungs[0] else None,
+                )  # fmt: skip
+        scores = m["models"][rung]["trained"]["tco"]["scores"]
+        bar = max(scores["control_bag"]["accuracy"], scores["control_first"]["accuracy"])
+        ax.axhline(bar, color="grey", ls=":", lw=1)
+        ax.axhline(0.5, color="black", lw=0.6)
+        ax.set(title=rung, xlabel="depth l", ylim=(0.4, 1.02), xticks=depth)
+        ax.title.set_size(9)
+    axes[0, 0].set_ylabel("two-way accuracy (fraction)")
+    fig.legend(loc="lower center", ncol=4, frameon=False, fontsize=7, bbox_to_anchor=(0.5, -0.08))
+    fig.tight_layout()
+    return fig

@@ -13,7 +13,9 @@
    - the transverse contraction factor ``q`` of the query states (``flow.contraction_factor`` with the
      value-class subspace as the relevant one; Theorem 6.1);
    - TCO class stability: value centroids fitted at the assignment, tested at each later hop and the
-     query, at every depth (``classes.class_stability``; claim 5);
+     query, at every depth (``classes.class_stability``; claim 5), and the TCO test with its positive control
+     (``tco_diagnostics``: two-way decoding of the bound value within the query step, then the query's probe at
+     the hops, against the bag-of-values and first-value decoders; ``analysis.tco``);
 
 3. ``spearman_ci(x, y)``: rank correlation across the ladder with a bootstrap interval over rungs and an
    exact permutation p-value; ``verdict`` turns it into "predicts capability", "does not" or "inconclusive".
@@ -120,7 +122,7 @@ def _rise(cap) -> dict:
     from ..analysis import omega
 
     first, ids = omega.samples(cap, 0)
-    last, _ = omega.samples(cap, cap.n_depths - 1)
+    last, _ = omega.samples(cap, -1)
     p = omega.profile((last - first)[None, :], prompt_ids=ids, gamma=np.array([1.0]), n_boot=1000)
     return {"value": float(p.m[0]), "ci": (float(p.low[0]), float(p.high[0]))}
 
@@ -130,7 +132,7 @@ def omega_diagnostics(cap) -> dict:
     from ..analysis import omega, transition
 
     profile = omega.profile(cap)
-    last, _ = omega.samples(cap, cap.n_depths - 1)
+    last, _ = omega.samples(cap, -1)
     bimodal = omega.bimodality(last)
     out = {
         "gamma": profile.gamma.tolist(),
@@ -145,7 +147,7 @@ def omega_diagnostics(cap) -> dict:
             "verdict": bimodal.verdict,
         },
         "bimodality_by_depth": [
-            omega.bimodality_coefficient(omega.samples(cap, depth)[0]) for depth in range(cap.n_depths)
+            omega.bimodality_coefficient(omega.samples(cap, depth)[0]) for depth in cap.depths.tolist()
         ],
     }
     if transition.is_testable(cap.n_depths):
@@ -239,6 +241,44 @@ def stability_diagnostics(token_states, step_names: tuple[str, ...]) -> dict:
     }
 
 
+def written_values(examples) -> list[list[int]]:
+    """The values each program writes, in writing order (the digits of its text)."""
+    return [[int(w) for w in e.text.split() if w.isdigit()] for e in examples]
+
+
+def tco_diagnostics(token_states, probes: ProbeSet, spec: TaskSpec) -> dict:
+    """The TCO test with its positive control (``analysis.tco``): two-way decoding of the bound value (against
+    another value written in the program), probes fitted at the query and cross-fitted by program.
+
+    ``scores``: at the last depth (the one the output layer reads; fixed before looking), the control (within the
+    query step), stability (the query's probe at the hops ``1..max_hops-1``), the bag-of-values and first-value
+    decoders on the same pairs, and the k-way versions (``tco.TCOScores.to_dict``); ``control_by_depth`` and
+    ``stability_by_depth``: both at every depth.
+    """
+    from ..analysis import tco
+
+    written = written_values(probes.examples)
+    hops = range(1, spec.max_hops)
+    _, decoding = tco.score_binding(
+        token_states.states,
+        token_states.labels,
+        token_states.steps,
+        token_states.items,
+        written,
+        spec.max_hops,
+        hops,
+    )
+    last = tco.summarise(decoding, written, spec.max_hops, hops, depths=[token_states.states.shape[1] - 1])
+    control, stability = tco.depth_profiles(decoding, spec.max_hops, hops)
+    return {
+        "target": "two-way choice: the bound value against another value written in the program (chance 0.5)",
+        "depth": "last",
+        "scores": last.to_dict(),
+        "control_by_depth": control.tolist(),
+        "stability_by_depth": stability.tolist(),
+    }
+
+
 def measure(loaded, spec: TaskSpec, n_probe: int = 1024, n_capture: int = 256, n_accuracy: int = 512) -> dict:
     """Capability and every diagnostic of one loaded ladder model (trained or its null)."""
     from ..capturing import capture
@@ -265,6 +305,7 @@ def measure(loaded, spec: TaskSpec, n_probe: int = 1024, n_capture: int = 256, n
         "spikes": spike_diagnostics(states.states[query], states.labels[query]),
         "contraction": contraction_diagnostics(states.states[query], states.labels[query]),
         "stability": stability_diagnostics(states, probes.step_names),
+        "tco": tco_diagnostics(states, probes, spec),
     }
 
 

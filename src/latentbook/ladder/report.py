@@ -43,7 +43,11 @@ DIAGNOSTICS: dict[str, tuple[str, int, str]] = {
     "bimodality": ("bimodality coefficient of Omega (last depth)", +1, "claim 2: Omega becomes bimodal"),
     "spikes": ("spikes of the query covariance above MP (last depth)", +1, "claim 3, Theorem 6.3"),
     "contraction": ("transverse contraction factor q (query states)", -1, "Theorem 6.1: q < 1 contracts"),
-    "stability": ("TCO class stability at later hops (last depth)", +1, "claim 5: bound objects persist"),
+    "stability": (
+        "TCO stability: the query's probe at the later hops, two-way (last depth)",
+        +1,
+        "claim 5: bound objects persist",
+    ),
 }
 
 
@@ -54,7 +58,7 @@ def diagnostic_values(entry: dict) -> dict[str, float]:
         "bimodality": entry["omega"]["bimodality"]["coefficient"],
         "spikes": float(entry["spikes"]["n_spikes"][-1]),
         "contraction": entry["contraction"]["q"],
-        "stability": entry["stability"]["score"],
+        "stability": entry["tco"]["scores"]["stability"]["accuracy"],
     }
 
 
@@ -63,7 +67,8 @@ def measure_ladder(
 ) -> Path:
     """Measure every trained rung and its null; write ``measurements.json`` (atomically) and return its path.
 
-    With ``reuse``, a rung already in the file with the same weights (sha256) is not measured again; the file
+    With ``reuse``, a rung already in the file with the same weights (sha256) is not measured again, except for
+    a TCO block (``measure.tco_diagnostics``) it lacks, which is added (``tco_provenance`` says when); the file
     is rewritten after each rung, so an interrupted run loses nothing it already measured.
     """
     from tqdm.auto import tqdm
@@ -74,8 +79,11 @@ def measure_ladder(
     root = ladder_dir()
     rungs = rungs or trained_rungs(root)
     path = Path(out) if out is not None else root / MEASUREMENTS
-    done = json.loads(path.read_text())["models"] if reuse and path.is_file() else {}
+    previous = json.loads(path.read_text()) if reuse and path.is_file() else {}
+    done = previous.get("models", {})
     result: dict = {"rungs": rungs, "models": {}, "command": COMMAND}
+    if "tco_provenance" in previous:  # when the TCO blocks were last computed (kept while they are reused)
+        result["tco_provenance"] = previous["tco_provenance"]
     for rung in tqdm(rungs, desc="measure", disable=not progress):
         log = training_log(rung)
         spec = TaskSpec(**log["spec"])
@@ -83,8 +91,16 @@ def measure_ladder(
         result["spec"], result["config"] = log["spec"], log["config"]
         if rung in done and done[rung].get("sha256") == trained.sha:
             result["models"][rung] = done[rung]
+            if any("tco" not in done[rung][kind] for kind in ("trained", "null")):  # from before the TCO test
+                null = load_model(f"ladder:{rung}:init", device="cpu")
+                for kind, loaded in (("trained", trained), ("null", null)):
+                    done[rung][kind]["tco"] = tco_of(loaded, spec)
+                result["tco_provenance"] = _provenance(_versions)
+                partial = {**result, "rungs": list(result["models"])}
+                atomic_write(path, lambda tmp, data=partial: tmp.write_text(json.dumps(data, indent=1)))
             continue
         null = load_model(f"ladder:{rung}:init", device="cpu")
+        result["tco_provenance"] = _provenance(_versions)
         result["models"][rung] = {
             "trained": measure(trained, spec),
             "null": measure(null, spec),
@@ -95,12 +111,23 @@ def measure_ladder(
         partial = {**result, "rungs": list(result["models"])}
         atomic_write(path, lambda tmp, data=partial: tmp.write_text(json.dumps(data, indent=1)))
     result["correlations"] = correlations(result)
-    result["provenance"] = {
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "versions": _versions(),
-    }
+    result["provenance"] = _provenance(_versions)
     atomic_write(path, lambda tmp: tmp.write_text(json.dumps(result, indent=1)))
     return path
+
+
+def _provenance(versions) -> dict:
+    return {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "versions": versions()}
+
+
+def tco_of(loaded, spec: TaskSpec) -> dict:
+    """``measure.tco_diagnostics`` of one loaded model on the probe set ``measure`` uses (the same programs)."""
+    from ..capturing.states import token_states
+    from .measure import probe_set, tco_diagnostics
+
+    probes = probe_set(spec, 1024)
+    states = token_states(loaded, probes.items, max_length=spec.seq_len, batch_size=128)
+    return tco_diagnostics(states, probes, spec)
 
 
 def load_measurements(path: str | Path | None = None) -> dict:
@@ -245,6 +272,55 @@ def verdict_rows(path: str | Path | None = None) -> list[dict]:
                 paper=f"rises with reasoning capacity (expected sign {'+' if c['expected_sign'] > 0 else '-'})",
                 verdict=level["verdict"],
                 reason=level["reason"] + f"; trained-minus-null: {c['shift']['verdict']}",
+                command=COMMAND,
+            )
+        )
+    return rows
+
+
+def tco_judgements(m: dict) -> dict[str, dict[str, tuple[str, str]]]:
+    """Per rung, ``verdict.judge_tco`` of the trained model against its untrained null (the twin) and of the null
+    alone: ``{rung: {"trained": (verdict, reason), "null": (verdict, reason)}}``. Rungs without a TCO block are
+    left out."""
+    from ..analysis.tco import TCOScores
+    from ..analysis.verdict import judge_tco
+
+    out = {}
+    for rung in m["rungs"]:
+        entry = m["models"][rung]
+        if any("tco" not in entry[kind] for kind in ("trained", "null")):
+            continue
+        trained = TCOScores.from_dict(entry["trained"]["tco"]["scores"])
+        null = TCOScores.from_dict(entry["null"]["tco"]["scores"])
+        out[rung] = {"trained": judge_tco(trained, null), "null": judge_tco(null)}
+    return out
+
+
+def tco_rows(path: str | Path | None = None) -> list[dict]:
+    """Rows of the claim ``"tco"`` for the verdict chapter, one per trained rung, judged against its untrained null
+    (whose own verdict, judged alone, ends the reason), from the TCO blocks of ``measurements.json``
+    (``measure.tco_diagnostics``)."""
+    m = load_measurements(path)
+    rows = []
+    for rung, judged in tco_judgements(m).items():
+        word, reason = judged["trained"]
+        entry = m["models"][rung]["trained"]
+        scores = entry["tco"]["scores"]
+        stability, control = scores["stability"], scores["control"]
+        rows.append(
+            dict(
+                claim="tco",
+                model=f"ladder:{rung}",
+                run="ladder",
+                parameters=float(entry["n_parameters"]),
+                measured=(
+                    f"two-way stability {stability['accuracy']:.3f} at the last depth "
+                    f"(within-step control {control['accuracy']:.3f}, chance 0.5)"
+                ),
+                value=stability["accuracy"],
+                ci=stability["ci"],
+                verdict=word,
+                reason=f"{reason}; its untrained null alone: {judged['null'][0]}",
                 command=COMMAND,
             )
         )

@@ -48,6 +48,15 @@ class Run:
             return None
         return book_capture(self.capture_name, attention=attention, shuffle=shuffle)
 
+    def gains(self, cached_only: bool = False):
+        """The book's Jacobian-vector measurement of this run's model (``capturing.cache.book_gains``): for the
+        trained model and its twin only (a shuffled-words run has the same block maps as its model)."""
+        from ..capturing.cache import book_gains
+
+        if self.kind == "shuffled words":
+            return None
+        return book_gains(self.capture_name, cached_only=cached_only)
+
 
 def book_runs(models: tuple[str, ...] = BOOK_MODELS, kinds: tuple[str, ...] = KINDS) -> list[Run]:
     """Every run of the book, model by model: trained, then its twin, then shuffled words."""

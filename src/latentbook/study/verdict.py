@@ -33,7 +33,10 @@ def measured_runs(
             progress(run.label)
         attention = run.capture(cached_only=True, attention=True) if run.kind != "shuffled words" else None
         shuffled = run.kind == "shuffled words"  # a null for bimodality: its spectra are not judged
-        runs[run.label] = judged.measure(cap, run.label, attention=attention, spectra=not shuffled)
+        gains = run.gains(cached_only=not capture_missing)
+        runs[run.label] = judged.measure(
+            cap, run.label, attention=attention, spectra=not shuffled, gains=gains
+        )
     return runs, skipped
 
 

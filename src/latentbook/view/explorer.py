@@ -314,6 +314,11 @@ class ModelViews:
                 f"ModelViews needs a latentbook Capture for {name!r}, got {type(capture).__name__}: "
                 "pass lb.capture(...) or latentbook.capturing.cache.book_capture(name)."
             )
+        if not capture.complete:
+            raise InvalidInputError(
+                f"The explorer shows every depth 0..{capture.n_layers}, and the capture of {name!r} holds depths "
+                f"{capture.depths.tolist()} only (captured with depths=...): capture it with all depths."
+            )
         self.name = name
         self.capture = capture
         self.attention = getattr(attention, "attention", attention)

@@ -1,0 +1,393 @@
+"""What one capture holds and what its numbers mean: ``latentbook report CAPTURE [--plot PNG]``.
+
+Usage:
+
+1. ``report = capture_report(cap, label)``: the provenance, Omega's reference values at the capture's width,
+   ``m(gamma)`` with prompt-bootstrap intervals (``omega.profile``), the excess over the coordinate-permutation
+   null (``omega.excess_profile``), the spectrum of the sink-free token sample at every depth
+   (``layer_spectra.layer_profile``) beside pure noise of the same shape (``layer_spectra.gaussian_reference``),
+   and the verdict rows of this capture (``verdict_rows``: ``analysis.verdict.measure`` and ``claim_rows``, the
+   functions ``latentbook verdict`` runs on a results file);
+2. ``print(report.text())``: all of it in words and tables, within 100 columns;
+3. ``view.report_figure.report_figure(report)``: ``m(gamma)`` with its band and the spectra against the MP law.
+
+Nothing here estimates anything new: every number comes from the analysis function named beside it.
+Introduced in: the appendix "Reproduce on a GPU" (the command line).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._text import WIDTH, text_table, wrap
+from ..analysis import layer_spectra, omega, spectra
+from ..analysis import verdict as judged
+from ..errors import InvalidInputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..capturing.results import Capture
+
+N_BOOT = 1000  # bootstrap draws of m(gamma) and of the excess (omega.profile's default)
+NOISE_REPS = 3  # pure-noise samples of the token sample's shape (layer_spectra.gaussian_reference)
+SPECTRAL_CLAIMS = ("spectral_concentration", "effective_rank", "mp_spikes", "transverse_contraction")
+NOT_ALONE = "not testable from this capture alone"
+
+
+def results_label(cap: Capture, file_name: str) -> str:
+    """The label ``latentbook verdict`` gives a results file (``analysis.verdict.load_results``)."""
+    return f"{cap.model_name} ({file_name})"
+
+
+@dataclass
+class Report:
+    """Everything ``latentbook report`` prints about one capture (see the module docstring)."""
+
+    label: str
+    facts: list[tuple[str, str]]  # provenance, in words: (what, value)
+    references: dict[str, float]  # omega.reference_values(d) plus the paper's levels at this width
+    profile: omega.Profile  # m(gamma), prompt bootstrap
+    excess: omega.Profile | None  # m - m_perm, prompt bootstrap; None: not available (excess_note says why)
+    spectra: pd.DataFrame | None  # layer_spectra.layer_profile; None: not available (spectra_note says why)
+    noise: dict[str, float] | None  # mean of layer_spectra.gaussian_reference at the sample's shape
+    spectrum_depths: list[int]  # the depths the figure draws against the MP law
+    rows: pd.DataFrame | None  # verdict rows (analysis.verdict.COLUMNS); None: not measurable (verdict_note)
+    twin_label: str | None = None  # the random twin the rows were judged against
+    is_null: bool = False  # the capture is itself a null model (random weights)
+    excess_note: str = ""
+    spectra_note: str = ""
+    verdict_note: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def spectrum(self, layer: int) -> tuple[np.ndarray, spectra.MPFit]:
+        """Eigenvalues of the sink-free token sample at ``layer`` and their MP fit: the numbers behind that
+        depth's row of ``spectra`` (``layer_spectra.spectrum_summary`` fits the same law)."""
+        cap = self.extra["capture"]
+        sample = layer_spectra.token_sample(cap, layer)
+        lam = layer_spectra.sample_eigvals(sample.x)
+        return lam, spectra.mp_fit(lam, sample.n_dof)
+
+    def text(self, width: int = WIDTH) -> str:
+        return "\n".join(_render(self, width))
+
+
+# --- the numbers ----------------------------------------------------------------------------------------------
+
+
+def capture_report(
+    cap: Capture,
+    label: str | None = None,
+    twin: Capture | None = None,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    verdict: bool = True,
+) -> Report:
+    """The report of ``cap`` (labelled ``label``, as in the verdict table), its verdict rows judged against
+    ``twin`` (a capture of the random-weight model of the same architecture) when given."""
+    if twin is not None and (twin.n_layers, twin.d_model) != (cap.n_layers, cap.d_model):
+        raise InvalidInputError(
+            f"--twin {twin.model_name} has {twin.n_layers} layers and d = {twin.d_model}, the capture "
+            f"{cap.n_layers} layers and d = {cap.d_model}: a twin is the same architecture with random weights."
+        )
+    label = label or cap.model_name
+    prof = omega.profile(cap, n_boot=n_boot, seed=seed)
+    excess, excess_note = _try(lambda: omega.excess_profile(cap, n_boot=n_boot, seed=seed))
+    table, spectra_note = _try(lambda: layer_spectra.layer_profile(cap))
+    noise = None
+    if table is not None:
+        n, d = int(table["n"].iloc[0]), int(table["d"].iloc[0])
+        reference = layer_spectra.gaussian_reference(n, d, n_rep=NOISE_REPS, seed=seed)
+        noise = {k: float(reference[k].mean()) for k in ("participation_ratio", "effective_rank", "n_spikes")}
+    rows, verdict_note = (None, "skipped (--no-verdict)") if not verdict else _verdict(cap, label, twin)
+    return Report(
+        label=label,
+        facts=_facts(cap),
+        references=_references(cap.d_model),
+        profile=prof,
+        excess=excess,
+        spectra=table,
+        noise=noise,
+        spectrum_depths=_spectrum_depths(cap) if table is not None else [],
+        rows=rows,
+        twin_label=twin.model_name if twin is not None else None,
+        is_null=cap.model_name.startswith("random:") or "init" in cap.model_name.split(":")[-1:],
+        excess_note=excess_note,
+        spectra_note=spectra_note,
+        verdict_note=verdict_note,
+        extra={"capture": cap},
+    )
+
+
+def verdict_rows(cap: Capture, label: str, twin: Capture | None = None, seed: int = 0) -> list[judged.Row]:
+    """The verdict table's rows for ``cap``: ``analysis.verdict.measure`` then ``claim_rows`` with run
+    "results file", as ``latentbook verdict`` judges a capture file (against ``twin`` when given). A capture
+    too shallow for the spectral claims is measured for the others, and those rows say why they cannot be
+    tested ("not testable here", reason naming the capture's limit)."""
+    measured, missing = _measure(cap, label, seed)
+    twin_measured = _measure(twin, f"random twin of {label}", seed)[0] if twin is not None else None
+    rows = judged.claim_rows(measured, twin_measured, run="results file")
+    if missing:
+        gap = [_untestable(claim, measured, missing) for claim in SPECTRAL_CLAIMS]
+        rows = rows[:-1] + gap + rows[-1:]  # claim_rows' order: ... bimodality, spectra, cooling
+    return rows
+
+
+def _measure(cap: Capture, label: str, seed: int) -> tuple[judged.Measurements, str]:
+    try:
+        return judged.measure(cap, label, seed=seed), ""
+    except InvalidInputError as exc:  # too few depths or tokens for the spectra: the Omega claims still run
+        return judged.measure(cap, label, seed=seed, spectra=False), str(exc)
+
+
+def _untestable(claim: str, m: judged.Measurements, why: str) -> judged.Row:
+    return judged.Row(
+        claim=claim,
+        model=m.label,
+        run="results file",
+        parameters=m.parameters,
+        measured="not measured",
+        value=math.nan,
+        ci_low=math.nan,
+        ci_high=math.nan,
+        paper=judged.CLAIMS[claim].paper,
+        verdict="not testable here",
+        reason=f"{NOT_ALONE}: {why}",
+        command=judged.capture_command(m.model_name),
+    )
+
+
+def _verdict(cap: Capture, label: str, twin: Capture | None) -> tuple[pd.DataFrame | None, str]:
+    import pandas as pd
+
+    try:
+        rows = verdict_rows(cap, label, twin)
+    except InvalidInputError as exc:
+        return None, f"{NOT_ALONE}: {exc}"
+    return pd.DataFrame([asdict(row) for row in rows], columns=list(judged.COLUMNS)), ""
+
+
+def _try(compute):
+    try:
+        return compute(), ""
+    except InvalidInputError as exc:
+        return None, str(exc)
+
+
+def _references(d: int) -> dict[str, float]:
+    values = omega.reference_values(int(d))
+    values["paper_liquid"] = omega.level_at_width(judged.PAPER_M_LIQUID, int(d))
+    values["paper_solid"] = omega.level_at_width(judged.PAPER_M_SOLID, int(d))
+    values["solid_threshold"] = judged.solid_threshold(int(d))
+    values["min_jump"] = judged.min_jump(int(d))
+    return values
+
+
+def held_depths(cap: Capture) -> np.ndarray:
+    """The model depths ``l`` the capture holds, one per entry of ``cap.gamma`` (every ``0..L`` by default)."""
+    depths = getattr(cap, "depths", None)
+    return np.arange(cap.n_depths) if depths is None else np.asarray(depths, dtype=np.int64)
+
+
+def _spectrum_depths(cap: Capture) -> list[int]:
+    """The held interior depth nearest ``gamma = 1/4`` and the last held interior one (the embedding and the
+    output are edge effects); the last held depth when none is interior."""
+    held = held_depths(cap)
+    interior = held[(held > 0) & (held < cap.n_layers)]
+    if len(interior) == 0:
+        return [int(held[-1])]
+    early = interior[np.argmin(np.abs(interior - 0.25 * cap.n_layers))]
+    return sorted({int(early), int(interior[-1])})
+
+
+def _facts(cap: Capture) -> list[tuple[str, str]]:
+    p = cap.provenance
+    parameters, exact = judged.n_parameters(cap)
+    size = f"{parameters / 1e6:.1f}M parameters" + ("" if exact else ", estimated")
+    family = p.get("model_family")
+    facts = [("model", f"{cap.model_name} ({', '.join(filter(None, [family, size]))})")]
+    facts.append(("shape", f"{cap.n_layers} layers, width d = {cap.d_model}"))
+    n_prompts = p.get("prompts_done", p.get("n_prompts"))
+    prompts = f"{n_prompts} prompts" if n_prompts is not None else "prompts: not recorded"
+    if p.get("prompt_set"):
+        prompts += f" from the set {p['prompt_set']!r}"
+    if p.get("max_length"):
+        prompts += f", at most {p['max_length']} tokens each"
+    first = p.get("exclude_first")
+    if first is not None:
+        prompts += ", first position " + ("dropped" if first else "kept")
+    facts.append(("prompts", prompts))
+    facts.append(
+        (
+            "tokens",
+            f"{cap.n_tokens} in the streamed statistics; samples of {len(cap.vectors.prompt_ids)} token vectors "
+            f"and {len(cap.omega_sample.prompt_ids)} Omega values (the intervals resample their prompts)",
+        )
+    )
+    facts.append(
+        (
+            "depths",
+            f"{cap.n_layers + 1}: l = 0..{cap.n_layers}, gamma = l / {cap.n_layers} (l = 0: the embeddings; "
+            f"l = {cap.n_layers}: the last layer's output, before the final norm)",
+        )
+    )
+    held = held_depths(cap)
+    if len(held) != cap.n_layers + 1:
+        facts.append(("held", f"statistics only at the depths l = {', '.join(map(str, held.tolist()))}"))
+    extras = [f"attention statistics: {'yes' if cap.attention is not None else 'no'}"]
+    if p.get("synthetic"):
+        extras.append("synthetic data (analysis.synthetic), not a model")
+    facts.append(("also", "; ".join(extras)))
+    when = [str(p["date"])] if p.get("date") else []
+    when += [f"{p[k]}" for k in ("device", "dtype") if p.get(k)]
+    versions = p.get("versions") or {}
+    if versions:
+        when.append(", ".join(f"{k} {v}" for k, v in versions.items()))
+    if when:
+        facts.append(("captured", "; ".join(when)))
+    return facts
+
+
+# --- the text -------------------------------------------------------------------------------------------------
+
+
+def _fmt(value: float, digits: int = 4, sign: bool = False) -> str:
+    if value is None or not np.isfinite(value):
+        return "n/a"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+
+
+def _interval(low: float, high: float, digits: int = 4, sign: bool = False) -> str:
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return ""
+    return f"[{_fmt(low, digits, sign)}, {_fmt(high, digits, sign)}]"
+
+
+def _section(title: str, width: int) -> list[str]:
+    return ["", title, "-" * min(len(title), width)]
+
+
+def _render(r: Report, width: int) -> list[str]:
+    out = [f"Capture report: {r.label}"]
+    key_width = max(len(k) for k, _ in r.facts)
+    for key, value in r.facts:
+        lines = wrap(value, width - key_width - 4)
+        out.append(f"  {key.ljust(key_width)}  {lines[0]}")
+        out += [" " * (key_width + 4) + line for line in lines[1:]]
+    out += _render_references(r, width)
+    out += _render_depths(r, width)
+    out += _render_verdict(r, width)
+    return out
+
+
+def _render_references(r: Report, width: int) -> list[str]:
+    ref, d = r.references, int(r.extra["capture"].d_model)
+    out = _section(f"What Omega means at width d = {d}", width)
+    out += wrap(
+        "Omega(h) = 1 - ||h||_1 / (sqrt(d) ||h||_2) of each token vector h; m(gamma), the order parameter, is "
+        "mean Omega over tokens at depth gamma. Reference values at this width:",
+        width,
+    )
+    for name, value, meaning in (
+        ("constant vector", ref["constant"], "the minimum: every coordinate equally large"),
+        (
+            "Gaussian vector",
+            ref["gaussian"],
+            f"pure noise, E Omega of N(0, I_d) ({ref['gaussian_limit']:.4f} as d grows)",
+        ),
+        (
+            "paper's 'liquid'",
+            ref["paper_liquid"],
+            f"{judged.PAPER_M_LIQUID:.2f} at d = {omega.PAPER_WIDTH}, same sparseness",
+        ),
+        ("solid threshold", ref["solid_threshold"], "the verdict's line between liquid and solid"),
+        (
+            "paper's 'solid'",
+            ref["paper_solid"],
+            f"{judged.PAPER_M_SOLID:.2f} at d = {omega.PAPER_WIDTH}, same sparseness",
+        ),
+        ("one-hot vector", ref["one_hot"], "the maximum: a single nonzero coordinate"),
+    ):
+        out += wrap(f"{name:<17} {value:.4f}  {meaning}", width, indent=2)
+    out += wrap(
+        "An m near the Gaussian value says tokens are as diffuse as noise. m - m_perm is the excess over the "
+        "coordinate-permutation null (each coordinate shuffled across tokens: its scale kept, structure within "
+        "tokens destroyed); only that excess needs structure within tokens. The paper's jump, mapped to this "
+        f"width, is {ref['paper_solid'] - ref['paper_liquid']:.4f} (the verdict asks for {ref['min_jump']:.4f}).",
+        width,
+    )
+    return out
+
+
+def _render_depths(r: Report, width: int) -> list[str]:
+    p, e, s = r.profile, r.excess, r.spectra
+    level = round(100 * p.level)
+    n_what = f"{p.n_prompts} prompts" if p.n_prompts else f"{p.n_tokens} tokens"
+    out = _section("Depth by depth", width)
+    out += wrap(
+        f"m(gamma) = mean Omega over all {r.extra['capture'].n_tokens} captured tokens, {level}% interval from "
+        f"{p.draws.shape[0] if p.draws is not None else N_BOOT} bootstrap draws of the {n_what} "
+        "(omega.profile). m - m_perm on the token-vector sample (omega.excess_profile). Spectrum of the "
+        "token-vector sample without the first position (layer_spectra.layer_profile): participation ratio "
+        "PR, effective rank, and spikes above the fitted Marchenko-Pastur edge; '>=' marks an unsettled fit, "
+        "whose count is a lower bound.",
+        width,
+    )
+    header = f"{'l':>3}  {'gamma':>5}  {'m(gamma)':>8}  {f'{level}% interval':<18}"
+    header += f"  {'m - m_perm':>10}  {f'{level}% interval':<20}  {'PR':>7}  {'erank':>7}  {'spikes':>6}"
+    out.append(header.rstrip())
+    held = held_depths(r.extra["capture"])
+    for i, gamma in enumerate(p.gamma):
+        line = f"{held[i]:>3}  {gamma:5.3f}  {_fmt(p.m[i]):>8}  {_interval(p.low[i], p.high[i]):<18}"
+        if e is not None:
+            line += f"  {_fmt(e.m[i], sign=True):>10}  {_interval(e.low[i], e.high[i], sign=True):<20}"
+        else:
+            line += f"  {'n/a':>10}  {'':<20}"
+        if s is not None:
+            row = s.iloc[i]
+            spikes = ("" if row["settled"] else ">=") + str(int(row["n_spikes"]))
+            line += f"  {row['participation_ratio']:7.2f}  {row['effective_rank']:7.2f}  {spikes:>6}"
+        out.append(line.rstrip())
+    if e is None:
+        out += wrap(f"m - m_perm: not available ({r.excess_note})", width)
+    if s is None:
+        out += wrap(f"spectra: not available ({r.spectra_note})", width)
+    elif r.noise is not None:
+        n, d = int(s["n"].iloc[0]), int(s["d"].iloc[0])
+        out += wrap(
+            f"Pure noise of the same shape ({n} Gaussian tokens in d = {d}, {NOISE_REPS} samples): PR "
+            f"{r.noise['participation_ratio']:.2f}, effective rank {r.noise['effective_rank']:.2f}, spikes "
+            f"{r.noise['n_spikes']:.1f}. A PR far below noise's means a few directions hold the variance.",
+            width,
+        )
+    return out
+
+
+def _render_verdict(r: Report, width: int) -> list[str]:
+    out = _section("The paper's claims on this capture", width)
+    if r.rows is None:
+        return out + wrap(f"No verdict rows: {r.verdict_note}.", width)
+    if r.is_null:
+        against = "This is a null run (random weights): its rows show what the null model passes."
+    elif r.twin_label:
+        against = f"Judged against the random twin {r.twin_label}."
+    else:
+        against = (
+            "Judged without a random twin (pass --twin FILE): a 'holds' here is not yet shown to beat the "
+            "null model, and bimodality is judged without shuffled words."
+        )
+    out += wrap(
+        "The rows `latentbook verdict` gives this file (analysis.verdict.measure, claim_rows); claims about "
+        f"several models (scaling) or the ladder need other runs. {against}",
+        width,
+    )
+    shown = r.rows.assign(
+        estimate=[_fmt(v, 3) for v in r.rows["value"]],
+        interval=[_interval(lo, hi, 3) for lo, hi in zip(r.rows["ci_low"], r.rows["ci_high"])],
+    )[["claim", "verdict", "estimate", "interval", "reason"]]
+    out.append(text_table(shown, width=width, wrap_column="reason", indent=4, below=True))
+    return out

@@ -1,0 +1,182 @@
+"""The TCO test with baselines and a positive control (``analysis.tco``): baselines with known answers, a bag of
+values decoded at the bag's rate and no higher, cross-fitting by program (a leak mutant is caught), and the
+judge's three outcomes on planted families."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from latentbook.analysis import calibration, tco, verdict
+from latentbook.errors import InvalidInputError
+
+
+def test_baselines_on_programs_with_known_answers():
+    written = [[1, 2], [3, 3, 4], [5, 6, 7], [2, 1]]
+    labels = np.array([1, 3, 7, 1])
+    items = np.arange(4)
+    # the bag of values: 1/2 (two distinct), 1 (3 is the most frequent), 1/3, 1/2
+    bag = tco.bag_of_values_baseline(labels, items, written)
+    assert bag.accuracy == pytest.approx((0.5 + 1 + 1 / 3 + 0.5) / 4) and bag.n == 4
+    assert bag.ci[0] <= bag.accuracy <= bag.ci[1]
+    # the first value written: right for programs 0 and 1 only
+    assert tco.first_value_baseline(labels, items, written).accuracy == pytest.approx(0.5)
+    # two-way against a given distractor
+    pairs = np.array([2, 4, 5, 2])
+    assert tco.bag_of_values_baseline(labels, items, written, pairs).accuracy == pytest.approx(
+        (0.5 + 1 + 0.5 + 0.5) / 4
+    )
+    assert tco.first_value_baseline(labels, items, written, pairs).accuracy == pytest.approx(
+        (1 + 1 + 0 + 0) / 4
+    )
+    # several tokens of one program count once: programs, not tokens, are the units
+    rate = tco.program_rate(np.array([1.0, 1.0, 1.0, 0.0]), np.array([0, 0, 0, 1]))
+    assert rate.accuracy == pytest.approx(0.5) and rate.n == 2
+    with pytest.raises(InvalidInputError, match="items must index"):
+        tco.bag_of_values_baseline([1], [7], written)
+
+
+def test_two_way_pairs_are_other_written_values_balanced_by_order():
+    rng = np.random.default_rng(0)
+    written = [list(rng.integers(0, 8, int(rng.integers(2, 5)))) for _ in range(400)]
+    labels = np.array([w[int(rng.integers(len(w)))] for w in written])
+    items = np.arange(len(written))
+    pairs = tco.two_way_distractors(labels, items, written)
+    for y, p, v in zip(labels, items, pairs):
+        if v >= 0:
+            assert v != y and v in written[p]
+        else:
+            assert set(written[p]) == {y}
+    first = tco.first_value_baseline(labels, items, written, pairs)
+    assert first.accuracy == pytest.approx(0.5, abs=0.03)  # the order is balanced, so position says nothing
+
+
+def test_a_bag_of_values_state_decodes_at_the_bag_rate_not_higher():
+    planted = tco.planted_binding(
+        np.random.default_rng(1), "bag", n_programs=300, n_chains=3, n_hops=2, n_depths=3, d=32, bag=6.0,
+        program_noise=0.3,
+    )  # fmt: skip
+    s, _ = tco.score_binding(
+        planted.states, planted.labels, planted.steps, planted.items, planted.written, planted.query_step,
+        planted.hop_steps, depths=[2],
+    )  # fmt: skip
+    # the probe does read the bag (far above 1/8 chance) ...
+    assert s.control_kway.accuracy > 3 / 8
+    # ... and gets no more out of it than the bag-of-values decoder, k-way and two-way
+    assert s.control_kway.ci[0] <= s.control_kway_bag.accuracy <= s.control_kway.ci[1] + 0.02
+    assert s.control.ci[0] <= s.control_bar <= s.control.ci[1]
+    assert not verdict.judge_tco(s)[0] == "holds"
+
+
+def _leaky_programs(seed: int = 0):
+    """Programs whose tokens share a large program vector and whose label is random: no class code at all. Four
+    query tokens and three hop tokens per program, all labelled with the program's value."""
+    rng = np.random.default_rng(seed)
+    n_programs, d = 120, 200
+    answers = rng.integers(0, 4, n_programs)
+    written = [[int(a), int((a + 1) % 4)] for a in answers]
+    steps = np.tile([3, 3, 3, 3, 1, 2, 1], n_programs)
+    items = np.repeat(np.arange(n_programs), 7)
+    program = 3.0 * rng.standard_normal((n_programs, d))
+    states = (program[items] + rng.standard_normal((len(items), d)))[:, None, :]
+    return states, answers[items], steps, items, written
+
+
+def _decode_leaky():
+    states, labels, steps, items, written = _leaky_programs()
+    pairs = tco.two_way_distractors(labels, items, written, steps=steps)
+    d = tco.decode_binding(states, labels, steps, items, pairs, fit_step=3, within_steps=[3])
+    control, stability = tco.depth_profiles(d, 3, [1, 2])
+    return float(control[0]), float(stability[0])
+
+
+def test_cross_fitting_by_program_and_a_leak_mutant_that_splits_programs_fails(monkeypatch):
+    control, stability = _decode_leaky()
+    assert control == pytest.approx(0.5, abs=0.1) and stability == pytest.approx(0.5, abs=0.1)
+
+    # the mutant: folds by token, so tokens of one program sit on both sides of a split
+    def by_token(items, n_folds=tco.N_FOLDS, seed=0):
+        return np.random.default_rng(seed).permutation(len(items)) % n_folds
+
+    monkeypatch.setattr(tco, "program_folds", by_token)
+    leaked_control, leaked_stability = _decode_leaky()
+    # the probe memorises each program's vector: the assertion above fails for the mutant
+    assert leaked_control > 0.75 and leaked_stability > 0.75
+    assert leaked_control != pytest.approx(0.5, abs=0.1)
+
+
+def test_folds_keep_every_program_whole():
+    items = np.repeat(np.arange(30), 5)
+    folds = tco.program_folds(items, 5, seed=2)
+    for p in range(30):
+        assert len(set(folds[items == p])) == 1
+    assert sorted(np.bincount(folds)) == [30] * 5
+
+
+def _judged(code: str, twin_code: str = "bag", seed: int = 0) -> str:
+    rng = np.random.default_rng(seed)
+    shape = dict(n_programs=160, n_chains=3, n_hops=2, n_depths=8, d=48, strength=4.5)
+    model = tco.planted_binding(rng, code, **shape)
+    twin = tco.planted_binding(rng, twin_code, **shape)
+    return verdict.judge_tco(
+        verdict.tco_summary(model, model.written), verdict.tco_summary(twin, twin.written)
+    )
+
+
+def test_the_judge_says_holds_does_not_hold_and_inconclusive_where_planted():
+    word, reason = _judged("stable")
+    assert word == "holds" and "within the query step" in reason
+    word, reason = _judged("per step")  # decodable within a step, a new code at every step
+    assert word == "does not hold" and "stability does not clear" in reason
+    word, reason = _judged("bag")  # only the bag of values: the positive control fails
+    assert word == "inconclusive" and "positive control fails" in reason
+    assert _judged("first value")[0] == "inconclusive"  # the positional shortcut is balanced away
+    word, reason = _judged("stable", twin_code="stable")
+    assert word == "does not hold" and "twin" in reason
+
+
+def test_scores_round_trip_through_json_and_the_bars():
+    planted = tco.planted_binding(np.random.default_rng(3), "stable", n_programs=60, n_depths=4, d=16)
+    s = verdict.tco_summary(planted, planted.written)
+    again = tco.TCOScores.from_dict(s.to_dict())
+    assert again == s
+    assert s.control_bar == max(s.control_bag.accuracy, s.control_first.accuracy)
+    for rate in (s.control, s.stability):
+        assert 0 <= rate.ci[0] <= rate.accuracy <= rate.ci[1] <= 1
+
+
+def test_the_tco_calibration_families_run_and_separate():
+    """A smoke run (the full table, 40 cases a family, is chapter 8's: 95 % found, no false "holds")."""
+    table = calibration.calibrate(n_cases=2, seed=5, claims=("tco",))
+    assert len(table) == 5 and set(table["claim"]) == {"tco"}
+    assert np.allclose(table[list(verdict.VERDICTS)].sum(axis=1), 1.0)
+    assert (table.loc[table["planted"] == "absent", "holds"] == 0).all()
+    assert (table.loc[table["planted"] == "present", "holds"] == 1).all()
+    bag = table[table["family"] == "only the bag of values"].iloc[0]
+    assert bag["inconclusive"] == 1.0
+
+
+def test_the_ladder_figure_draws_both_numbers_by_depth():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from latentbook.ladder import figures
+
+    planted = tco.planted_binding(np.random.default_rng(6), "stable", n_programs=60, n_depths=4, d=16)
+    scores, decoding = tco.score_binding(
+        planted.states, planted.labels, planted.steps, planted.items, planted.written, planted.query_step,
+        planted.hop_steps,
+    )  # fmt: skip
+    control, stability = tco.depth_profiles(decoding, planted.query_step, planted.hop_steps)
+    assert control.shape == stability.shape == (4,)
+    block = {
+        "scores": scores.to_dict(),
+        "control_by_depth": control.tolist(),
+        "stability_by_depth": stability.tolist(),
+    }
+    m = {
+        "rungs": ["r0", "r1"],
+        "models": {r: {k: {"tco": block} for k in ("trained", "null")} for r in ("r0", "r1")},
+    }
+    fig = figures.tco_decoding(m)
+    assert len(fig.axes) == 2 and fig.axes[0].get_ylabel().startswith("two-way accuracy")
