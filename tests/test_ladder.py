@@ -253,7 +253,18 @@ def test_measurement_of_a_tiny_model(trained_tiny, monkeypatch):
     loaded = lb.load_model(f"ladder:{TINY.name}")
     out = measure.measure(loaded, SPEC, n_probe=256, n_capture=32, n_accuracy=32)
     json.dumps(out)  # plain JSON
-    assert set(out["capability"]["accuracy"]) == {"1", "2", "3", "4"}
+    capability = out["capability"]
+    accuracy = train.accuracy_by_hops(loaded.model, SPEC, n=32, split="heldout", seed=11)  # the same programs
+    assert capability["accuracy"] == {str(h): a for h, a in accuracy.items()} and list(accuracy) == [
+        1,
+        2,
+        3,
+        4,
+    ]
+    assert capability["mean"] == pytest.approx(np.mean(list(accuracy.values())))
+    assert capability["ci"]["2"] == pytest.approx(measure.wilson(round(32 * accuracy[2]), 32))
+    assert capability["uniform_floor"] == 1 / SPEC.n_values
+    assert capability["guess_floor"]["1"] == pytest.approx(measure.guess_floor(SPEC, 1, 32, 11))
     assert len(out["omega"]["m"]) == 2 and out["omega"]["transition"]["gamma_c"] is None
     assert out["spikes"]["bound"] == SPEC.n_values - 1 and len(out["spikes"]["n_spikes"]) == 2
     stab = np.array(out["stability"]["accuracy"])
@@ -303,19 +314,66 @@ def _fake_measurements(capabilities, stability):
 
 
 def test_correlations_and_verdict_rows(tmp_path):
+    """Six rungs whose diagnostics are planted against capability: each verdict is the one its ranks call for,
+    and the row says the correlation, its exact permutation p (2/720 for a perfect one) and its interval."""
     m = _fake_measurements([0.3, 0.4, 0.5, 0.7, 0.8, 0.95], [0.1, 0.2, 0.3, 0.5, 0.6, 0.9])
+    planted = {  # diagnostic -> values on the six rungs (trained); the nulls stay constant
+        "omega_rise": [0.6, 0.5, 0.4, 0.3, 0.2, 0.1],  # falls with capability: opposite to the paper's sign
+        "bimodality": [0.40, 0.20, 0.50, 0.30, 0.60, 0.10],  # no order: the interval straddles 0
+        "contraction": [0.99, 0.97, 0.95, 0.9, 0.8, 0.7],  # q falls with capability: the paper's sign (-)
+    }
+    for i, rung in enumerate(m["rungs"]):
+        trained = m["models"][rung]["trained"]
+        trained["omega"]["rise"]["value"] = planted["omega_rise"][i]
+        trained["omega"]["bimodality"]["coefficient"] = planted["bimodality"][i]
+        trained["contraction"]["q"] = planted["contraction"][i]
     m["correlations"] = report.correlations(m)
-    assert m["correlations"]["stability"]["level"]["verdict"] == "predicts capability"
-    assert m["correlations"]["omega_rise"]["level"]["verdict"] == "does not"  # constant across the ladder
+    expected = {  # diagnostic -> (verdict, rho)
+        "omega_rise": ("does not", -1.0),
+        "bimodality": ("inconclusive", -1 / 7),  # ranks 4 2 5 3 6 1: 1 - 6 * 40 / (6 * 35)
+        "spikes": ("does not", None),  # the same count on every rung
+        "contraction": ("predicts capability", -1.0),
+        "stability": ("predicts capability", 1.0),
+    }
+    assert list(m["correlations"]) == list(report.DIAGNOSTICS) == list(expected)
+    for name, (word, rho) in expected.items():
+        level = m["correlations"][name]["level"]
+        assert level["verdict"] == word and level["n"] == 6, name
+        if rho is None:
+            assert np.isnan(level["rho"]) and "same value on every rung" in level["reason"]
+        else:
+            assert level["rho"] == pytest.approx(rho), name
+    for name in (
+        "omega_rise",
+        "contraction",
+        "stability",
+    ):  # perfect rank orders: exact p and a point interval
+        level = m["correlations"][name]["level"]
+        assert level["p_value"] == pytest.approx(2 / 720)
+        assert level["ci"] == pytest.approx((level["rho"], level["rho"]))
+    low, high = m["correlations"]["bimodality"]["level"]["ci"]
+    assert low < 0 < high and m["correlations"]["bimodality"]["level"]["p_value"] > 0.05
+    # trained minus a constant null keeps the ranks
+    assert [c["shift"]["verdict"] for c in m["correlations"].values()] == [w for w, _ in expected.values()]
+
     table = report.ladder_table(m)
-    assert list(table.rung) == m["rungs"] and "null capability" in table
+    assert list(table.rung) == m["rungs"]
+    np.testing.assert_allclose(table["trained contraction"], planted["contraction"])
+    np.testing.assert_allclose(table["trained capability"], [0.3, 0.4, 0.5, 0.7, 0.8, 0.95])
+    np.testing.assert_allclose(table["null capability"], 0.3)
+    assert table["layers"].tolist() == [1, 2, 3, 4, 5, 6]
+
     path = tmp_path / "measurements.json"
     path.write_text(json.dumps(m))
     rows = report.verdict_rows(path)
-    assert len(rows) == len(report.DIAGNOSTICS)
-    for row in rows:
-        assert set(row) == {"claim", "model", "measured", "ci", "paper", "verdict", "reason", "command"}
-        assert row["verdict"] in ("predicts capability", "does not", "inconclusive")
+    assert [row["verdict"] for row in rows] == [w for w, _ in expected.values()]
+    by_claim = {name: row for name, row in zip(report.DIAGNOSTICS, rows)}
+    assert by_claim["stability"]["measured"] == "Spearman rho = +1.00 (n = 6, p = 0.003)"
+    assert by_claim["contraction"]["measured"] == "Spearman rho = -1.00 (n = 6, p = 0.003)"
+    assert by_claim["contraction"]["ci"] == "[-1.00, -1.00]"
+    assert "expected sign -" in by_claim["contraction"]["paper"]
+    assert by_claim["omega_rise"]["reason"].endswith("trained-minus-null: does not")
+    assert all(row["command"] == report.COMMAND and "ladder of 6" in row["model"] for row in rows)
 
 
 def test_a_rung_whose_weights_lack_a_tensor_is_refused_by_name(trained_tiny, monkeypatch, tmp_path):

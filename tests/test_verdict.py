@@ -211,14 +211,38 @@ def test_measure_and_rows_on_a_planted_transition_and_its_null(planted, null):
         "random:planted": verdict.measure(null, n_boot=60),
     }
     table = verdict.verdict_table(runs, results_dir=None, ladder=False)
-    got = table.set_index(["claim", "model"])["verdict"]
-    assert got["critical_depth", "planted"] == "holds"
-    assert got["omega_jump", "planted"] == "holds"
-    assert got["critical_depth", "random:planted"] == "does not hold"
-    assert got["attention_cooling", "planted"] == "not testable here"  # no attention statistics
-    assert got["stays_liquid", "random:planted"] == "holds"
-    assert got["stays_liquid", "planted"] == "does not hold"  # one-hot tokens: Omega ~0.86 > 0.69 at d = 48
-    assert set(table["verdict"]) <= set(verdict.VERDICTS)
+    got = table.set_index(["claim", "model"])
+    # every claim measured on both runs, each with the verdict its planted answer calls for
+    expected = {
+        "critical_depth": ("holds", "does not hold"),  # a jump at 0.42; none
+        "omega_jump": ("holds", "does not hold"),
+        "omega_jump_cleaned": ("holds", "does not hold"),
+        "stays_liquid": ("does not hold", "holds"),  # one-hot tokens: Omega ~0.86 > 0.69 at d = 48
+        "stays_liquid_cleaned": ("does not hold", "holds"),
+        "bimodality": ("does not hold", "does not hold"),  # after 0.42 all tokens are one-hot: one mode
+        "spectral_concentration": ("holds", "does not hold"),  # one coordinate per token after the jump
+        "effective_rank": ("holds", "does not hold"),
+        "mp_spikes": ("holds", "does not hold"),
+        "attention_cooling": ("not testable here", "not testable here"),  # no attention statistics
+    }
+    for claim, (in_planted, in_null) in expected.items():
+        assert (got.loc[(claim, "planted"), "verdict"], got.loc[(claim, "random:planted"), "verdict"]) == (
+            in_planted,
+            in_null,
+        ), claim
+    # the values behind them: where the jump is, and Omega of one-hot and of Gaussian tokens at d = 48
+    row = got.loc[("critical_depth", "planted")]
+    assert abs(row["value"] - 0.42) <= 0.03 and row["ci_low"] <= 0.42 <= row["ci_high"]
+    assert got.loc[("stays_liquid", "planted"), "value"] == pytest.approx(1 - 1 / np.sqrt(48), abs=0.005)
+    assert got.loc[("stays_liquid", "random:planted"), "value"] == pytest.approx(
+        omega.gaussian_omega(48), abs=0.005
+    )
+    jump, flat = got.loc[("omega_jump", "planted")], got.loc[("omega_jump", "random:planted")]
+    assert jump["ci_low"] > 0.2 and flat["ci_low"] < 0 < flat["ci_high"]
+    for claim in ("spectral_concentration", "effective_rank"):  # ratios after / before: 1 in the null
+        assert got.loc[(claim, "planted"), "ci_high"] < 1 < got.loc[(claim, "random:planted"), "ci_high"]
+        assert got.loc[(claim, "random:planted"), "ci_low"] < 1
+    assert got.loc[("mp_spikes", "random:planted"), "value"] == 0
     # every measured claim has a row for both runs, plus the large-model rows, all with a command
     assert {"planted", "random:planted"} <= set(table["model"])
     big = table[table["run"] == "not run"]

@@ -1,0 +1,85 @@
+"""tools/mutation_report.py: how mutmut's results become results/bench/mutation.md (no mutmut run here)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+TOOL = Path(__file__).resolve().parent.parent / "tools" / "mutation_report.py"
+
+
+@pytest.fixture()
+def tool(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location("mutation_report", TOOL)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "RESULTS", tmp_path / "mutation")
+    monkeypatch.setattr(module, "REPORT", tmp_path / "mutation.md")
+    return module
+
+
+def _diff(removed: str, added: str) -> str:
+    return f"-{removed}\n+{added}"
+
+
+def test_every_module_and_its_own_tests_exist(tool):
+    for source, tests in tool.MODULES.values():
+        assert (tool.ROOT / source).is_file() and all((tool.ROOT / t).is_file() for t in tests), source
+    assert "contraction" in tool.PENDING and "contraction" not in tool.MODULES
+
+
+def test_names_equivalence_and_message_text(tool):
+    assert tool.function_of("latentbook.analysis.thermo.x__simplex__mutmut_3") == "_simplex"
+    assert tool.function_of("latentbook.analysis.omega.x\u01c1Bimodality\u01c1to_frame__mutmut_12") == (
+        "Bimodality.to_frame"
+    )
+    quiet = _diff('    with np.errstate(divide="ignore"):', "    with np.errstate(divide=None):")
+    assert tool.equivalence(quiet).startswith("errstate")
+    assert tool.equivalence(_diff("    q = a / b", "    q = a * b")) is None
+    assert tool.is_message(
+        _diff('            "the message goes on."', '            "XXthe message goes on.XX"')
+    )
+    assert tool.is_message(_diff('    raise E("bad input")', '    raise E("BAD INPUT")'))
+    assert not tool.is_message(_diff('    "layer": np.arange(1, n),', '    "XXlayerXX": np.arange(1, n),'))
+
+
+def test_report_counts_kill_rate_without_equivalents_and_lists_modules_not_run(tool):
+    source, tests = tool.MODULES["thermo"]
+    mutants = {
+        f"latentbook.analysis.thermo.x_f__mutmut_{i}": {"status": "killed", "diff": None} for i in range(8)
+    }
+    mutants["latentbook.analysis.thermo.x_f__mutmut_8"] = {
+        "status": "survived",
+        "diff": _diff("    y = x + 1", "    y = x - 1"),
+    }
+    mutants["latentbook.analysis.thermo.x_g__mutmut_1"] = {
+        "status": "survived",
+        "diff": _diff('    with np.errstate(all="ignore"):', "    with np.errstate(all=None):"),
+    }
+    mutants["latentbook.analysis.thermo.x_g__mutmut_2"] = {"status": "timeout", "diff": None}
+    result = {
+        "module": "thermo",
+        "source": source,
+        "tests": list(tests),
+        "date": "2026-12-01T00:00:00+00:00",
+        "commit": "abc1234",
+        "fingerprint": tool.fingerprint("thermo"),
+        "mutmut": "3.8.1",
+        "wall_seconds": 60.0,
+        "load_average": 1.0,
+        "mutants": mutants,
+    }
+    summary = tool.summarise(result)
+    assert summary["total"] == 11 and summary["counts"]["equivalent"] == 1 and not summary["stale"]
+    assert summary["rate"] == pytest.approx(9 / 10)  # 8 killed + 1 timeout of 10 non-equivalent
+    tool.RESULTS.mkdir()
+    (tool.RESULTS / "thermo.json").write_text(json.dumps(result))
+    text = tool.report().read_text()
+    assert "| thermo | test_thermo.py, test_thermo_rows.py | 11 | 9 | 1 (0) | 1 | 90.0% | met |" in text
+    assert "| omega | test_omega.py | | | | | | not run yet | `make mutation MODULES=omega` |" in text
+    assert "`y = x + 1` -> `y = x - 1`" in text and "| contraction |" in text
+    result["fingerprint"] = {source: "0" * 64}
+    assert tool.summarise(result)["stale"]

@@ -1,0 +1,379 @@
+"""Mutation testing of the estimator modules with mutmut: run it, keep the results, write the report.
+
+    python tools/mutation_report.py run [MODULE ...]   # mutmut over each module with its own test files only
+    python tools/mutation_report.py report             # results/bench/mutation.md from the results kept so far
+    python tools/mutation_report.py list               # the modules and their test files
+
+``make mutation`` runs both (``make mutation MODULES="thermo omega"`` for some modules only). Each module runs in
+its own scratch copy of ``src/`` and ``tests/`` under ``_build/mutation/<module>/`` (mutmut writes its
+``mutants/`` tree there, never into the working tree), mutating that module only and running that module's own
+test files only: a mutant counts as killed when the estimator's *own* tests fail, not when some distant test
+happens to notice. Every run leaves ``results/bench/mutation/<module>.json`` (counts, every surviving mutant's
+diff, the sha256 of the module and its tests, the commit); ``report`` turns all of them into
+``results/bench/mutation.md``, marks results whose source or tests changed since as stale, and lists the modules
+not run yet.
+
+Equivalent mutants (no test can tell them from the original: they change no value) are recognised by the rules
+in ``EQUIVALENT`` below, each with its reason; the kill rate is ``killed / (mutants - equivalent)``. Survivors
+that only change the wording of an error message are listed on their own (a ``match=`` in a test would kill
+them), but they count as survivors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / "_build" / "mutation"
+RESULTS = ROOT / "results" / "bench" / "mutation"
+REPORT = ROOT / "results" / "bench" / "mutation.md"
+TARGET = 0.85  # issue #20: at least 85 % killed on every estimator module
+COMMAND = "make mutation MODULES={module}"
+
+# module name -> (source file, its own test files). The estimator modules of the analysis wing; judges
+# (verdict), the calibration harness and the synthetic generators are not estimators.
+MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "thermo": ("src/latentbook/analysis/thermo.py", ("tests/test_thermo.py", "tests/test_thermo_rows.py")),
+    "omega": ("src/latentbook/analysis/omega.py", ("tests/test_omega.py",)),
+    "transition": ("src/latentbook/analysis/transition.py", ("tests/test_transition.py",)),
+    "spectra": ("src/latentbook/analysis/spectra.py", ("tests/test_spectra.py",)),
+    "layer_spectra": ("src/latentbook/analysis/layer_spectra.py", ("tests/test_layer_spectra.py",)),
+    "cooling": ("src/latentbook/analysis/cooling.py", ("tests/test_cooling.py",)),
+    "flow": ("src/latentbook/analysis/flow.py", ("tests/test_flow.py",)),
+    "classes": ("src/latentbook/analysis/classes.py", ("tests/test_classes.py",)),
+    "confounds": ("src/latentbook/analysis/confounds.py", ("tests/test_confounds.py",)),
+}
+# not yet: being rewritten (issue #20's contraction work); add it here when it lands
+PENDING = {"contraction": "src/latentbook/analysis/contraction.py is being rewritten; run it once it lands"}
+
+# (name, pattern on the removed line, pattern on the added line, reason): a survivor whose every changed line
+# pair matches one rule is equivalent.
+EQUIVALENT: list[tuple[str, str, str, str]] = [
+    (
+        "errstate",
+        r"np\.errstate\(",
+        r"np\.errstate\(",
+        "changes which floating-point warnings numpy silences; no value changes",
+    ),
+    (
+        "nan spelling",
+        r"float\(\"nan\"\)",
+        r"float\(\"NAN\"\)",
+        'float() reads "NAN" as "nan"',
+    ),
+    (
+        "default seed",
+        r"\bseed: int = \d+",
+        r"\bseed: int = \d+",
+        "another default seed draws other numbers from the same law: no statistical test can tell, none should",
+    ),
+]
+# a line that is a string literal alone, possibly raised: `"...",` or `raise E("...")` (message text)
+MESSAGE = re.compile(r'^(raise \w+\()?f?"([^"\\]|\\.)*"\)?,?$')
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def fingerprint(module: str) -> dict[str, str]:
+    source, tests = MODULES[module]
+    return {rel: sha256(ROOT / rel) for rel in (source, *tests)}
+
+
+def git_commit(paths: list[str]) -> str:
+    """The short HEAD, with "+ local changes" when any of ``paths`` differs from it (read-only git calls)."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    if head.returncode != 0:
+        return "unknown"
+    diff = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", *paths], cwd=ROOT, capture_output=True)
+    return head.stdout.strip() + (" + local changes" if diff.returncode else "")
+
+
+def prepare(module: str) -> Path:
+    """A fresh scratch copy: src/, tests/ and pyproject.toml with the module's [tool.mutmut] section."""
+    source, tests = MODULES[module]
+    work = WORK / module
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+    shutil.copytree(ROOT / "src", work / "src", ignore=ignore)
+    shutil.copytree(ROOT / "tests", work / "tests", ignore=ignore)
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    section = "\n".join(
+        [
+            "",
+            "[tool.mutmut]",
+            'source_paths = ["src"]',
+            f"only_mutate = {json.dumps([source])}",
+            f"pytest_add_cli_args_test_selection = {json.dumps(list(tests))}",
+            'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]',
+            "use_git_change_detection = false",  # the scratch copy sits inside the repository's _build/
+            "",
+        ]
+    )
+    (work / "pyproject.toml").write_text(pyproject + section)
+    return work
+
+
+# Run inside the scratch copy (mutmut reads its config and results from the working directory).
+_DUMP = """
+import json, sys
+from mutmut.__main__ import SourceFileMutationData, status_by_exit_code, walk_mutatable_files
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+out = {}
+for path in walk_mutatable_files():
+    data = SourceFileMutationData(path=path)
+    data.load()
+    for key, code in data.exit_code_by_key.items():
+        status = status_by_exit_code[code]
+        diff = None
+        if status not in ("killed", "timeout"):  # the changed lines only: what the report lists
+            lines = get_diff_for_mutant(key, path=path).splitlines()
+            diff = "\\n".join(l for l in lines if l[:1] in "-+" and l[:3] not in ("---", "+++"))
+        out[key] = {"status": status, "diff": diff}
+json.dump(out, sys.stdout)
+"""
+
+
+def run(module: str, max_children: int | None) -> Path:
+    work = prepare(module)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    mutmut = Path(sys.executable).with_name("mutmut")
+    command = [str(mutmut), "run"] + ([f"--max-children={max_children}"] if max_children else [])
+    started = time.monotonic()
+    with open(work / "mutmut.log", "w") as log:
+        code = subprocess.run(command, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+    wall = time.monotonic() - started
+    if code != 0:
+        raise SystemExit(f"mutmut failed on {module} (exit {code}); see {work / 'mutmut.log'}")
+    dumped = subprocess.run([sys.executable, "-c", _DUMP], cwd=work, env=env, capture_output=True, text=True)
+    if dumped.returncode != 0:
+        raise SystemExit(f"could not read mutmut's results for {module}:\n{dumped.stderr}")
+    mutants = json.loads(dumped.stdout)
+    from importlib.metadata import version
+
+    result = {
+        "module": module,
+        "source": MODULES[module][0],
+        "tests": list(MODULES[module][1]),
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "commit": git_commit([MODULES[module][0], *MODULES[module][1]]),
+        "fingerprint": fingerprint(module),
+        "mutmut": version("mutmut"),
+        "wall_seconds": round(wall, 1),
+        "load_average": os.getloadavg()[0],
+        "mutants": mutants,
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{module}.json"
+    path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+# --- the report --------------------------------------------------------------------------------------------
+
+
+def changed_lines(diff: str) -> tuple[list[str], list[str]]:
+    lines = diff.splitlines()
+    removed = [line[1:] for line in lines if line.startswith("-") and not line.startswith("---")]
+    added = [line[1:] for line in lines if line.startswith("+") and not line.startswith("+++")]
+    return removed, added
+
+
+def equivalence(diff: str) -> str | None:
+    """The reason a surviving mutant is equivalent, or None."""
+    removed, added = changed_lines(diff)
+    if not removed or len(removed) != len(added):
+        return None
+    for name, before, after, reason in EQUIVALENT:
+        if all(re.search(before, r) and re.search(after, a) for r, a in zip(removed, added)):
+            return f"{name}: {reason}"
+    return None
+
+
+def is_message(diff: str) -> bool:
+    """Every line the mutant changed is a string literal standing alone (a message, or a piece of one)."""
+    removed, _ = changed_lines(diff)
+    return bool(removed) and all(MESSAGE.match(line.strip()) for line in removed)
+
+
+def function_of(key: str) -> str:
+    """``pkg.module.x_<function>__mutmut_<n>`` or ``pkg.module.xǁClassǁmethod__mutmut_<n>`` -> the name."""
+    name = re.sub(r"__mutmut_\d+$", "", key.rsplit(".", 1)[-1])
+    if name.startswith("xǁ"):
+        return name[2:].replace("ǁ", ".")
+    return name.removeprefix("x_")
+
+
+def one_line(diff: str) -> str:
+    removed, added = changed_lines(diff)
+
+    def squash(lines: list[str]) -> str:
+        text = " / ".join(line.strip() for line in lines) or "(nothing)"
+        return text if len(text) <= 150 else text[:147] + "..."
+
+    return f"`{squash(removed)}` -> `{squash(added)}`".replace("|", "\\|")
+
+
+def summarise(result: dict) -> dict:
+    counts = {"killed": 0, "survived": 0, "equivalent": 0, "message": 0, "timeout": 0, "other": 0}
+    equivalent, survivors = [], []
+    for key, mutant in sorted(result["mutants"].items(), key=lambda kv: _natural(kv[0])):
+        status = mutant["status"]
+        if status == "killed":
+            counts["killed"] += 1
+        elif status == "timeout":  # the mutant made the tests hang: caught
+            counts["timeout"] += 1
+        elif status in ("survived", "no tests"):
+            reason = equivalence(mutant["diff"] or "")
+            if reason:
+                counts["equivalent"] += 1
+                equivalent.append((key, mutant, reason))
+            else:
+                counts["survived"] += 1
+                counts["message"] += is_message(mutant["diff"] or "")
+                survivors.append((key, mutant))
+        else:  # suspicious, segfault, skipped, not checked
+            counts["other"] += 1
+            survivors.append((key, mutant))
+    total = len(result["mutants"])
+    scored = total - counts["equivalent"] - counts["other"]
+    rate = (counts["killed"] + counts["timeout"]) / scored if scored else float("nan")
+    stale = result["fingerprint"] != {
+        p: sha256(ROOT / p) for p in result["fingerprint"] if (ROOT / p).exists()
+    }
+    return {
+        "counts": counts,
+        "total": total,
+        "rate": rate,
+        "equivalent": equivalent,
+        "survivors": survivors,
+        "stale": stale,
+    }
+
+
+def _natural(key: str) -> tuple:
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", key))
+
+
+def report() -> Path:
+    results = {p.stem: json.loads(p.read_text()) for p in sorted(RESULTS.glob("*.json"))}
+    lines = [
+        "# Mutation testing of the estimator modules",
+        "",
+        "Each estimator module is mutated by [mutmut](https://pypi.org/project/mutmut/) (every operator, number,",
+        "comparison, argument and string it can change, one mutant at a time) and only the module's own test files",
+        "are run against each mutant: a mutant is *killed* when they fail. *Equivalent* mutants change no value",
+        "(listed with the reason); the kill rate is killed / (mutants - equivalent). Target (issue #20): at least",
+        f"{TARGET:.0%} killed on every estimator module. Regenerate one module with "
+        "`make mutation MODULES=<module>` (all: `make mutation`); the report alone with",
+        "`python tools/mutation_report.py report`. Results are kept per module in `results/bench/mutation/`;",
+        "a result is *stale* when its module or test files changed since it ran.",
+        "",
+        "| module | own tests | mutants | killed | survived (message text) | equivalent | kill rate | target | run |",
+        "|---|---|---:|---:|---:|---:|---:|---|---|",
+    ]
+    summaries = {}
+    for module, (_, tests) in MODULES.items():
+        own = ", ".join(Path(t).name for t in tests)
+        if module not in results:
+            lines.append(f"| {module} | {own} | | | | | | not run yet | `{COMMAND.format(module=module)}` |")
+            continue
+        result = results[module]
+        s = summaries[module] = summarise(result)
+        c = s["counts"]
+        met = "met" if s["rate"] >= TARGET else "**not met**"
+        when = f"{result['date'][:10]}, {result['commit']}, {result['wall_seconds'] / 60:.0f} min"
+        when += ", **stale**" if s["stale"] else ""
+        lines.append(
+            f"| {module} | {own} | {s['total']} | {c['killed'] + c['timeout']} | {c['survived']} ({c['message']}) "
+            f"| {c['equivalent']} | {s['rate']:.1%} | {met} | {when} |"
+        )
+    for module, why in PENDING.items():
+        lines.append(f"| {module} | | | | | | | pending | {why} |")
+    not_run = [m for m in MODULES if m not in results]
+    lines += [
+        "",
+        f"Run so far: {', '.join(summaries) or 'none'}. Not run yet: {', '.join(not_run) or 'none'}"
+        + (f"; pending: {', '.join(PENDING)}." if PENDING else "."),
+        "A run takes minutes for a small module with fast tests and hours for a large estimator whose tests run",
+        "for a minute or more: each mutant reruns the module's tests that reach the function it changed.",
+    ]
+    for module, s in summaries.items():
+        result = results[module]
+        lines += ["", f"## {module} (`{result['source']}`)", ""]
+        lines.append(
+            f"Run {result['date']} at commit {result['commit']} with mutmut {result['mutmut']}, "
+            f"{result['wall_seconds'] / 60:.1f} min wall (load average {result['load_average']:.1f}); "
+            f"tests: {', '.join(result['tests'])}."
+        )
+        if s["equivalent"]:
+            lines += ["", f"Equivalent ({len(s['equivalent'])}):", ""]
+            lines += [
+                f"- `{function_of(k)}` {one_line(m['diff'])}: {reason}" for k, m, reason in s["equivalent"]
+            ]
+        tally: dict[str, list[int]] = {}  # function -> [mutants, caught]
+        for key, mutant in result["mutants"].items():
+            counts = tally.setdefault(function_of(key), [0, 0])
+            counts[0] += 1
+            counts[1] += mutant["status"] in ("killed", "timeout")
+        lines += [
+            "",
+            "Per function (one whose mutants go uncaught is barely tested by the module's own files, if at all):",
+            "",
+            "| function | mutants | caught | not caught |",
+            "|---|---:|---:|---:|",
+        ]
+        for function, (n, caught) in sorted(tally.items(), key=lambda kv: (kv[1][1] - kv[1][0], kv[0])):
+            lines.append(f"| `{function}` | {n} | {caught} | {n - caught} |")
+        by_function: dict[str, list[str]] = {}
+        for key, mutant in s["survivors"]:
+            note = "" if mutant["status"] == "survived" else f" ({mutant['status']})"
+            note += " (message text)" if is_message(mutant["diff"] or "") else ""
+            by_function.setdefault(function_of(key), []).append(f"{one_line(mutant['diff'] or '')}{note}")
+        if by_function:
+            lines += ["", f"Survivors ({len(s['survivors'])}), by function:", ""]
+            for function, entries in by_function.items():
+                lines.append(f"- `{function}` ({len(entries)}):")
+                lines += [f"  - {entry}" for entry in entries]
+    REPORT.parent.mkdir(parents=True, exist_ok=True)
+    REPORT.write_text("\n".join(lines) + "\n")
+    return REPORT
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run_parser = sub.add_parser("run", help="run mutmut over modules (default: all) and write the report")
+    run_parser.add_argument("modules", nargs="*", help=f"of: {', '.join(MODULES)}")
+    run_parser.add_argument("--max-children", type=int, default=None, help="mutmut's parallel workers")
+    sub.add_parser("report", help="write results/bench/mutation.md from the results kept so far")
+    sub.add_parser("list", help="the modules and their test files")
+    args = parser.parse_args(argv)
+    if args.command == "list":
+        for module, (source, tests) in MODULES.items():
+            print(f"{module}: {source} <- {' '.join(tests)}")
+        return
+    if args.command == "run":
+        unknown = [m for m in args.modules if m not in MODULES]
+        if unknown:
+            raise SystemExit(f"unknown modules {unknown}; choose from {', '.join(MODULES)}")
+        for module in args.modules or list(MODULES):
+            print(f"mutation: {module} ...", flush=True)
+            print(f"mutation: {run(module, args.max_children).relative_to(ROOT)}", flush=True)
+    print(f"mutation: {report().relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
