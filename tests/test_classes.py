@@ -73,7 +73,7 @@ def test_fit_at_a_later_step():
 
 def test_folds_never_split_an_item():
     groups = np.repeat(np.arange(10), 3)
-    folds = classes._fold_of(groups, 5, seed=0)
+    folds = classes.group_folds(groups, 5, seed=0)
     assert all(len(set(folds[groups == g])) == 1 for g in range(10))
     assert sorted(np.bincount(folds)) == [6] * 5
 

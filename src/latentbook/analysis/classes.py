@@ -106,11 +106,13 @@ def fisher_ratio(x: np.ndarray, labels: np.ndarray) -> float | np.ndarray:
     return float(ratio) if np.ndim(ratio) == 0 else ratio
 
 
-def _fold_of(groups: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
+def group_folds(groups: np.ndarray, n_folds: int, seed: int = 0) -> np.ndarray:
+    """Fold of each token, drawn by group (item, prompt or program): every token of a group lands in one fold."""
+    groups = np.asarray(groups)
     unique = np.unique(groups)
     if not 2 <= n_folds <= len(unique):
         raise InvalidInputError(
-            f"n_folds must be in [2, {len(unique)}] (the number of items/groups), got {n_folds}."
+            f"n_folds must be in [2, {len(unique)}] (the number of items, prompts or programs), got {n_folds}."
         )
     order = np.random.default_rng(seed).permutation(len(unique))
     fold_of_group = np.empty(len(unique), dtype=np.int64)
@@ -143,7 +145,7 @@ def nearest_centroid_accuracy(
     labels = _labels(labels, x.shape[0])
     groups = np.arange(len(x)) if groups is None else np.asarray(groups)
     stacked = x if x.ndim == 3 else x[:, None, :]
-    folds = _fold_of(groups, n_folds, seed)
+    folds = group_folds(groups, n_folds, seed)
     correct = np.zeros(stacked.shape[1])
     for fold in range(n_folds):
         test = folds == fold
@@ -219,7 +221,7 @@ def class_stability(
     fit = steps == fit_step
     if len(np.unique(labels[fit])) < 2:
         raise InvalidInputError(f"Step {fit_step} has fewer than two classes: choose another fit_step.")
-    folds = _fold_of(items, n_folds, seed)
+    folds = group_folds(items, n_folds, seed)
     step_values = np.unique(steps)
     correct = np.zeros((len(step_values), states.shape[1]))
     counts = np.array([np.sum(steps == s) for s in step_values])

@@ -51,6 +51,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ..errors import InvalidInputError
+from .classes import group_folds
 
 N_FOLDS = 5
 TWO_WAY_CHANCE = 0.5  # the two-way choice between the bound value and one other value
@@ -223,16 +224,7 @@ def first_value_baseline(labels, items, written, distractors=None) -> Rate:
 
 def program_folds(items, n_folds: int = N_FOLDS, seed: int = 0) -> np.ndarray:
     """Fold of each token, drawn by program: every token of a program lands in the same fold."""
-    items = np.asarray(items)
-    unique = np.unique(items)
-    if not 2 <= n_folds <= len(unique):
-        raise InvalidInputError(
-            f"n_folds must be in [2, {len(unique)}] (the number of programs), got {n_folds}."
-        )
-    order = np.random.default_rng(seed).permutation(len(unique))
-    fold_of = np.empty(len(unique), dtype=np.int64)
-    fold_of[order] = np.arange(len(unique)) % n_folds
-    return fold_of[np.searchsorted(unique, items)]
+    return group_folds(items, n_folds, seed)
 
 
 @dataclass(frozen=True)

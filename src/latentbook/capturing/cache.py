@@ -60,8 +60,14 @@ def cache_path(model_name: str, prompts: list[str], settings: dict) -> Path:
     The model name becomes a plain file name (``[A-Za-z0-9_.-]``, at most 80 characters), so no name can
     point outside the cache folder.
     """
-    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", model_name).strip("._")[:80] or "model"
-    return inside(capture_cache_dir(), f"{stem}-{cache_key(model_name, prompts, settings)}.safetensors")
+    return inside(
+        capture_cache_dir(), f"{_stem(model_name)}-{cache_key(model_name, prompts, settings)}.safetensors"
+    )
+
+
+def _stem(model_name: str) -> str:
+    """``model_name`` as a plain file name: ``[A-Za-z0-9_.-]``, at most 80 characters."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", model_name).strip("._")[:80] or "model"
 
 
 def cached_capture(
@@ -136,21 +142,22 @@ BOOK_GAIN_PROMPTS = (
 BOOK_GAIN_SETTINGS = dict(after=0.42, k=10, n_directions=1, max_length=64, batch_size=8, seed=0)
 
 
-def book_gains_path(model_name: str) -> Path:
-    """The file ``book_gains`` reads or writes for ``model_name``; ``.is_file()`` says if it is cached."""
+def _gain_prompts() -> tuple[list[str], str]:
     from .. import prompts as prompt_sets
 
-    texts = prompt_sets.load("general", limit=BOOK_GAIN_PROMPTS)
-    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", model_name).strip("._")[:80] or "model"
-    key = cache_key(model_name, texts, {"transverse_gains": BOOK_GAIN_SETTINGS})
-    return inside(capture_cache_dir(), f"{stem}-gains-{key}.safetensors")
+    return prompt_sets.load("general", limit=BOOK_GAIN_PROMPTS), f"general[:{BOOK_GAIN_PROMPTS}]"
+
+
+def book_gains_path(model_name: str) -> Path:
+    """The file ``book_gains`` reads or writes for ``model_name``; ``.is_file()`` says if it is cached."""
+    key = cache_key(model_name, _gain_prompts()[0], {"transverse_gains": BOOK_GAIN_SETTINGS})
+    return inside(capture_cache_dir(), f"{_stem(model_name)}-gains-{key}.safetensors")
 
 
 def book_gains(model_name: str, cached_only: bool = False):
     """The book's Jacobian-vector measurement of ``model_name`` (``jacobian.transverse_gains`` on the first
     ``BOOK_GAIN_PROMPTS`` of the ``general`` set at ``BOOK_GAIN_SETTINGS``), cached beside the captures; with
     ``cached_only``, None when it is not cached yet."""
-    from .. import prompts as prompt_sets
     from .jacobian import load_gains, transverse_gains
 
     path = book_gains_path(model_name)
@@ -158,8 +165,7 @@ def book_gains(model_name: str, cached_only: bool = False):
         return load_gains(path)
     if cached_only:
         return None
-    texts = prompt_sets.load("general", limit=BOOK_GAIN_PROMPTS)
-    name = f"general[:{BOOK_GAIN_PROMPTS}]"
+    texts, name = _gain_prompts()
     gains = transverse_gains(load_model(model_name), texts, prompt_set=name, **BOOK_GAIN_SETTINGS)
     gains.save(path, force=True)  # two processes filling the same key write the same numbers, atomically
     return gains
