@@ -289,3 +289,19 @@ def test_spike_contrast_refuses_too_few_draws_and_one_sided_windows():
         layer_spectra.spike_contrast(cap, n_boot=5)
     with pytest.raises(lb.InvalidInputError, match="both sides"):
         layer_spectra.spike_contrast(cap, split=0.95, n_boot=10)
+
+
+def test_spike_contrast_of_samples_refuses_samples_that_do_not_match_their_prompt_ids():
+    from latentbook.errors import InvalidInputError
+
+    rng = np.random.default_rng(0)
+    samples = rng.standard_normal((6, 40, 8))
+    ids = np.repeat(np.arange(10), 4)
+    gamma = np.arange(6) / 5
+    with pytest.raises(InvalidInputError, match="one per prompt id"):
+        layer_spectra.spike_contrast_of_samples(samples, ids[:-1], gamma, n_boot=10)
+    with pytest.raises(InvalidInputError, match="at least 3|3 or more"):
+        layer_spectra.spike_contrast_of_samples(samples, np.repeat([0, 1], 20), gamma, n_boot=10)
+    result = layer_spectra.spike_contrast_of_samples(samples, ids, gamma, n_boot=10)
+    assert result.before_ci[0] <= result.before <= result.before_ci[1]
+    assert result.after_ci[0] <= result.after <= result.after_ci[1]

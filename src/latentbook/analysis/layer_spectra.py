@@ -542,6 +542,11 @@ def spike_contrast_of_samples(
     unsettled = unsettled_draws = 0
     for layer in depths:
         x = vectors_at(int(layer))
+        if np.ndim(x) != 2 or len(x) != len(groups):
+            raise InvalidInputError(
+                f"The sample at depth {layer} has shape {np.shape(x)}: give (n, d) vectors, one per prompt id "
+                f"({len(groups)} of them), the same tokens at every depth."
+            )
         count, settled = _spike_count(sample_eigvals(x), len(x) - 1, alpha)
         counts[layer], unsettled = count, unsettled + (not settled)
         gram = x @ x.T
