@@ -486,13 +486,11 @@ def two_gaussians(
     return float(exact[best]), mu[best], var[best]
 
 
-def mixture_comparison(
-    values: np.ndarray, seed: int = 0, n_effective: float | None = None
-) -> tuple[float, float]:
+def mixture_comparison(values: np.ndarray, n_effective: float | None = None) -> tuple[float, float]:
     """``BIC_1 - BIC_2 = 2 n_e (l_2 - l_1) - 3 log n_e`` of one Gaussian (closed form) and two (``two_gaussians``),
     ``l`` the mean log-likelihood per token and ``n_e`` the effective sample size (by default ``n``), and
-    Ashman's ``D = sqrt(2) |mu_1 - mu_2| / sqrt(s_1^2 + s_2^2)`` of the two components. ``seed`` is unused (EM
-    starts are deterministic) and kept for callers."""
+    Ashman's ``D = sqrt(2) |mu_1 - mu_2| / sqrt(s_1^2 + s_2^2)`` of the two components (the EM starts are
+    deterministic: no seed)."""
     x = np.asarray(values, dtype=np.float64).ravel()
     n_e = float(n_effective or len(x))
     one = -0.5 * (np.log(2 * np.pi * x.var()) + 1.0)  # the maximum mean log-likelihood of one Gaussian
@@ -526,7 +524,7 @@ def bimodality(
     n_e = len(x) / design_effect(x, prompt_ids) if prompt_ids is not None else float(len(x))
     coefficient = bimodality_coefficient(x)
     dip, dip_p = dip_test(x, n_e)
-    delta_bic, ashman = mixture_comparison(x, seed, n_e)
+    delta_bic, ashman = mixture_comparison(x, n_e)
     votes = {
         "coefficient": coefficient > BC_THRESHOLD,
         "dip": dip_p < dip_alpha,
