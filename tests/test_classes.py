@@ -51,6 +51,20 @@ def test_separability_per_depth_rises_with_a_rising_separation():
     assert sep.chance == pytest.approx(1 / 3)
 
 
+def test_separability_profile_follows_the_planted_separation_step_by_step():
+    states = synthetic.class_trajectories(n_items=60, n_steps=2, n_depths=3, d=32, k=3, separation=[0, 2, 10])
+    profile = classes.separability_profile(states, step_names=("value", "query"))
+    assert profile.accuracy.shape == (2, 3) and profile.step_names == ("value", "query")
+    assert np.all(profile.accuracy[:, 0] < 0.6)  # no separation: near chance (1/3)
+    assert np.all(profile.accuracy[:, 2] == 1.0)  # 10 noise units apart: perfect
+    assert profile.chance == pytest.approx([1 / 3, 1 / 3], abs=0.02)
+    for row, step in zip(profile.accuracy, (0, 1)):  # each row is separability() of that step's tokens
+        pick = states.steps == step
+        expected = classes.separability(states.states[pick], states.labels[pick], states.items[pick])
+        np.testing.assert_array_equal(row, expected.accuracy)
+    assert classes.separability_profile(states).step_names == ("step 0", "step 1")
+
+
 def test_stability_is_one_for_persistent_classes_and_chance_when_shuffled():
     kept = synthetic.class_trajectories(240, 4, 3, d=32, k=4, separation=12.0, persistent=True, seed=5)
     result = classes.class_stability(kept.states, kept.labels, kept.steps, kept.items)
@@ -87,3 +101,188 @@ def test_bad_inputs_say_what_to_do():
         classes.nearest_centroid_accuracy(np.zeros((4, 2)), [0, 1, 0, 1], n_folds=9)
     with pytest.raises(lb.InvalidInputError, match="fit_step"):
         classes.class_stability(np.zeros((4, 2, 3)), [0, 1, 0, 1], [0, 0, 1, 1], fit_step=5)
+
+
+# --- identities the docstrings state, on data hard enough that every fold counts (mutation testing, issue #20) --
+
+
+@pytest.fixture(scope="module")
+def overlapping():
+    """Three classes 1.5 noise units apart, 2 steps and 3 depths: accuracies well below 1, so a wrong split
+    or a wrong centroid shows."""
+    return synthetic.class_trajectories(
+        120, 2, 3, d=16, k=3, separation=[0.5, 1.5, 2.5], persistent=True, seed=8
+    )
+
+
+def test_separability_is_the_fisher_ratio_and_the_grouped_cross_validated_accuracy(overlapping):
+    t = overlapping
+    sep = classes.separability(t.states, t.labels, groups=t.items, n_folds=4, seed=3)
+    np.testing.assert_allclose(sep.fisher, classes.fisher_ratio(t.states, t.labels), rtol=1e-12)
+    want = classes.nearest_centroid_accuracy(t.states, t.labels, groups=t.items, n_folds=4, seed=3)
+    np.testing.assert_array_equal(sep.accuracy, want)
+    assert not np.array_equal(want, classes.nearest_centroid_accuracy(t.states, t.labels, n_folds=4, seed=3))
+    assert not np.array_equal(
+        want, classes.nearest_centroid_accuracy(t.states, t.labels, groups=t.items, n_folds=4, seed=0)
+    )
+    assert np.all(sep.accuracy < 0.95) and np.all(np.diff(sep.fisher) > 0)
+    again = classes.separability(t.states, t.labels, groups=t.items, n_folds=4, seed=3)
+    np.testing.assert_array_equal(again.accuracy, sep.accuracy)  # the seed fixes the folds
+    default = classes.separability(t.states, t.labels, groups=t.items)
+    np.testing.assert_array_equal(
+        default.accuracy, classes.separability(t.states, t.labels, groups=t.items, n_folds=5, seed=0).accuracy
+    )
+
+
+def test_the_fit_step_row_of_stability_is_the_ordinary_cross_validated_accuracy(overlapping):
+    """Cross-fitted by item, the ``fit_step`` row is nearest-centroid accuracy on that step's tokens with folds by
+    item; the other rows use centroids of the fit step only (never of the step tested)."""
+    t = overlapping
+    for fit_step in (0, 1):
+        result = classes.class_stability(
+            t.states, t.labels, t.steps, t.items, fit_step=fit_step, n_folds=4, seed=2
+        )
+        at = t.steps == fit_step
+        want = classes.nearest_centroid_accuracy(
+            t.states[at], t.labels[at], groups=t.items[at], n_folds=4, seed=2
+        )
+        np.testing.assert_array_equal(result.accuracy[fit_step], want)
+        assert np.all(result.accuracy < 0.95)
+    default = classes.class_stability(t.states, t.labels, t.steps, t.items)
+    np.testing.assert_array_equal(
+        default.accuracy,
+        classes.class_stability(t.states, t.labels, t.steps, t.items, n_folds=5, seed=0).accuracy,
+    )
+    # without items every token is its own group: other folds, other numbers, still a valid accuracy
+    alone = classes.class_stability(t.states, t.labels, t.steps, n_folds=4, seed=2)
+    assert alone.accuracy.shape == (2, 3) and not np.array_equal(alone.accuracy, result.accuracy)
+
+
+def test_stacked_states_must_be_three_dimensional_and_entries_one_per_token(overlapping):
+    t = overlapping
+    for bad in (t.states[:, 0], t.states[..., None]):  # (n, d) or (n, depths, d, 1)
+        with pytest.raises(
+            lb.InvalidInputError, match=r"^Token states must be \(n, d\) or \(n, n_depths, d\)"
+        ):
+            classes.separability(bad, t.labels)
+        with pytest.raises(lb.InvalidInputError, match="Token states must be"):
+            classes.class_stability(bad, t.labels, t.steps)
+    n = len(t.labels)
+    with pytest.raises(
+        lb.InvalidInputError,
+        match=rf"^labels and steps need one entry per token \({n}\); got \({n},\), \({n - 1},\)\.$",
+    ):
+        classes.class_stability(t.states, t.labels, t.steps[:-1])
+
+
+def test_nearest_centroid_is_euclidean_not_the_largest_inner_product():
+    """Class 0 near the origin with a few tokens at 1.6, class 1 near 4: every token is nearer its own centroid
+    (Euclidean), though the tokens at 1.6 have a larger inner product with class 1's centroid. Accuracy 1, a float
+    for (n, d) input."""
+    rng = np.random.default_rng(9)
+    zero = np.column_stack([rng.normal(0, 0.05, 40), rng.normal(0, 0.05, 40)])
+    zero[::8, 0] = 1.6
+    one = np.column_stack([rng.normal(4, 0.05, 40), rng.normal(0, 0.05, 40)])
+    x, labels = np.vstack([zero, one]), np.repeat([0, 1], 40)
+    accuracy = classes.nearest_centroid_accuracy(x, labels)
+    assert isinstance(accuracy, float) and accuracy == 1.0
+    stacked = classes.nearest_centroid_accuracy(np.stack([x, x[:, ::-1]], axis=1), labels)
+    assert stacked.shape == (2,) and stacked[0] == 1.0
+
+
+def test_mixture_spikes_are_the_mp_fit_of_the_tokens_covariance():
+    """The spectrum is that of the biased covariance (1/n) X_c^T X_c, fitted by ``spectra.mp_fit`` with the given
+    effective sample size (default n) and alpha; the result carries k, the bound and the fit itself."""
+    mix = synthetic.mixture(n=400, d=40, k=3, separation=6.0, seed=10)
+    found = classes.mixture_spikes(mix.x, labels=mix.labels, alpha=0.2)
+    eig = np.linalg.eigvalsh(np.cov(mix.x, rowvar=False, bias=True))[::-1]
+    want = lb.spectra.mp_fit(eig, 400, alpha=0.2)
+    assert found.n_classes == 3 and found.bound == 2 and found.fit.n_spikes == found.n_spikes == want.n_spikes
+    np.testing.assert_allclose(found.spikes, want.spikes, rtol=1e-12)
+    np.testing.assert_allclose(found.spikes, eig[: found.n_spikes], rtol=1e-12)  # biased: divided by n
+    fewer = classes.mixture_spikes(mix.x, n_classes=3, n_samples=60.0, alpha=0.2)
+    assert fewer.n_spikes == lb.spectra.mp_fit(eig, 60.0, alpha=0.2).n_spikes
+    assert fewer.fit.sigma2 == pytest.approx(lb.spectra.mp_fit(eig, 60.0, alpha=0.2).sigma2, rel=1e-12)
+    assert fewer.fit.sigma2 != pytest.approx(found.fit.sigma2, rel=1e-6)
+
+
+def test_fisher_ratio_per_depth_is_each_depths_ratio_in_float64():
+    t = synthetic.class_trajectories(60, 1, 3, d=8, k=3, separation=[0.5, 2.0, 4.0], seed=11)
+    per_depth = classes.fisher_ratio(t.states, t.labels)
+    assert per_depth.shape == (3,)
+    for j in range(3):
+        single = classes.fisher_ratio(t.states[:, j], t.labels)
+        assert isinstance(single, float) and per_depth[j] == pytest.approx(single, rel=1e-12)
+    x32 = t.states[:, 1].astype(np.float32)
+    assert classes.fisher_ratio(x32, t.labels) == pytest.approx(
+        classes.fisher_ratio(x32.astype(np.float64), t.labels), rel=1e-12
+    )
+    # a hand case: two classes of two points, centres -1 and +1 on one axis, spread 0.5 around them
+    x = np.array([[-1.5], [-0.5], [0.5], [1.5]])
+    assert classes.fisher_ratio(x, [0, 0, 1, 1]) == pytest.approx(1.0 / 0.25)
+
+
+def test_folds_by_group_from_two_up_to_one_per_group_drawn_by_the_seed():
+    groups = np.repeat(np.arange(6), 2)
+    two = classes.group_folds(groups, 2)
+    assert sorted(np.bincount(two)) == [6, 6]
+    each = classes.group_folds(groups, 6, seed=4)  # leave one group out
+    assert sorted(each[::2]) == list(range(6)) and np.array_equal(each[::2], each[1::2])
+    draws = {tuple(classes.group_folds(groups, 3, seed=s)) for s in range(6)}
+    assert len(draws) > 1  # the seed draws the assignment
+    np.testing.assert_array_equal(
+        classes.group_folds(groups, 3, seed=5), classes.group_folds(groups, 3, seed=5)
+    )
+    for bad in (1, 7):
+        with pytest.raises(lb.InvalidInputError, match=rf"^n_folds must be in \[2, 6\] .*got {bad}\.$"):
+            classes.group_folds(groups, bad)
+
+
+def test_token_arrays_need_two_tokens_finite_values_and_labels_for_each():
+    two = np.array([[0.0, 1.0], [1.0, 0.0]])
+    assert classes.fisher_ratio(np.array([[0.0], [1.0], [2.0], [3.0]]), [0, 0, 1, 1]) > 0  # d = 1 is fine
+    with np.errstate(divide="ignore"):
+        assert np.isinf(classes.fisher_ratio(two, [0, 1]))  # two tokens are enough (no spread within classes)
+    with pytest.raises(
+        lb.InvalidInputError,
+        match=r"^Token states must be \(n, d\) or \(n, n_depths, d\) with n >= 2; got \(1, 2\)\.$",
+    ):
+        classes.fisher_ratio(two[:1], [0])
+    with pytest.raises(
+        lb.InvalidInputError, match=r"^Token states contain NaN or Inf: drop those tokens first\.$"
+    ):
+        classes.fisher_ratio(np.array([[0.0, np.nan], [1.0, 0.0]]), [0, 1])
+    with pytest.raises(
+        lb.InvalidInputError, match=r"^labels must have one entry per token \(2\), got shape \(3,\)\.$"
+    ):
+        classes.fisher_ratio(two, [0, 1, 1])
+    with pytest.raises(lb.InvalidInputError, match=r"^Need at least two classes among the labels\.$"):
+        classes.fisher_ratio(two, [1, 1])
+    with pytest.raises(
+        lb.InvalidInputError, match=r"^mixture_spikes takes the tokens of one depth, shape \(n, d\)\.$"
+    ):
+        classes.mixture_spikes(np.zeros((4, 2, 3)), n_classes=2)
+    with pytest.raises(
+        lb.InvalidInputError, match=r"^Give labels, or n_classes \(the number of prototypes k >= 1\)\.$"
+    ):
+        classes.mixture_spikes(np.random.default_rng(0).normal(size=(50, 4)), n_classes=0)
+
+
+def test_separability_profile_is_the_grouped_accuracy_of_each_steps_tokens():
+    """Row ``s``: nearest-centroid accuracy of the tokens of step ``s`` at every depth, folds by item (five, or one
+    per item when fewer); chance is the step's most frequent class; rows are named by ``step_names``."""
+    t = synthetic.class_trajectories(
+        40, 2, 3, d=16, k=4, separation=[0.0, 1.5, 3.0], persistent=False, seed=12
+    )
+    profile = classes.separability_profile(t, step_names=("first", "second"))
+    assert profile.accuracy.shape == (2, 3) and profile.step_names == ("first", "second")
+    for s in (0, 1):
+        pick = t.steps == s
+        want = classes.nearest_centroid_accuracy(t.states[pick], t.labels[pick], t.items[pick], n_folds=5)
+        np.testing.assert_array_equal(profile.accuracy[s], want)
+        counts = np.unique(t.labels[pick], return_counts=True)[1]
+        assert profile.chance[s] == pytest.approx(counts.max() / pick.sum())
+    assert classes.separability_profile(t).step_names == ("step 0", "step 1")
+    few = synthetic.class_trajectories(4, 1, 2, d=8, k=2, separation=5.0, seed=13)  # 4 items: 4 folds
+    want = classes.nearest_centroid_accuracy(few.states, few.labels, few.items, n_folds=4)
+    np.testing.assert_array_equal(classes.separability_profile(few).accuracy[0], want)

@@ -50,12 +50,33 @@ def test_capture_writes_a_result_and_says_where(tmp_path):
 
 
 def test_report_prints_the_profile(tmp_path, capsys, tiny):
+    """The depth lines `latentbook report` prints hold the library's m(gamma) and its interval, depth by depth."""
+    from latentbook.analysis import omega
+
     path = lb.capture(tiny, ["one prompt", "and another one"], progress=False).save(
         tmp_path / "c.safetensors"
     )
     assert main(["report", str(path)]) == 0
-    out = capsys.readouterr().out
-    assert "random:llama-tiny" in out and "mean Omega" in out
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "Capture report: random:llama-tiny (c.safetensors)"
+    cap = lb.load_capture(path)
+    prof = omega.profile(cap, n_boot=1000, seed=0)  # the report's draws and seed
+    printed = {}
+    for line in lines:
+        fields = line.split()
+        if len(fields) >= 5 and fields[0].isdigit() and fields[3].startswith("["):
+            printed[int(fields[0])] = (
+                float(fields[1]),
+                float(fields[2]),
+                float(fields[3].strip("[,")),
+                float(fields[4].strip("]")),
+            )
+    assert sorted(printed) == list(range(cap.n_depths))
+    for layer, (gamma, m, low, high) in printed.items():
+        assert gamma == pytest.approx(cap.gamma[layer], abs=5e-4)
+        assert m == pytest.approx(cap.omega_mean()[layer], abs=5e-5)
+        assert (low, high) == pytest.approx((prof.low[layer], prof.high[layer]), abs=5e-5)
+        assert low < m < high
 
 
 def test_unknown_model_is_a_clear_error(capsys, tmp_path):
@@ -203,10 +224,10 @@ def test_report_numbers_are_the_analysis_functions_numbers(planted_report):
 def test_report_verdict_rows_are_the_verdict_tables_rows(planted_report):
     import pandas as pd
 
-    from latentbook.analysis import verdict
+    from latentbook.study import verdict
 
     folder, _, report = planted_report
-    table = verdict.verdict_table({}, results_dir=folder, ladder=False)
+    table = verdict.runs_table({}, results_dir=folder, ladder=False)
     mine = table[table["model"] == report.label].reset_index(drop=True)
     assert report.twin_label == "random:planted" and len(mine) >= 10
     pd.testing.assert_frame_equal(report.rows, mine, check_dtype=False)

@@ -121,7 +121,7 @@ def test_the_walker_sees_cycles_and_lazy_imports():
     real = import_graph()
     assert "latentbook.capturing.distributed" in real["latentbook.capturing.capture"]
     assert "latentbook.capturing" not in real["latentbook.capturing.capture"]
-    assert "latentbook.analysis.cooling" in real["latentbook.analysis.verdict"]  # imported inside measure()
+    assert "latentbook.analysis.cooling" in real["latentbook.study.measure"]  # imported inside measure()
 
 
 @pytest.mark.parametrize("module", ["cli", "__main__", "<root>"])

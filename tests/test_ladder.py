@@ -10,6 +10,7 @@ import torch
 import latentbook as lb
 from latentbook.errors import IntegrityError, InvalidInputError, UnknownModelError
 from latentbook.ladder import measure, report, store, task, train
+from latentbook.study import ladder_rows
 
 SPEC = task.TaskSpec()
 TINY = train.Rung("l1-d32", 1, 32)
@@ -60,6 +61,50 @@ def test_generator_is_seeded_and_checks_its_arguments():
         task.generate(SPEC, 5, hops=SPEC.max_hops + 1)
     with pytest.raises(InvalidInputError):
         task.generate(SPEC, 5, split="test")
+
+
+def test_generator_output_without_balanced_starts_is_the_one_the_ladder_was_trained_on():
+    """The option is off by default, and off it leaves the random stream untouched: the programs of a seed are
+    those of the generator before the option existed (sha256 of their dicts, taken from that generator)."""
+    import hashlib
+
+    def digest(examples):
+        return hashlib.sha256(json.dumps([e.to_dict() for e in examples]).encode()).hexdigest()[:16]
+
+    assert SPEC.balanced_starts is False and task.TaskSpec(**SPEC.to_dict()) == SPEC
+    assert digest(task.generate(SPEC, 300)) == "bac6c97793cf5f47"
+    assert digest(task.generate(SPEC, 300, hops=3)) == "58ae408f95b0ec2a"
+    assert digest(task.generate(SPEC, 300, split="heldout", seed=7)) == "6e0f03ffeb64ba32"
+
+
+def _first_value_and_guess(spec, hops, n=2000, seed=5):
+    """(accuracy of answering the first value written, of a random value among the distinct ones written)."""
+    examples = task.generate(spec, n, hops=hops, split="heldout", seed=seed)
+    first = np.mean([int(next(w for w in e.text.split() if w.isdigit())) == e.answer for e in examples])
+    return float(first), float(np.mean([1 / len(set(e.chain_values)) for e in examples]))
+
+
+def test_balanced_starts_remove_the_first_value_heuristic():
+    """Uniform interleaving: a long queried chain starts first more often, so the first value written is the
+    answer far above guessing at 3 and 4 hops (the leak of the trained ladder). ``balanced_starts``: the queried
+    chain's start rank is uniform among the chains and the first value is the answer within 0.05 of guessing;
+    the programs stay valid (answers from the interpreter, hop counts exact, chains in order)."""
+    balanced = task.TaskSpec(balanced_starts=True)
+    for hops, leak in ((3, 0.08), (4, 0.2)):
+        first, guess = _first_value_and_guess(SPEC, hops)
+        assert first > guess + leak, (hops, first, guess)
+        first, guess = _first_value_and_guess(balanced, hops)
+        assert abs(first - guess) < 0.05, (hops, first, guess)
+    ranks = []
+    for e in task.generate(balanced, 600, hops=2, seed=9):
+        assert task.resolve(e.text) == e.answer and len(e.chain_positions) == 2
+        words = e.text.split()
+        assert words[e.chain_positions[0] - 1] == str(e.answer)
+        starts = [i for i, w in enumerate(words) if w.isdigit()]  # each chain starts with its value
+        ranks.append((starts.index(e.chain_positions[0] - 1), len(starts)))
+    starts = np.array([r for r, n in ranks if n == 3])  # programs of three chains: each rank about a third
+    assert len(starts) > 100 and np.all(np.abs(np.bincount(starts, minlength=3) / len(starts) - 1 / 3) < 0.1)
+    assert measure.first_value_floor(balanced, 4) < measure.first_value_floor(SPEC, 4) - 0.15
 
 
 def test_tokenizer_matches_the_direct_encoding():
@@ -313,7 +358,7 @@ def _fake_measurements(capabilities, stability):
     return {"rungs": rungs, "models": models}
 
 
-def test_correlations_and_verdict_rows(tmp_path):
+def test_correlations_and_verdict_rows():
     """Six rungs whose diagnostics are planted against capability: each verdict is the one its ranks call for,
     and the row says the correlation, its exact permutation p (2/720 for a perfect one) and its interval."""
     m = _fake_measurements([0.3, 0.4, 0.5, 0.7, 0.8, 0.95], [0.1, 0.2, 0.3, 0.5, 0.6, 0.9])
@@ -363,17 +408,111 @@ def test_correlations_and_verdict_rows(tmp_path):
     np.testing.assert_allclose(table["null capability"], 0.3)
     assert table["layers"].tolist() == [1, 2, 3, 4, 5, 6]
 
-    path = tmp_path / "measurements.json"
-    path.write_text(json.dumps(m))
-    rows = report.verdict_rows(path)
-    assert [row["verdict"] for row in rows] == [w for w, _ in expected.values()]
+    # the verdict table's rows, from the file's numbers (json round trip). Capability ranks exactly like parameter
+    # count on these rungs (1000 per layer): nothing is left once size is controlled for, so no diagnostic holds,
+    # however perfectly it ranks; the constant one does not hold
+    rows = ladder_rows.diagnostic_rows(json.loads(json.dumps(m)))
+    assert [row.verdict for row in rows] == ["inconclusive"] * 2 + ["does not hold"] + ["inconclusive"] * 2
     by_claim = {name: row for name, row in zip(report.DIAGNOSTICS, rows)}
-    assert by_claim["stability"]["measured"] == "Spearman rho = +1.00 (n = 6, p = 0.003)"
-    assert by_claim["contraction"]["measured"] == "Spearman rho = -1.00 (n = 6, p = 0.003)"
-    assert by_claim["contraction"]["ci"] == "[-1.00, -1.00]"
-    assert "expected sign -" in by_claim["contraction"]["paper"]
-    assert by_claim["omega_rise"]["reason"].endswith("trained-minus-null: does not")
-    assert all(row["command"] == report.COMMAND and "ladder of 6" in row["model"] for row in rows)
+    for name in ("omega_rise", "bimodality", "contraction", "stability"):
+        assert (
+            np.isnan(by_claim[name].value)
+            and "size and capability cannot be told apart" in by_claim[name].reason
+        )
+        assert m["correlations"][name]["partial"]["capability_size_rho"] == pytest.approx(1.0)
+    assert by_claim["stability"].measured.endswith("plain Spearman rho = +1.00 (n = 6, p = 0.003)")
+    assert by_claim["contraction"].measured.endswith("plain Spearman rho = -1.00 (n = 6, p = 0.003)")
+    assert "plain correlation: holds" in by_claim["stability"].reason
+    assert "same value on every rung" in by_claim["spikes"].reason
+    assert "expected sign -" in by_claim["contraction"].paper
+    assert by_claim["omega_rise"].reason.endswith("trained-minus-null: does not hold")
+    assert all(row.command == report.COMMAND and "ladder of 6" in row.model for row in rows)
+
+
+def _planted_ladder(n_rungs=18, seed=0):
+    """A ladder of ``n_rungs`` whose capability is half size, half something else (``extra``); planted diagnostics:
+    ``bimodality`` tracks size only, ``stability`` tracks the part of capability that size does not explain."""
+    rng = np.random.default_rng(seed)
+    log_parameters = np.linspace(10, 14, n_rungs)
+    size = (log_parameters - log_parameters.mean()) / log_parameters.std()
+    extra = rng.normal(size=n_rungs)
+    capability = 0.6 + 0.1 * (size + extra)
+    m = _fake_measurements(list(capability), list(extra + 0.2 * rng.normal(size=n_rungs)))
+    planted = {
+        "bimodality": size + 0.3 * rng.normal(size=n_rungs),
+        "omega_rise": rng.normal(size=n_rungs),
+        "contraction": rng.normal(size=n_rungs),
+    }
+    for i, rung in enumerate(m["rungs"]):
+        trained = m["models"][rung]["trained"]
+        trained["n_parameters"] = int(np.exp(log_parameters[i]))
+        trained["omega"]["rise"]["value"] = planted["omega_rise"][i]
+        trained["omega"]["bimodality"]["coefficient"] = planted["bimodality"][i]
+        trained["contraction"]["q"] = planted["contraction"][i]
+    return m
+
+
+def test_partial_spearman_given_size_and_holm_across_the_diagnostics():
+    """18 planted rungs: a diagnostic that tracks size predicts capability by the plain rank correlation but not
+    beyond size (partial ~0: inconclusive, size named); one that tracks capability beyond size holds after Holm.
+    The Holm-adjusted p-values are the step-down ones by hand; the partial rho is the correlation of residual
+    ranks."""
+    m = _planted_ladder()
+    c = m["correlations"] = report.correlations(m)
+    size_only, beyond = c["bimodality"], c["stability"]
+    assert size_only["level"]["verdict"] == "predicts capability"  # the plain test is fooled by size
+    assert abs(size_only["partial"]["rho"]) < 0.3 and size_only["partial"]["verdict"] == "inconclusive"
+    assert "may be size" in size_only["partial"]["reason"]
+    assert beyond["partial"]["rho"] > 0.7 and beyond["partial"]["ci"][0] > 0
+    assert beyond["partial"]["p_holm"] < 0.05 and beyond["partial"]["verdict"] == "predicts capability"
+    assert c["spikes"]["partial"]["verdict"] == "does not" and np.isnan(c["spikes"]["partial"]["p_value"])
+
+    # Holm by hand: step down over the five diagnostics, a missing p counted as 1
+    raw = [c[name]["partial"]["p_value"] for name in report.DIAGNOSTICS]
+    p = np.where(np.isfinite(raw), raw, 1.0)
+    order, hand, running = np.argsort(p), np.empty(5), 0.0
+    for j, i in enumerate(order):
+        running = max(running, min(1.0, (5 - j) * p[i]))
+        hand[i] = running
+    np.testing.assert_allclose([c[name]["partial"]["p_holm"] for name in report.DIAGNOSTICS], hand)
+    np.testing.assert_allclose(
+        report.holm_family([0.01, 0.04, 0.03, 0.005, float("nan")]), [0.04, 0.09, 0.09, 0.025, 1.0]
+    )
+    assert all(c[name]["partial"]["n_tests"] == 5 for name in report.DIAGNOSTICS)
+
+    rows = {
+        name: row
+        for name, row in zip(report.DIAGNOSTICS, ladder_rows.diagnostic_rows(json.loads(json.dumps(m))))
+    }
+    assert rows["stability"].verdict == "holds" and rows["bimodality"].verdict == "inconclusive"
+    assert rows["bimodality"].reason.endswith("plain correlation: holds; trained-minus-null: holds")
+    assert rows["stability"].value == pytest.approx(beyond["partial"]["rho"])
+    assert rows["stability"].ci_low <= rows["stability"].value <= rows["stability"].ci_high
+
+    # the partial rho is the correlation of the ranks of x and y once each loses its line on the ranks of z
+    from scipy.stats import rankdata
+
+    x, y, z = np.random.default_rng(4).normal(size=(3, 9))
+    rx, ry, rz = rankdata(x), rankdata(y), rankdata(z)
+    ex, ey = (r - np.polyval(np.polyfit(rz, r, 1), rz) for r in (rx, ry))
+    assert measure.partial_spearman_ci(x, y, z, n_boot=50).rho == pytest.approx(np.corrcoef(ex, ey)[0, 1])
+
+
+def test_six_rungs_ranked_like_size_leave_little_to_test():
+    """The trained ladder's ranks (capability against parameter count: two swapped pairs, rho 0.89): a diagnostic
+    ordered like capability on every rung has p = 4/720 (four of the 720 orders fit as well once size is removed
+    again), 0.028 after Holm over five; the smallest p any order reaches is 2/720; a size-only order has no partial
+    left to find."""
+    capability = [1, 2, 3, 4, 5, 6]
+    size = [2, 1, 3, 4, 6, 5]
+    r = measure.partial_spearman_ci(capability, capability, size)
+    assert r.rho == pytest.approx(1.0) and r.p_value == pytest.approx(4 / 720)
+    assert r.p_floor == pytest.approx(2 / 720)
+    assert r.rho_xz == pytest.approx(0.8857142857142858)
+    word, _ = measure.partial_verdict(r, min(1.0, 5 * r.p_value), 5, +1)
+    assert word == "predicts capability"
+    flat = measure.partial_spearman_ci(capability, size, size)
+    assert np.isnan(flat.rho) and measure.partial_verdict(flat, 1.0, 5, +1)[0] == "inconclusive"
 
 
 def test_a_rung_whose_weights_lack_a_tensor_is_refused_by_name(trained_tiny, monkeypatch, tmp_path):
@@ -397,10 +536,9 @@ def test_a_rung_whose_weights_lack_a_tensor_is_refused_by_name(trained_tiny, mon
 
 
 def test_tco_blocks_of_a_tiny_rung_and_the_rows_judged_against_the_null(trained_tiny, monkeypatch, tmp_path):
-    """``report.tco_of`` gives the TCO block ``measure`` writes; ``tco_rows`` judges each rung against its null
-    with ``verdict.judge_tco`` and the verdict table keeps them as ``tco`` rows."""
+    """``report.tco_of`` gives the TCO block ``measure`` writes; ``ladder_rows.tco_rows`` judges each rung against
+    its null with ``verdict.judge_tco``: the verdict table's ``tco`` rows."""
     from latentbook.analysis import tco as tco_analysis
-    from latentbook.analysis import verdict as verdict_rules
 
     _, _, root = trained_tiny
     monkeypatch.setenv("LATENTBOOK_LADDER_DIR", str(root))
@@ -415,7 +553,7 @@ def test_tco_blocks_of_a_tiny_rung_and_the_rows_judged_against_the_null(trained_
 
     def planted(code, seed):
         p = tco_analysis.planted_binding(np.random.default_rng(seed), code, n_programs=120, n_depths=4, d=32)
-        return {"scores": verdict_rules.tco_summary(p, p.written).to_dict()}
+        return {"scores": tco_analysis.score_token_states(p, p.written).to_dict()}
 
     m = _fake_measurements([0.3, 0.5, 0.9], [0.1, 0.2, 0.3])
     for i, r in enumerate(m["rungs"]):
@@ -423,8 +561,10 @@ def test_tco_blocks_of_a_tiny_rung_and_the_rows_judged_against_the_null(trained_
         m["models"][r]["null"]["tco"] = planted("bag", 10 + i)
     path = tmp_path / "measurements.json"
     path.write_text(json.dumps(m))
-    rows = report.tco_rows(path)
-    assert [row["verdict"] for row in rows] == ["inconclusive", "does not hold", "holds"]
-    assert all(row["claim"] == "tco" and "untrained null alone" in row["reason"] for row in rows)
-    kept = verdict_rules._ladder_row(rows[-1])
-    assert kept.claim == "tco" and kept.ci_low <= kept.value <= kept.ci_high
+    rows = ladder_rows.ladder_rows(path)  # no correlations in this file: only the tco rows
+    assert [row.verdict for row in rows] == ["inconclusive", "does not hold", "holds"]
+    assert all(row.claim == "tco" and "untrained null alone" in row.reason for row in rows)
+    for row, rung in zip(rows, m["rungs"]):
+        stability = m["models"][rung]["trained"]["tco"]["scores"]["stability"]
+        assert (row.value, row.ci_low, row.ci_high) == (stability["accuracy"], *stability["ci"])
+        assert row.ci_low <= row.value <= row.ci_high and row.model == f"ladder:{rung}"

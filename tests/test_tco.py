@@ -119,7 +119,7 @@ def _judged(code: str, twin_code: str = "bag", seed: int = 0) -> str:
     model = tco.planted_binding(rng, code, **shape)
     twin = tco.planted_binding(rng, twin_code, **shape)
     return verdict.judge_tco(
-        verdict.tco_summary(model, model.written), verdict.tco_summary(twin, twin.written)
+        tco.score_token_states(model, model.written), tco.score_token_states(twin, twin.written)
     )
 
 
@@ -137,7 +137,7 @@ def test_the_judge_says_holds_does_not_hold_and_inconclusive_where_planted():
 
 def test_scores_round_trip_through_json_and_the_bars():
     planted = tco.planted_binding(np.random.default_rng(3), "stable", n_programs=60, n_depths=4, d=16)
-    s = verdict.tco_summary(planted, planted.written)
+    s = tco.score_token_states(planted, planted.written)
     again = tco.TCOScores.from_dict(s.to_dict())
     assert again == s
     assert s.control_bar == max(s.control_bag.accuracy, s.control_first.accuracy)

@@ -3,14 +3,19 @@ including capture files picked up from a results folder and the ladder's rows.""
 
 from __future__ import annotations
 
-import sys
+import dataclasses
+import json
 import types
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import latentbook as lb
 from latentbook.analysis import calibration, layer_spectra, omega, synthetic, tco, transition, verdict
+from latentbook.study import ladder_rows, paths, rows
+from latentbook.study import verdict as study_verdict
+from latentbook.study.measure import measure, n_parameters
 
 # --- planted captures ----------------------------------------------------------------------------------------
 
@@ -115,7 +120,8 @@ def test_bimodality_criterion_needs_modes_beyond_both_nulls_and_none_in_the_twin
     assert verdict.judge_bimodality([], [], None, None)[0] == "not testable here"
 
 
-def _spikes(before, after, settled=True, half=1.0):
+def _spikes(before, after, settled=True, half=1.0, difference=None):
+    difference = (after - before - half, after - before + half) if difference is None else difference
     return layer_spectra.SpikeContrast(
         before,
         after,
@@ -130,6 +136,7 @@ def _spikes(before, after, settled=True, half=1.0):
         np.zeros(3),
         0 if settled else 2,
         0 if settled else 7,
+        difference,
     )
 
 
@@ -137,6 +144,10 @@ def test_spikes_criterion_never_judges_an_unsettled_count():
     assert verdict.judge_spikes(_spikes(3, 8))[0] == "holds"
     assert verdict.judge_spikes(_spikes(8, 3))[0] == "does not hold"
     assert verdict.judge_spikes(_spikes(3, 4, half=1.0))[0] == "inconclusive"
+    # the separate intervals overlap, the paired difference is above 0: the pairing decides
+    assert verdict.judge_spikes(_spikes(3, 4, half=1.0, difference=(0.5, 1.5)))[0] == "holds"
+    assert verdict.judge_spikes(_spikes(3, 8, difference=(-1.0, 9.0)))[0] == "inconclusive"
+    assert verdict.judge_spikes(_spikes(3, 8, difference=(float("nan"),) * 2))[0] == "inconclusive"
     assert verdict.judge_spikes(_spikes(3, 8), twin=_spikes(3, 9))[0] == "does not hold"
     word, reason = verdict.judge_spikes(_spikes(3, 200, settled=False))
     assert word == "inconclusive" and "lower bounds" in reason
@@ -159,7 +170,7 @@ def test_tco_criterion_on_persistent_and_transient_classes():
         planted = tco.planted_binding(
             np.random.default_rng(seed), code, n_programs=120, n_depths=9, d=32, strength=5.0
         )
-        return verdict.tco_summary(planted, planted.written, gamma=np.arange(9) / 8)
+        return tco.score_token_states(planted, planted.written, gamma=np.arange(9) / 8)
 
     kept, lost, bag = summary("stable", 0), summary("per step", 1), summary("bag", 2)
     assert kept.stability.accuracy > 0.85 and verdict.judge_tco(kept)[0] == "holds"
@@ -193,13 +204,13 @@ def test_scaling_criterion():
 
 def test_parameter_counts():
     cap = synthetic.as_capture(np.zeros((3, 4, 8)) + 1.0, name="Qwen/Qwen2.5-1.5B")
-    assert verdict.n_parameters(cap) == (1.5e9, True)
+    assert n_parameters(cap) == (1.5e9, True)
     cap = synthetic.as_capture(np.zeros((3, 4, 8)) + 1.0, name="random:smollm2-135m")
-    assert verdict.n_parameters(cap) == (135e6, True)
+    assert n_parameters(cap) == (135e6, True)
     cap.provenance["n_parameters"] = 134_515_008
-    assert verdict.n_parameters(cap) == (134_515_008.0, True)
+    assert n_parameters(cap) == (134_515_008.0, True)
     cap = synthetic.as_capture(np.zeros((3, 4, 8)) + 1.0, name="my-model")
-    assert verdict.n_parameters(cap) == (12.0 * 2 * 64, False)
+    assert n_parameters(cap) == (12.0 * 2 * 64, False)
 
 
 # --- end to end -------------------------------------------------------------------------------------------------
@@ -207,10 +218,10 @@ def test_parameter_counts():
 
 def test_measure_and_rows_on_a_planted_transition_and_its_null(planted, null):
     runs = {
-        "planted": verdict.measure(planted, n_boot=60),
-        "random:planted": verdict.measure(null, n_boot=60),
+        "planted": measure(planted, n_boot=60),
+        "random:planted": measure(null, n_boot=60),
     }
-    table = verdict.verdict_table(runs, results_dir=None, ladder=False)
+    table = study_verdict.runs_table(runs, results_dir=None, ladder=False)
     got = table.set_index(["claim", "model"])
     # every claim measured on both runs, each with the verdict its planted answer calls for
     expected = {
@@ -255,7 +266,7 @@ def test_results_folder_captures_are_picked_up(tmp_path, planted, monkeypatch):
     results.mkdir()
     planted.save(results / "planted.safetensors")
     (results / "broken.safetensors").write_bytes(b"not a capture")
-    table = verdict.verdict_table({}, results_dir=results, ladder=False, n_boot=60)
+    table = study_verdict.runs_table({}, results_dir=results, ladder=False, n_boot=60)
     rows = table[table["run"] == "results file"].set_index("claim")
     assert set(rows["model"]) == {"planted (planted.safetensors)"}
     assert rows.loc["critical_depth", "verdict"] == "holds"
@@ -265,65 +276,118 @@ def test_results_folder_captures_are_picked_up(tmp_path, planted, monkeypatch):
     (tmp_path / "_toc.yml").write_text("format: jb-book\n")
     (tmp_path / "book").mkdir()
     monkeypatch.delenv("LATENTBOOK_RESULTS", raising=False)
-    assert verdict.find_results_dir(tmp_path / "book") == results
+    assert paths.find_results_dir(tmp_path / "book") == results
     monkeypatch.setenv("LATENTBOOK_RESULTS", str(tmp_path / "elsewhere"))
-    assert verdict.find_results_dir(tmp_path / "book") == tmp_path / "elsewhere"
+    assert paths.find_results_dir(tmp_path / "book") == tmp_path / "elsewhere"
 
 
-def test_ladder_rows_are_used_when_they_exist_and_an_honest_row_otherwise(monkeypatch):
-    fake = types.ModuleType("latentbook.ladder")
-    monkeypatch.setitem(sys.modules, "latentbook.ladder", fake)
-    (row,) = verdict.ladder_rows()
+def _ladder_measurements(correlations: dict, partial: bool = True) -> dict:
+    """A ladder's ``measurements.json`` with the partial correlations given (rho, interval, verdict), a plain one
+    that predicts capability, and no TCO blocks; ``partial=False``: as written before the partial existed."""
+    rungs = ["l1-d64", "l2-d64", "l4-d64", "l4-d128"]
+    entries = {}
+    for name, (rho, ci, word, sign) in correlations.items():
+        level = {"rho": 0.9, "ci": [0.2, 1.0], "p_value": 0.0125, "n": 4, "verdict": "predicts capability"}
+        entries[name] = {
+            "label": f"{name} label",
+            "expected_sign": sign,
+            "claim": f"claim of {name}",
+            "level": {**level, "reason": f"{name} plain reason"},
+            "shift": {**level, "verdict": "inconclusive", "reason": f"{name} shift reason"},
+        }
+        if partial:
+            entries[name]["partial"] = {
+                "control": "log parameter count",
+                "rho": rho,
+                "ci": ci,
+                "p_value": 0.0125,
+                "p_holm": 0.0375,
+                "n_tests": len(correlations),
+                "n": 4,
+                "verdict": word,
+                "reason": f"{name} reason",
+            }
+    return {
+        "rungs": rungs,
+        "models": {r: {"trained": {}, "null": {}} for r in rungs},
+        "correlations": entries,
+    }
+
+
+def test_ladder_rows_carry_the_rank_correlations_numbers_and_an_honest_row_otherwise(tmp_path):
+    """Each diagnostic's row has the partial Spearman rho given size as its value inside its bootstrap interval
+    (numbers read as numbers from ``measurements.json``) and its verdict, the ladder's words turned into the table's,
+    whatever the plain rho says; without a partial: "inconclusive"; none measured: "not yet run"."""
+    (row,) = ladder_rows.ladder_rows(tmp_path / "measurements.json")
     assert row.verdict == "not yet run" and row.claim == "reasoning_diagnostics"
+    assert "measurements.json" in row.reason and row.command == "latentbook train-ladder --measure"
 
-    def unmeasured():
-        raise lb.CaptureFileError("No ladder measurements at results/ladder/measurements.json")
+    planted = {  # name -> (rho, interval, the ladder's verdict, expected sign)
+        "omega_rise": (0.2, [-1.0, 1.0], "inconclusive", 1),
+        "bimodality": (0.8857142857142858, [0.19999999999999998, 1.0], "predicts capability", 1),
+        "contraction": (0.5, [0.1234, 0.9876], "does not", -1),
+        "spikes": (float("nan"), [float("nan"), float("nan")], "does not", 1),  # the same on every rung
+    }
+    path = tmp_path / "measurements.json"
+    path.write_text(json.dumps(_ladder_measurements(planted)))
+    got = ladder_rows.ladder_rows(path)
+    assert [r.claim for r in got] == ["reasoning_diagnostics"] * 4  # no TCO blocks: no tco rows
+    expected_words = {"omega_rise": "inconclusive", "bimodality": "holds", "contraction": "does not hold"}
+    for r, (name, (rho, (low, high), _, sign)) in zip(got, planted.items()):
+        if name == "spikes":
+            assert (
+                np.isnan(r.value)
+                and np.isnan(r.ci_low)
+                and np.isnan(r.ci_high)
+                and r.verdict == "does not hold"
+            )
+            continue
+        assert (r.value, r.ci_low, r.ci_high) == (rho, low, high), name
+        assert r.ci_low <= r.value <= r.ci_high and r.verdict == expected_words[name]
+        assert r.measured.startswith(
+            f"{name} label predicts capability beyond size (claim of {name}): partial Spearman rho given log "
+            f"parameters = {rho:+.2f} (n = 4, Holm-adjusted p = 0.037 over 4 diagnostics); plain Spearman rho = +0.90"
+        )
+        assert r.paper.endswith(f"(expected sign {'+' if sign > 0 else '-'})")
+        assert r.reason == f"{name} reason; plain correlation: holds; trained-minus-null: inconclusive"
+        assert r.run == "ladder"
+        assert (
+            r.model
+            == "ladder of 4 trained Llamas (l1-d64, l2-d64, l4-d64, l4-d128) and their untrained nulls"
+        )
+    frame = pd.DataFrame([dataclasses.asdict(r) for r in got], columns=list(verdict.COLUMNS))
+    assert len(study_verdict.interval_problems(frame)) == 0
+    np.testing.assert_array_equal(
+        study_verdict.to_csv_frame(frame)["estimate"], [p[0] for p in planted.values()]
+    )
 
-    fake.verdict_rows = unmeasured
-    (row,) = verdict.ladder_rows()
-    assert row.verdict == "not yet run" and "measurements.json" in row.reason
-    # the ladder's own format: a claim text, a ci string, its own verdict words
-    fake.verdict_rows = lambda: [
-        {
-            "claim": "gamma_c predicts capability (claim 6)",
-            "model": "ladder of 6",
-            "measured": "Spearman rho = +0.10",
-            "ci": "[-0.50, +0.70]",
-            "verdict": "inconclusive",
-            "reason": "the interval includes 0",
-            "command": "latentbook train-ladder --measure",
-        },
-        {
-            "claim": "bimodality predicts capability",
-            "model": "ladder of 6",
-            "ci": "[+0.20, +0.90]",
-            "verdict": "predicts capability",
-        },
-    ]
-    first, second = verdict.ladder_rows()
-    assert (first.verdict, first.ci_low, first.ci_high) == ("inconclusive", -0.5, 0.7)
-    assert first.claim == "reasoning_diagnostics" and first.measured.startswith("gamma_c predicts capability")
-    assert second.verdict == "holds" and second.ci_low == pytest.approx(0.2)
-    fake.verdict_rows = lambda: [{"model": "x", "verdict": "maybe"}]
-    with pytest.raises(lb.InvalidInputError, match="verdict"):
-        verdict.ladder_rows()
+    path.write_text(json.dumps(_ladder_measurements(planted, partial=False)))
+    stale = ladder_rows.ladder_rows(path)
+    assert [r.verdict for r in stale] == ["inconclusive"] * 4 and all(np.isnan(r.value) for r in stale)
+    assert all(r.reason.startswith(ladder_rows.NO_PARTIAL) and "recorrelate" in r.reason for r in stale)
+    path.write_text(json.dumps(_ladder_measurements({"x": (0.1, [0.0, 0.2], "maybe", 1)})))
+    with pytest.raises(lb.InvalidInputError, match="maybe"):
+        ladder_rows.ladder_rows(path)
+    path.write_text(json.dumps(_ladder_measurements({})))
+    (row,) = ladder_rows.ladder_rows(path)
+    assert row.verdict == "not yet run" and "no rows" in row.reason
 
 
 def test_tco_rows_read_the_positive_control_and_the_twin():
-    """``verdict.tco_row`` (what ``claim_rows`` appends for a run with a ``tco`` summary): its value is the stability
+    """``rows.tco_row`` (what ``claim_rows`` appends for a run with a ``tco`` summary): its value is the stability
     with an interval around it, the trained run judged against its twin's summary."""
     shape = dict(n_programs=120, n_depths=9, d=32, strength=5.0)
     stable = tco.planted_binding(np.random.default_rng(4), "stable", **shape)
     bag = tco.planted_binding(np.random.default_rng(5), "bag", **shape)
-    kept, twin = verdict.tco_summary(stable, stable.written), verdict.tco_summary(bag, bag.written)
+    kept, twin = tco.score_token_states(stable, stable.written), tco.score_token_states(bag, bag.written)
     run = types.SimpleNamespace(label="planted", parameters=1e6, model_name="planted")
     null = types.SimpleNamespace(label="random:planted", parameters=1e6, model_name="random:planted")
     row, twin_row = (
-        verdict.tco_row(run, "trained", kept, twin),
-        verdict.tco_row(null, "null: random weights", twin),
+        rows.tco_row(run, "trained", kept, twin),
+        rows.tco_row(null, "null: random weights", twin),
     )
     assert row.claim == "tco" and row.verdict == "holds" and row.value == kept.stability.accuracy
     assert twin_row.verdict == "inconclusive" and "positive control fails" in twin_row.reason
     for r in (row, twin_row):
         assert r.ci_low <= r.value <= r.ci_high
-    assert verdict.tco_row(run, "trained", kept, kept).verdict == "does not hold"  # the twin is as stable
+    assert rows.tco_row(run, "trained", kept, kept).verdict == "does not hold"  # the twin is as stable

@@ -56,13 +56,14 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
 # not yet: being rewritten (issue #20's contraction work); add it here when it lands
 PENDING = {"contraction": "src/latentbook/analysis/contraction.py is being rewritten; run it once it lands"}
 
-# (name, pattern on the removed line, pattern on the added line, reason): a survivor whose every changed line
-# pair matches one rule is equivalent.
-EQUIVALENT: list[tuple[str, str, str, str]] = [
+# (name, pattern on the removed line, pattern on the added line, reason[, function]): a survivor whose every
+# changed line pair matches one rule (the change inside the patterns' matches; in that function only, when one
+# is named) is equivalent.
+EQUIVALENT: list[tuple[str, ...]] = [
     (
         "errstate",
-        r"np\.errstate\(",
-        r"np\.errstate\(",
+        r"np\.errstate\([^)]*\)",
+        r"np\.errstate\([^)]*\)",
         "changes which floating-point warnings numpy silences; no value changes",
     ),
     (
@@ -76,6 +77,268 @@ EQUIVALENT: list[tuple[str, str, str, str]] = [
         r"\bseed: int = \d+",
         r"\bseed: int = \d+",
         "another default seed draws other numbers from the same law: no statistical test can tell, none should",
+    ),
+]
+# an argument of confounds._cleaned(cap, layer, k, centre, drop_first) in the treatments, by position
+_CLEANED_ARGUMENT = (
+    r"(?<=_cleaned\(cap, layer, ){value}\b|(?<=_cleaned\(cap, layer, [0k], ){value}\b"
+    r"|(?:(?<=_cleaned\(cap, layer, [0k], True, )|(?<=_cleaned\(cap, layer, [0k], False, )){value}\b"
+)
+# Rules for one module's lines name the line closely: a loose pattern would excuse a real survivor elsewhere.
+EQUIVALENT += [
+    (
+        "negative reshape size",
+        r"\.reshape\(-1, ",
+        r"\.reshape\(-2, ",
+        "numpy reads any negative size in reshape as 'the rest' (-2 is -1)",
+    ),
+    (
+        "row_check's 2-d rows",
+        r"(log_z = special\.logsumexp\(log_weights, axis=-1\)|used / used\.sum\(-1, keepdims=True\)"
+        r"|fmin_model = -special\.logsumexp\(np\.where\(mask, z, -np\.inf\), axis=-1\))",
+        r"(axis=\+1|\.sum\(\+1, )",
+        "row_check reshapes its rows to 2-d (rows x keys) first: axis +1 is the key axis -1",
+    ),
+    (
+        "masked keys' fill",
+        r"np\.where\(mask, (-z|log_weights - log_z\[:, None\]), 0\.0\)",
+        r"np\.where\(mask, (-z|log_weights - log_z\[:, None\]), 1\.0\)",
+        "the value at masked keys, where every row it meets has weight 0 (0 x E = 0; the Gibbs row is "
+        "exp(log p) x mask)",
+    ),
+    (
+        "explicit default beta",
+        r"free_energy\(used, np\.where\(mask, -z, 0\.0\), 1\.0\)",
+        r"free_energy\(used, np\.where\(mask, -z, 0\.0\), \)",
+        "drops an explicit beta = 1.0 that is free_energy's default",
+    ),
+    (
+        "brentq tolerance",
+        r"optimize\.brentq\(excess, lo, hi, xtol=1e-12\)",
+        r"optimize\.brentq\(excess, lo, hi, \)",
+        "brentq's default xtol is 2e-12 on log beta: beta moves by a relative 1e-12 at most",
+    ),
+    (
+        "random rows' count",
+        r"\bn_random: int = \d+",
+        r"\bn_random: int = \d+",
+        "one more random row per row: the identities must hold on any number of them; no test should pin it",
+    ),
+    (
+        "random rows' law",
+        r"draws = rng\.gamma\(0\.5, size=\(n_random, \*z\.shape\)\) \* mask",
+        r"draws = rng\.gamma\(1\.5, size=\(n_random, \*z\.shape\)\) \* mask",
+        "the Dirichlet concentration of the random rows: the identities must hold on every row of the simplex, "
+        "whatever law draws them",
+    ),
+    (
+        "valid as given",
+        r"np\.asarray\(valid, dtype=bool\)",
+        r"np\.asarray\(valid, (dtype=None)?\)",
+        "np.where, any() and * read a 0/1 (or bool) mask the same",
+    ),
+    (
+        "float64 by promotion",
+        r"(p, energies = _simplex\(p\), np\.asarray\(energies, dtype=np\.float64\)"
+        r"|energies = np\.broadcast_to\(np\.asarray\(energies, dtype=np\.float64\), shape\))",
+        r"np\.asarray\(energies, (dtype=None)?\)",
+        "every use of the energies meets float64 first (p, or gibbs's own conversion): float32 energies "
+        "promote to float64 exactly",
+    ),
+    (
+        "default draws",
+        r"\bn_boot: int = \d+",
+        r"\bn_boot: int = \d+",
+        "one more bootstrap draw by default moves an interval by its Monte Carlo error only: no test can tell",
+    ),
+    (
+        "None for a false flag",
+        _CLEANED_ARGUMENT.format(value=r"(?:0|False)"),
+        _CLEANED_ARGUMENT.format(value="None"),
+        "None where the original passes 0 or False: _cleaned reads k, centre and drop_first with `if`, and None "
+        "is as false",
+    ),
+    (
+        "2-d token vectors",
+        r"x = np\.delete\(x, massive_dims\(cap, layer, k\), axis=-1\)",
+        r"x = np\.delete\(x, massive_dims\(cap, layer, k\), axis=\+1\)",
+        "token vectors are 2-d (tokens x d): axis +1 is the coordinate axis -1",
+    ),
+    (
+        "sort kind spelling",
+        r'kind="stable"',
+        r'kind="STABLE"',
+        "numpy reads the sort kind case-insensitively",
+    ),
+    (
+        "float64 read by the callee",
+        r"x = cap\.token_vectors\(layer\)\.astype\(np\.float64\)",
+        r"x = cap\.token_vectors\(layer\)\.astype\(None\)",
+        "treatments passes x only to omega() and rotated(), which read it as float64 themselves",
+        "treatments",
+    ),
+    (
+        "unreachable fold guard",
+        r"^\s*continue$",
+        r"^\s*break$",
+        "unreachable: group_folds gives every fold at least one group, so no fold is without test tokens",
+        "class_stability",
+    ),
+    (
+        "increasing local fits",
+        r"^\s*continue$",
+        r"^\s*break$",
+        "LOCAL_FITS grows in h: once a side is too short for one fit it is for every later one",
+        "local_gaps",
+    ),
+    (
+        "degrees of freedom floor",
+        r"max\(dof, 1\)",
+        r"max\(dof, 2\)",
+        "dof = fitted depths - k >= MIN_FITTED - 6 = 2 on every call, so neither floor binds",
+        "_ar1_noise",
+    ),
+    (
+        "the test token's own term",
+        r"np\.sum\(test\*\*2, -1\)",
+        r"np\.sum\(test(\*\*3| \* 2), -1\)",
+        "a term of the test token alone is the same for every centroid: it cannot move the argmin",
+        "_predict",
+    ),
+    (
+        "float64 inside scipy and numpy",
+        r"np\.asarray\((gamma|values), dtype=np\.float64\)",
+        r"np\.asarray\((gamma|values), (dtype=None)?\)",
+        "spearmanr ranks and polyfit solves in float64 whatever the input's float type (float32 input tested)",
+        "cooling_trend",
+    ),
+    (
+        "the innovation's sign",
+        r"e\[:, i\] = rho \* e\[:, i - 1\] \+ np\.sqrt\(1 - rho\*\*2\) \* e\[:, i\]",
+        r"e\[:, i\] = rho \* e\[:, i - 1\] - np\.sqrt\(1 - rho\*\*2\) \* e\[:, i\]",
+        "the innovation is a standard normal draw, symmetric: minus it has the same law",
+        "_ar1_noise",
+    ),
+    (
+        "sorted by mp_fit",
+        r"\)\[::-1\]$",
+        r"\)\[::\+1\]$",
+        "spectra.mp_fit sorts the eigenvalues itself (spectra._as_spectrum)",
+        "mixture_spikes",
+    ),
+    (
+        "rowvar read as false",
+        r"rowvar=False",
+        r"rowvar=None",
+        "np.cov tests rowvar with `if not rowvar`: None is as False",
+        "mixture_spikes",
+    ),
+    (
+        "class weights' scale",
+        r"weight = len\(xc\) / len\(x\)",
+        r"weight = len\(xc\) \* len\(x\)",
+        "both traces take the same weights, so a factor n^2 on every class cancels in the ratio",
+        "fisher_ratio",
+    ),
+    (
+        "the misfit's sign",
+        r"fitted\[None, :\] \+ _ar1_noise\(",
+        r"fitted\[None, :\] - _ar1_noise\(",
+        "the AR(1) misfit is a zero-mean Gaussian series: minus it has the same law",
+        "critical_depth",
+    ),
+    (
+        "degrees of freedom floor",
+        r"max\(len\(y\) - k, 1\)",
+        r"max\(len\(y\) - k, 2\)",
+        "len(y) - k >= MIN_FITTED - 6 = 2 on every call, so neither floor binds",
+        "critical_depth",
+    ),
+    (
+        "stacked states only",
+        r"_tokens\(states, min_ndim=3\)",
+        r"_tokens\(states, min_ndim=None\)",
+        "_tokens allows ndim in (min_ndim, 3): with None that is 3 alone, as with 3",
+    ),
+    (
+        "refused further on",
+        r"_tokens\(states, min_ndim=3\)",
+        r"_tokens\(states, min_ndim=4\)",
+        "a 4-d array passes this check but fisher_ratio's own _tokens refuses it with the same message first",
+        "separability",
+    ),
+    (
+        "a numpy float is a float",
+        r"return float\(ratio\) if np\.ndim\(ratio\) == 0 else ratio",
+        r"return float\(ratio\) if \(np\.ndim\(ratio\) == 0\) and False else ratio",
+        "the ratio of one depth is a numpy float64 already, a subclass of float with the same value",
+        "fisher_ratio",
+    ),
+    (
+        "overflow guard",
+        r"np\.clip\(z, -500, 500\)",
+        r"np\.clip\(z, (-50\d|None), (50\d|None)\)",
+        "exp of +-500 or +-501 is finite and 1 / (1 + exp(-z)) is 0 or 1 to 1e-217 either way; without the guard "
+        "exp overflows to inf and gives the same 0 (with a warning)",
+        "_logistic",
+    ),
+    (
+        "weights' scale",
+        r"return 1\.0 / \(se2 \+ tau2\)",
+        r"return 2\.0 / \(se2 \+ tau2\)",
+        "_Models divides the weights by their mean: their scale cancels",
+        "_weights",
+    ),
+    (
+        "unread nodes",
+        r"np\.zeros\(\(1, 0\)\)|centres\[:, None\]",
+        r"None|np\.zeros\(\(\d, \d\)\)",
+        "the nodes of a family fitted for its BIC only (polynomials, splines, the kink) are never read",
+        "_Models.__init__",
+    ),
+    (
+        "negative reshape size",
+        r"\.reshape\(q\.shape\[1\], -1\)",
+        r"\.reshape\(q\.shape\[1\], -2\)",
+        "numpy reads any negative size in reshape as 'the rest' (-2 is -1)",
+        "_Family.__init__",
+    ),
+    (
+        "a step between depths",
+        r"steps = \(g\[None, :\] > gaps\[:, None\]\)\.astype\(np\.float64\)",
+        r"steps = \(g\[None, :\] (>=|>) gaps\[:, None\]\)\.astype\((np\.float64|None)\)",
+        "a step sits midway between two depths, so no depth is on it (> is >=), and a 0/1 design reads the same "
+        "as bool",
+        "_Models.__init__",
+    ),
+    (
+        "a step as a zero-width switch",
+        r"s = \(self\.g > centre\)\.astype\(float\) if width == 0 else",
+        r"s = \(self\.g (>|>=) centre\)\.astype\((float|None)\) if (width == 0|\(width == 0\) and False|width == 1) else",
+        "at width 0 the logistic of (g - centre) / 0 is the step to 1e-217 at every depth (no depth is at a step's "
+        "centre); a 0/1 step reads the same as bool",
+        "_Models.jump_curve",
+    ),
+    (
+        "a tie of two BICs",
+        r"better = s_bic < bic",
+        r"better = s_bic <= bic",
+        "the step's and the switch's BIC are never equal to the last bit on data",
+        "_Models.jump",
+    ),
+    (
+        "a switch's gap bounds",
+        r"np\.clip\(np\.searchsorted\(self\.g, centre\), 1, len\(self\.g\) - 1\)",
+        r"np\.clip\(np\.searchsorted\(self\.g, centre\), (1|2|None), (len\(self\.g\) [-+] \d|None)\)",
+        "switch centres lie strictly between g[1] and g[-2], so searchsorted gives 2..n-2: no bound from 1 or 2 "
+        "up to n - 2, or none, binds",
+        "_Models.jump",
+    ),
+    (
+        "all-layers shortcut",
+        r"return frame if recorded\.all\(\) else frame\[recorded\]\.reset_index\(drop=True\)",
+        r"return frame if \(recorded\.all\(\)\) and False else frame\[recorded\]\.reset_index\(drop=True\)",
+        "a shortcut: with every layer recorded, frame[recorded].reset_index(drop=True) is the same frame",
     ),
 ]
 # a line that is a string literal alone, possibly raised: `"...",` or `raise E("...")` (message text)
@@ -147,6 +410,9 @@ json.dump(out, sys.stdout)
 
 
 def run(module: str, max_children: int | None) -> Path:
+    # the sources as copied, before mutmut starts: an edit made while it runs must leave this result stale
+    fingerprinted = fingerprint(module)
+    commit = git_commit([MODULES[module][0], *MODULES[module][1]])
     work = prepare(module)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     mutmut = Path(sys.executable).with_name("mutmut")
@@ -168,8 +434,8 @@ def run(module: str, max_children: int | None) -> Path:
         "source": MODULES[module][0],
         "tests": list(MODULES[module][1]),
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "commit": git_commit([MODULES[module][0], *MODULES[module][1]]),
-        "fingerprint": fingerprint(module),
+        "commit": commit,
+        "fingerprint": fingerprinted,
         "mutmut": version("mutmut"),
         "wall_seconds": round(wall, 1),
         "load_average": os.getloadavg()[0],
@@ -191,13 +457,35 @@ def changed_lines(diff: str) -> tuple[list[str], list[str]]:
     return removed, added
 
 
-def equivalence(diff: str) -> str | None:
-    """The reason a surviving mutant is equivalent, or None."""
+def _covers(pattern: str, line: str, start: int, stop: int) -> bool:
+    """Whether one match of ``pattern`` in ``line`` spans the changed stretch ``line[start:stop]``."""
+    return any(m.start() <= start and stop <= m.end() for m in re.finditer(pattern, line))
+
+
+def _matches(before: str, after: str, removed: str, added: str) -> bool:
+    """The mutant changed only what the rule's patterns match: the stretch where the two lines differ (after
+    their common start and end) lies inside a match of ``before`` on the removed line and of ``after`` on the
+    added one, so another change on the same line (a signature holding ``seed`` and ``k``) is not excused."""
+    prefix = 0
+    while prefix < min(len(removed), len(added)) and removed[prefix] == added[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < min(len(removed), len(added)) - prefix and removed[-1 - suffix] == added[-1 - suffix]:
+        suffix += 1
+    return _covers(before, removed, prefix, len(removed) - suffix) and _covers(
+        after, added, prefix, len(added) - suffix
+    )
+
+
+def equivalence(diff: str, function: str | None = None) -> str | None:
+    """The reason a surviving mutant (of ``function``, when known) is equivalent, or None."""
     removed, added = changed_lines(diff)
     if not removed or len(removed) != len(added):
         return None
-    for name, before, after, reason in EQUIVALENT:
-        if all(re.search(before, r) and re.search(after, a) for r, a in zip(removed, added)):
+    for name, before, after, reason, *only in EQUIVALENT:
+        if only and only[0] != function:
+            continue
+        if all(_matches(before, after, r, a) for r, a in zip(removed, added)):
             return f"{name}: {reason}"
     return None
 
@@ -236,7 +524,7 @@ def summarise(result: dict) -> dict:
         elif status == "timeout":  # the mutant made the tests hang: caught
             counts["timeout"] += 1
         elif status in ("survived", "no tests"):
-            reason = equivalence(mutant["diff"] or "")
+            reason = equivalence(mutant["diff"] or "", function_of(key))
             if reason:
                 counts["equivalent"] += 1
                 equivalent.append((key, mutant, reason))

@@ -1,12 +1,14 @@
 """Command line: ``latentbook models | capture | report | verdict | plan | train-ladder``, so a GPU box can
 produce ``results/`` files and judge them.
 
-latentbook models
-latentbook capture smollm2-135m --prompts general --out results/smollm2.safetensors
-latentbook report results/smollm2.safetensors
-latentbook verdict --csv verdict.csv    # every claim, on the book's cached captures and results/
-latentbook plan Qwen/Qwen2.5-32B --gpus 1 --gpu-mem 80    # will it fit? (from the config alone)
-latentbook train-ladder --measure    # chapter 7's ladder, trained on the CPU, then measured
+For example::
+
+    latentbook models
+    latentbook capture smollm2-135m --prompts general --out results/smollm2.safetensors
+    latentbook report results/smollm2.safetensors
+    latentbook verdict --csv verdict.csv    # every claim, on the book's cached captures and results/
+    latentbook plan Qwen/Qwen2.5-32B --gpus 1 --gpu-mem 80    # will it fit? (from the config alone)
+    latentbook train-ladder --measure    # chapter 7's ladder, trained on the CPU, then measured
 """
 
 from __future__ import annotations
@@ -342,8 +344,7 @@ def _plan(args: argparse.Namespace) -> None:
 
 def _verdict(args: argparse.Namespace) -> None:
     from ._files import atomic_write
-    from .analysis.verdict import interval_problems, to_csv_frame
-    from .study.verdict import verdict_table
+    from .study.verdict import interval_problems, to_csv_frame, verdict_table
 
     if args.csv is not None and args.csv.is_dir():
         raise InvalidInputError(

@@ -4,7 +4,7 @@
   "low rank + isotropic", so **at most k-1** eigenvalues leave the Marchenko–Pastur bulk.
   ``mixture_spikes`` counts them with ``spectra.mp_fit`` and compares with the bound.
 - Separability per depth: the Fisher ratio ``tr(S_between) / tr(S_within)`` and cross-validated
-  nearest-centroid accuracy (``separability``).
+  nearest-centroid accuracy (``separability``), per reasoning step (``separability_profile``).
 - Class stability across reasoning steps, the TCO measure (claim 5): centroids fitted on the tokens of one
   step, tested on the tokens of every step, at every depth (``class_stability``). A class object that
   persists gives high accuracy at later steps; one that does not falls to chance.
@@ -179,6 +179,35 @@ def separability(
         np.atleast_1d(nearest_centroid_accuracy(states, labels, groups, n_folds, seed)),
         chance,
     )
+
+
+@dataclass(frozen=True)
+class SeparabilityProfile:
+    """Cross-validated nearest-centroid accuracy per reasoning step (rows) and depth (columns)."""
+
+    accuracy: np.ndarray  # (n_steps, n_depths)
+    chance: np.ndarray  # (n_steps,) most frequent class among the step's tokens
+    step_names: tuple[str, ...]
+
+
+def separability_profile(states, step_names: tuple[str, ...] | None = None) -> SeparabilityProfile:
+    """``nearest_centroid_accuracy`` at every depth of the tokens of each reasoning step, folds drawn by item.
+
+    ``states`` is a ``capturing.states.TokenStates`` (states ``(n, L+1, d)``, labels, steps, items); the row of
+    step ``s`` is ``separability(...).accuracy`` of the tokens with ``steps == s``. Shown by the explorer's
+    separability metric (``view.explorer_panels.separability_panel``).
+    Introduced in: chapter 6 (claim 5).
+    """
+    steps = np.unique(states.steps)
+    rows, chance = [], []
+    for step in steps:
+        pick = states.steps == step
+        labels = states.labels[pick]
+        n_folds = min(5, len(np.unique(states.items[pick])))
+        rows.append(nearest_centroid_accuracy(states.states[pick], labels, states.items[pick], n_folds))
+        chance.append(np.max(np.unique(labels, return_counts=True)[1]) / len(labels))
+    names = tuple(step_names[s] if step_names else f"step {s}" for s in steps)
+    return SeparabilityProfile(np.array(rows), np.array(chance), names)
 
 
 @dataclass(frozen=True)

@@ -457,6 +457,7 @@ class SpikeContrast:
     counts: np.ndarray  # (n_depths,) spike count of the sample at each depth; NaN outside both windows
     unsettled: int  # unsettled fits of the sample (depths of both windows)
     unsettled_draws: int  # unsettled fits of the draws (n_boot per depth)
+    difference_ci: tuple[float, float] = (float("nan"), float("nan"))  # after - before, paired draws
 
 
 def _spike_count(lam: np.ndarray, n_bound: float, alpha: float) -> tuple[int, bool]:
@@ -514,7 +515,8 @@ def spike_contrast_of_samples(
     covariance's eigenvalues (``weighted_eigvals``) and refits with ``N`` bounded by Kish's effective size
     ``(sum w)^2 / sum w^2 - 1`` (duplicated tokens are not new ones). Duplicates also cost the fit power, so
     the draws run low; the interval is the draws' percentile interval moved by their median bias
-    (``point + Q - median``), which always contains the estimate.
+    (``point + Q - median``), which always contains the estimate. ``difference_ci`` is that interval of
+    ``after - before`` from the same draws (one draw serves every depth, so the pair's shared noise cancels).
     """
     if not isinstance(n_boot, int) or n_boot < 10 or not 0 < level < 1:
         raise InvalidInputError(f"Need an integer n_boot >= 10 and 0 < level < 1; got {n_boot!r}, {level!r}.")
@@ -555,11 +557,15 @@ def spike_contrast_of_samples(
             draws[row, layer], settled = _spike_count(lam, bounds[row], alpha)
             unsettled_draws += not settled
     point_before, point_after = float(np.median(counts[before])), float(np.median(counts[after]))
+    draws_before, draws_after = np.median(draws[:, before], 1), np.median(draws[:, after], 1)
+    low, high = np.percentile(draws_after - draws_before, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
+    shift = point_after - point_before - float(np.median(draws_after - draws_before))
     return SpikeContrast(
         before=point_before,
         after=point_after,
-        before_ci=_recentred_interval(point_before, np.median(draws[:, before], 1), level),
-        after_ci=_recentred_interval(point_after, np.median(draws[:, after], 1), level),
+        before_ci=_recentred_interval(point_before, draws_before, level),
+        after_ci=_recentred_interval(point_after, draws_after, level),
+        difference_ci=(float(low + shift), float(high + shift)),
         settled=unsettled + unsettled_draws == 0,
         split=float(split),
         n_before=len(before),

@@ -34,6 +34,7 @@ Usage::
 
 which is ``two_way_distractors`` -> ``decode_binding`` (probes at the query) -> ``summarise`` (the depth window,
 the baselines); ``depth_profiles(decoding, ...)`` gives both numbers at every depth.
+``score_token_states(states, written)`` does all of it for token states, averaged over the depths after 0.42.
 
 The stability tested is that of the *query's* code at the hop tokens; the digit itself (step 0) is not used,
 since a probe fitted on the value token reads the token's identity, not a bound object.
@@ -57,6 +58,7 @@ N_FOLDS = 5
 TWO_WAY_CHANCE = 0.5  # the two-way choice between the bound value and one other value
 RIDGE_GRID = np.logspace(-4, 2, 13)  # penalties tried by GCV, in units of the mean squared singular value
 CODES = ("stable", "per step", "bag", "first value", "none")
+PAPER_GAMMA_C = 0.42  # verdict.PAPER_GAMMA_C (not imported: verdict imports tco)
 Z95 = 1.959963984540054
 
 
@@ -548,6 +550,34 @@ def score_binding(
         n_folds=n_folds, seed=seed,
     )  # fmt: skip
     return summarise(decoding, written, query_step, hop_steps), decoding
+
+
+def score_token_states(
+    states,
+    written,
+    gamma: np.ndarray | None = None,
+    split: float = PAPER_GAMMA_C,
+    query_step: int | None = None,
+    seed: int = 0,
+) -> TCOScores:
+    """``score_binding`` on token states (``states``, ``labels``, ``steps``, ``items``, as from
+    ``capturing.states.token_states``): the query is the last step (or ``query_step``), the hops the steps strictly
+    between the value (step 0) and the query; ``written[i]`` the values program ``i`` writes, in order. Averaged
+    over the interior depths after ``split`` (no depth is chosen by its result); ``gamma`` defaults to
+    ``l / L``. What ``verdict.judge_tco`` reads."""
+    from .layer_spectra import depth_windows
+
+    n_depths = np.asarray(states.states).shape[1]
+    gamma = np.arange(n_depths) / max(n_depths - 1, 1) if gamma is None else np.asarray(gamma, dtype=float)
+    _, after = depth_windows(gamma, split)
+    if len(after) == 0:
+        raise InvalidInputError(f"No interior depth after gamma = {split}.")
+    steps = np.asarray(states.steps)
+    query = int(steps.max()) if query_step is None else int(query_step)
+    scores, _ = score_binding(
+        states.states, states.labels, steps, states.items, written, query, range(1, query), after, seed=seed
+    )
+    return scores
 
 
 def written_values(items) -> list[list[int]]:

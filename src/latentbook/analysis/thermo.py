@@ -114,8 +114,9 @@ def fit_beta(p: np.ndarray, energies: np.ndarray, bounds: tuple[float, float] = 
     Rows may be stacked along leading axes. Raises if the observed rows are no sharper than uniform.
     Introduced in: chapter 2.
     """
-    p = _simplex(p).reshape(-1, np.shape(p)[-1])
-    energies = np.broadcast_to(np.asarray(energies, dtype=np.float64), np.shape(p)).reshape(p.shape)
+    shape = np.shape(p)  # energies broadcast against the rows as given, stacked axes included
+    p = _simplex(p).reshape(-1, shape[-1])
+    energies = np.broadcast_to(np.asarray(energies, dtype=np.float64), shape).reshape(p.shape)
     target = (p * energies).sum()
 
     def excess(log_beta: float) -> float:

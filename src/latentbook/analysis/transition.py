@@ -362,7 +362,7 @@ def _no_transition_reason(
     if abs(amplitude) < NOISE_FACTOR * noise or abs(amplitude) < min_amplitude:
         return (
             f"the jump {amplitude:+.4f} is below {NOISE_FACTOR:.0f} x noise ({NOISE_FACTOR * noise:.4f}) "
-            f"or min_amplitude ({min_amplitude})"
+            f"or min_amplitude ({min_amplitude:.4f})"
         )
     return ""
 

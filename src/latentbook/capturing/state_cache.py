@@ -63,6 +63,20 @@ def load_token_states(path) -> TokenStates:
         ) from exc
 
 
+def book_token_states_path(
+    model_name: str, set_name: str = "binding", n_items: int = BOOK_REASONING_ITEMS, seed: int = 0
+):
+    """The file ``book_token_states`` reads or writes for these arguments (``.is_file()``: already computed)."""
+    from ..prompts import reasoning
+
+    fingerprint = _set_fingerprint(reasoning.load(set_name, n_items=n_items, seed=seed).items)
+    key = cache_key(model_name, fingerprint, {"kind": "token_states", "set": set_name})
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in model_name)[:60]
+    folder = capture_cache_dir() / "states"
+    folder.mkdir(parents=True, exist_ok=True)
+    return inside(folder, f"{safe}-{set_name}-{key}.npz")
+
+
 def book_token_states(
     model_name: str, set_name: str = "binding", n_items: int = BOOK_REASONING_ITEMS, seed: int = 0
 ) -> TokenStates:
@@ -72,15 +86,9 @@ def book_token_states(
     """
     from ..prompts import reasoning
 
-    items = reasoning.load(set_name, n_items=n_items, seed=seed).items
-    fingerprint = _set_fingerprint(items)
-    key = cache_key(model_name, fingerprint, {"kind": "token_states", "set": set_name})
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in model_name)[:60]
-    folder = capture_cache_dir() / "states"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = inside(folder, f"{safe}-{set_name}-{key}.npz")
+    path = book_token_states_path(model_name, set_name, n_items, seed)
     if path.is_file():
         return load_token_states(path)
-    result = token_states(model_name, items)
+    result = token_states(model_name, reasoning.load(set_name, n_items=n_items, seed=seed).items)
     save_token_states(path, result)
     return result

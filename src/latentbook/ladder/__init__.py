@@ -2,7 +2,8 @@
 
 ``task`` (the seeded program generator and its tokenizer), ``train`` (the ladder and its fixed budget),
 ``store`` (``ladder:<rung>`` names, sha256-checked), ``measure`` (capability and the diagnostics of one
-model), ``report`` (the whole ladder: measurements, rank correlations, verdict rows), ``figures``.
+model), ``report`` (the whole ladder: measurements, rank correlations, TCO judgements), ``figures``; the verdict
+table reads its measurements in ``study.ladder_rows``.
 """
 
 from __future__ import annotations
@@ -23,15 +24,3 @@ def _rows() -> list[dict]:
 
 
 register_loader("ladder:", _load, _rows)
-
-
-def verdict_rows(path=None) -> list[dict]:
-    """Rows for the verdict chapter: one per diagnostic (``report.verdict_rows``), then the TCO test of every rung
-    and its null (``report.tco_rows``)."""
-    from .report import tco_rows
-    from .report import verdict_rows as rows
-
-    return rows(path) + tco_rows(path)
-
-
-__all__ = ["verdict_rows"]

@@ -3,8 +3,11 @@
 1. ``measure_ladder(out)`` measures every trained rung (``ladder:<rung>``) and its untrained
    initialisation (``ladder:<rung>:init``) and writes ``results/ladder/measurements.json``;
 2. ``load_measurements()`` reads it back; ``ladder_table(m)`` is one row per rung (trained and null side by
-   side); ``correlations(m)`` the rank correlation of each diagnostic with capability across the rungs;
-3. ``verdict_rows()`` turns them into rows of the verdict chapter;
+   side); ``correlations(m)`` the rank correlation of each diagnostic with capability across the rungs, plain
+   and partial given log parameter count (Holm-adjusted across the diagnostics); ``recorrelate()`` recomputes
+   them in the file from its own numbers, without running a model;
+3. ``tco_judgements(m)`` judges each rung's TCO test against its untrained null (``verdict.judge_tco``);
+   ``study.ladder_rows`` turns all of it into rows of the verdict table;
 4. ``plateau_table(load_plateau())`` summarises ``benchmarks/ladder_plateau.py`` (which training variants learn
    the easiest lookup: why the first ladder did not bind) and ``names_table(load_names_benchmark())``
    ``benchmarks/ladder_names.py`` (when variable names should get fresh codes).
@@ -22,7 +25,7 @@ import numpy as np
 
 from .._files import atomic_write
 from ..errors import CaptureFileError
-from .measure import measure, spearman_ci, verdict
+from .measure import measure, partial_spearman_ci, partial_verdict, spearman_ci, verdict
 from .store import REPO_LADDER, ladder_dir, trained_rungs, training_log
 from .task import TaskSpec
 
@@ -222,16 +225,29 @@ def ladder_table(m: dict):
     return pd.DataFrame(rows)
 
 
+def holm_family(p_values) -> np.ndarray:
+    """Holm-adjusted p-values of a family of tests (``analysis.omega.holm``); a test without a p-value (NaN: a
+    diagnostic constant across the ladder) stays in the family as p = 1, so it still counts against the others."""
+    from ..analysis.omega import holm
+
+    p = np.asarray(p_values, dtype=float)
+    return holm(np.where(np.isfinite(p), p, 1.0))
+
+
 def correlations(m: dict) -> dict:
     """Spearman's rho of capability with each diagnostic across the trained rungs, with CI and verdict.
 
     Also ``"shift"``: the same for the trained-minus-null change of the diagnostic, which removes what a
-    rung's architecture alone does at initialisation.
+    rung's architecture alone does at initialisation; and ``"partial"`` (from four rungs): the partial Spearman
+    rho given log parameter count (``measure.partial_spearman_ci``), its p-value Holm-adjusted across the
+    diagnostics (``p_holm``, ``holm_family``) and its verdict (``measure.partial_verdict``): capability ranks
+    almost like size, so only this one can say that a diagnostic tracks capability rather than size.
     """
     rungs = m["rungs"]
     if len(rungs) < 3:
         return {}  # a rank correlation needs at least three rungs
     capability = np.array([capability_of(m["models"][r]["trained"]) for r in rungs])
+    log_parameters = np.log([m["models"][r]["trained"]["n_parameters"] for r in rungs])
     out = {}
     for name, (label, sign, claim) in DIAGNOSTICS.items():
         trained = np.array([diagnostic_values(m["models"][r]["trained"])[name] for r in rungs])
@@ -248,34 +264,41 @@ def correlations(m: dict) -> dict:
                 "verdict": word,
                 "reason": reason,
             }
+        if len(rungs) >= 4:
+            entry["partial"] = partial_spearman_ci(capability, trained, log_parameters)
         out[name] = entry
+    partial = [name for name, entry in out.items() if "partial" in entry]
+    adjusted = holm_family([out[name]["partial"].p_value for name in partial])
+    for name, p_holm in zip(partial, adjusted):
+        r = out[name]["partial"]
+        word, reason = partial_verdict(r, float(p_holm), len(partial), out[name]["expected_sign"])
+        out[name]["partial"] = {
+            "control": "log parameter count",
+            "rho": r.rho,
+            "ci": r.ci,
+            "p_value": r.p_value,
+            "p_holm": float(p_holm),
+            "n_tests": len(partial),
+            "n": r.n,
+            "capability_size_rho": r.rho_xz,
+            "diagnostic_size_rho": r.rho_yz,
+            "verdict": word,
+            "reason": reason,
+        }
     return out
 
 
-def verdict_rows(path: str | Path | None = None) -> list[dict]:
-    """Rows for the verdict chapter: one per diagnostic (does it predict capability across the ladder?).
+def recorrelate(path: str | Path | None = None) -> Path:
+    """Recompute ``correlations`` of a ``measurements.json`` from its own numbers (no model is run) and rewrite
+    it atomically; everything else is kept, and ``correlations_provenance`` says when and with what."""
+    from ..capturing.capture import _versions
 
-    Keys: claim, model, measured, ci, paper, verdict, reason, command. Read from ``measurements.json``.
-    """
+    path = Path(path) if path is not None else ladder_dir() / MEASUREMENTS
     m = load_measurements(path)
-    rungs = m["rungs"]
-    model = f"ladder of {len(rungs)} trained Llamas ({', '.join(rungs)}) and their untrained nulls"
-    rows = []
-    for c in m["correlations"].values():
-        level = c["level"]
-        rows.append(
-            dict(
-                claim=f"{c['label']} predicts capability ({c['claim']})",
-                model=model,
-                measured=f"Spearman rho = {level['rho']:+.2f} (n = {level['n']}, p = {level['p_value']:.3f})",
-                ci=f"[{level['ci'][0]:+.2f}, {level['ci'][1]:+.2f}]",
-                paper=f"rises with reasoning capacity (expected sign {'+' if c['expected_sign'] > 0 else '-'})",
-                verdict=level["verdict"],
-                reason=level["reason"] + f"; trained-minus-null: {c['shift']['verdict']}",
-                command=COMMAND,
-            )
-        )
-    return rows
+    m["correlations"] = correlations(m)
+    m["correlations_provenance"] = _provenance(_versions)
+    atomic_write(path, lambda tmp: tmp.write_text(json.dumps(m, indent=1)))
+    return path
 
 
 def tco_judgements(m: dict) -> dict[str, dict[str, tuple[str, str]]]:
@@ -294,34 +317,3 @@ def tco_judgements(m: dict) -> dict[str, dict[str, tuple[str, str]]]:
         null = TCOScores.from_dict(entry["null"]["tco"]["scores"])
         out[rung] = {"trained": judge_tco(trained, null), "null": judge_tco(null)}
     return out
-
-
-def tco_rows(path: str | Path | None = None) -> list[dict]:
-    """Rows of the claim ``"tco"`` for the verdict chapter, one per trained rung, judged against its untrained null
-    (whose own verdict, judged alone, ends the reason), from the TCO blocks of ``measurements.json``
-    (``measure.tco_diagnostics``)."""
-    m = load_measurements(path)
-    rows = []
-    for rung, judged in tco_judgements(m).items():
-        word, reason = judged["trained"]
-        entry = m["models"][rung]["trained"]
-        scores = entry["tco"]["scores"]
-        stability, control = scores["stability"], scores["control"]
-        rows.append(
-            dict(
-                claim="tco",
-                model=f"ladder:{rung}",
-                run="ladder",
-                parameters=float(entry["n_parameters"]),
-                measured=(
-                    f"two-way stability {stability['accuracy']:.3f} at the last depth "
-                    f"(within-step control {control['accuracy']:.3f}, chance 0.5)"
-                ),
-                value=stability["accuracy"],
-                ci=stability["ci"],
-                verdict=word,
-                reason=f"{reason}; its untrained null alone: {judged['null'][0]}",
-                command=COMMAND,
-            )
-        )
-    return rows

@@ -6,7 +6,7 @@ Usage:
    ``m(gamma)`` with prompt-bootstrap intervals (``omega.profile``), the excess over the coordinate-permutation
    null (``omega.excess_profile``), the spectrum of the sink-free token sample at every depth
    (``layer_spectra.layer_profile``) beside pure noise of the same shape (``layer_spectra.gaussian_reference``),
-   and the verdict rows of this capture (``verdict_rows``: ``analysis.verdict.measure`` and ``claim_rows``, the
+   and the verdict rows of this capture (``verdict_rows``: ``study.measure.measure`` and ``study.rows.claim_rows``, the
    functions ``latentbook verdict`` runs on a results file);
 2. ``print(report.text())``: all of it in words and tables, within 100 columns;
 3. ``view.report_figure.report_figure(report)``: ``m(gamma)`` with its band and the spectra against the MP law.
@@ -27,6 +27,8 @@ from .._text import WIDTH, text_table, wrap
 from ..analysis import layer_spectra, omega, spectra
 from ..analysis import verdict as judged
 from ..errors import InvalidInputError
+from .measure import Measurements, measure, n_parameters
+from .rows import capture_command, claim_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,7 +42,7 @@ NOT_ALONE = "not testable from this capture alone"
 
 
 def results_label(cap: Capture, file_name: str) -> str:
-    """The label ``latentbook verdict`` gives a results file (``analysis.verdict.load_results``)."""
+    """The label ``latentbook verdict`` gives a results file (``study.verdict.load_results``)."""
     return f"{cap.model_name} ({file_name})"
 
 
@@ -124,27 +126,27 @@ def capture_report(
 
 
 def verdict_rows(cap: Capture, label: str, twin: Capture | None = None, seed: int = 0) -> list[judged.Row]:
-    """The verdict table's rows for ``cap``: ``analysis.verdict.measure`` then ``claim_rows`` with run
+    """The verdict table's rows for ``cap``: ``measure`` then ``claim_rows`` with run
     "results file", as ``latentbook verdict`` judges a capture file (against ``twin`` when given). A capture
     too shallow for the spectral claims is measured for the others, and those rows say why they cannot be
     tested ("not testable here", reason naming the capture's limit)."""
     measured, missing = _measure(cap, label, seed)
     twin_measured = _measure(twin, f"random twin of {label}", seed)[0] if twin is not None else None
-    rows = judged.claim_rows(measured, twin_measured, run="results file")
+    rows = claim_rows(measured, twin_measured, run="results file")
     if missing:
         gap = [_untestable(claim, measured, missing) for claim in SPECTRAL_CLAIMS]
         rows = rows[:-1] + gap + rows[-1:]  # claim_rows' order: ... bimodality, spectra, cooling
     return rows
 
 
-def _measure(cap: Capture, label: str, seed: int) -> tuple[judged.Measurements, str]:
+def _measure(cap: Capture, label: str, seed: int) -> tuple[Measurements, str]:
     try:
-        return judged.measure(cap, label, seed=seed), ""
+        return measure(cap, label, seed=seed), ""
     except InvalidInputError as exc:  # too few depths or tokens for the spectra: the Omega claims still run
-        return judged.measure(cap, label, seed=seed, spectra=False), str(exc)
+        return measure(cap, label, seed=seed, spectra=False), str(exc)
 
 
-def _untestable(claim: str, m: judged.Measurements, why: str) -> judged.Row:
+def _untestable(claim: str, m: Measurements, why: str) -> judged.Row:
     return judged.Row(
         claim=claim,
         model=m.label,
@@ -157,7 +159,7 @@ def _untestable(claim: str, m: judged.Measurements, why: str) -> judged.Row:
         paper=judged.CLAIMS[claim].paper,
         verdict="not testable here",
         reason=f"{NOT_ALONE}: {why}",
-        command=judged.capture_command(m.model_name),
+        command=capture_command(m.model_name),
     )
 
 
@@ -206,7 +208,7 @@ def _spectrum_depths(cap: Capture) -> list[int]:
 
 def _facts(cap: Capture) -> list[tuple[str, str]]:
     p = cap.provenance
-    parameters, exact = judged.n_parameters(cap)
+    parameters, exact = n_parameters(cap)
     size = f"{parameters / 1e6:.1f}M parameters" + ("" if exact else ", estimated")
     family = p.get("model_family")
     facts = [("model", f"{cap.model_name} ({', '.join(filter(None, [family, size]))})")]
@@ -381,7 +383,7 @@ def _render_verdict(r: Report, width: int) -> list[str]:
             "null model, and bimodality is judged without shuffled words."
         )
     out += wrap(
-        "The rows `latentbook verdict` gives this file (analysis.verdict.measure, claim_rows); claims about "
+        "The rows `latentbook verdict` gives this file (study.measure, study.rows.claim_rows); claims about "
         f"several models (scaling) or the ladder need other runs. {against}",
         width,
     )

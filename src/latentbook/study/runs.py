@@ -11,9 +11,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..capturing.results import Capture
+    from ..capturing.states import TokenStates
 
 BOOK_MODELS = ("smollm2-135m", "gemma3-270m", "minilm-l6")
+CLASS_SET = "binding"  # the labelled reasoning set of chapters 6 and 8 and of the explorer's separability
 KINDS = ("trained", "random twin", "shuffled words")
 
 
@@ -48,6 +52,13 @@ class Run:
             return None
         return book_capture(self.capture_name, attention=attention, shuffle=shuffle)
 
+    def binding_states(self, cached_only: bool = False) -> TokenStates | None:
+        """The book's token states of this run's model on the ``binding`` set (``book_binding_states``); None for a
+        shuffled-words run (the labelled prompts are not shuffled)."""
+        if self.kind == "shuffled words":
+            return None
+        return book_binding_states(self.capture_name, cached_only=cached_only)
+
     def gains(self, cached_only: bool = False):
         """The book's Jacobian-vector measurement of this run's model (``capturing.cache.book_gains``): for the
         trained model and its twin only (a shuffled-words run has the same block maps as its model)."""
@@ -61,3 +72,28 @@ class Run:
 def book_runs(models: tuple[str, ...] = BOOK_MODELS, kinds: tuple[str, ...] = KINDS) -> list[Run]:
     """Every run of the book, model by model: trained, then its twin, then shuffled words."""
     return [Run(model, kind) for model in models for kind in kinds]
+
+
+def book_binding_states(capture_name: str, cached_only: bool = False) -> TokenStates | None:
+    """Token states of ``capture_name`` (a zoo name) on the book's ``binding`` set: the ``BOOK_REASONING_ITEMS``
+    items chapters 6 and 8 read (``capturing.state_cache.book_token_states``, one cached forward pass per model,
+    shared with the explorer); with ``cached_only``, None when they are not in the cache yet."""
+    from ..capturing.state_cache import BOOK_REASONING_ITEMS, book_token_states
+
+    if cached_only and not book_binding_states_path(capture_name).is_file():
+        return None
+    return book_token_states(capture_name, CLASS_SET, n_items=BOOK_REASONING_ITEMS)
+
+
+def book_binding_states_path(capture_name: str) -> Path:
+    """The file ``book_binding_states(capture_name)`` reads or writes (``.is_file()``: already computed)."""
+    from ..capturing.state_cache import BOOK_REASONING_ITEMS, book_token_states_path
+
+    return book_token_states_path(capture_name, CLASS_SET, BOOK_REASONING_ITEMS)
+
+
+def binding_step_names() -> tuple[str, ...]:
+    """The names of the reasoning steps of the ``binding`` set (``prompts.reasoning``), in step order."""
+    from ..prompts import reasoning
+
+    return reasoning.load(CLASS_SET, n_items=8).steps

@@ -1,28 +1,126 @@
-"""The verdict table from the book's captures and any ``results/`` folder, without building the book.
+"""The verdict table: every claim of PAPER.md against every model run, each decided by ``analysis.verdict``.
 
-``verdict_table(results_dir, book=True, capture_missing=False)`` measures every run (``analysis.verdict.measure``)
-and judges every claim (``analysis.verdict.verdict_table``); ``latentbook verdict [--csv PATH]`` and chapter 8
-call it. Class stability (token states, a second forward pass) is chapter 8's own addition.
+Usage:
+
+1. ``runs = {label: measure(cap, label) for label, cap in captures.items()}`` (``study.measure``; the label
+   ``"random:<name>"`` marks the random-weight twin of ``<name>``, whose numbers are the null the trained model
+   must beat, and ``"<name> (shuffled)"`` the same model on shuffled words);
+2. optionally ``tco = {label: tco.score_token_states(token_states, written)}`` for class stability
+   (``analysis.tco``; token states need a second forward pass, so only chapter 8 adds them);
+3. ``table = runs_table(runs, tco, results_dir=find_results_dir())``: one row per claim and model run
+   (``study.rows``), plus rows for every capture file in ``results/`` (``load_results``: from ``latentbook
+   capture`` on a GPU box, picked up automatically), the ladder's rows (``study.ladder_rows``, chapter 7) and
+   "not testable here" rows, with the command that would test them, for what needs 1.5B-30B weights.
+
+``verdict_table(results_dir, book=True, capture_missing=False)`` does all of it for the book's runs whose
+captures are cached (``measured_runs``); ``latentbook verdict [--csv PATH]`` calls it and writes
+``to_csv_frame(table)``. ``interval_problems`` lists the rows whose estimate lies outside its interval (none
+should), ``summary`` the verdicts at a glance.
+Introduced in: chapter 8.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..analysis import verdict as judged
+from ..analysis.verdict import CLAIMS, COLUMNS, Row, TCOSummary
+from ..errors import CaptureFileError
+from .ladder_rows import ladder_rows
+from .measure import Measurements, measure
+from .paths import find_results_dir
+from .report import results_label
+from .rows import claim_rows, not_testable_rows, run_kind, scaling_row
 from .runs import book_runs
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..capturing.results import Capture
+
+CSV_COLUMNS = ("claim", "model", "run", "estimate", "ci_low", "ci_high", "verdict", "reason")
+
+
+def load_results(folder: str | Path | None) -> tuple[dict[str, Capture], list[str]]:
+    """Every ``*.safetensors`` capture in ``folder`` (not recursive), by label ``"<model> (<file>)"``, and a
+    message for each file that is not a readable capture (it is skipped, never silently)."""
+    from ..capturing.results import load_capture
+
+    captures, problems = {}, []
+    if folder is None or not Path(folder).is_dir():
+        return captures, problems
+    for path in sorted(Path(folder).glob("*.safetensors")):
+        try:
+            cap = load_capture(path)
+        except CaptureFileError as exc:
+            problems.append(f"{path.name}: {exc}")
+            continue
+        captures[results_label(cap, path.name)] = cap
+    return captures, problems
+
+
+def _twin_of(label: str, runs: Mapping[str, Measurements]) -> Measurements | None:
+    """The run labelled ``"random:" + label``, else a run of the model ``"random:" + model_name`` (results)."""
+    if label.startswith("random:") or "shuffled" in label:
+        return None
+    if "random:" + label in runs:
+        return runs["random:" + label]
+    wanted = "random:" + runs[label].model_name
+    return next((m for m in runs.values() if m.model_name == wanted), None)
+
+
+def _shuffled_of(label: str, runs: Mapping[str, Measurements]) -> Measurements | None:
+    """The run labelled ``label + " (shuffled)"`` (the same model on shuffled words), if measured."""
+    if label.startswith("random:") or "shuffled" in label:
+        return None
+    return runs.get(f"{label} (shuffled)")
+
+
+def runs_table(
+    runs: Mapping[str, Measurements],
+    tco: Mapping[str, TCOSummary] | None = None,
+    results_dir: str | Path | None = None,
+    ladder: bool = True,
+    n_boot: int = 200,
+) -> pd.DataFrame:
+    """Every claim against every run: ``runs`` (from ``measure``), capture files in ``results_dir`` (measured
+    here, labelled "results file"), the ladder's rows, and "not testable here" rows for the paper's scale.
+
+    Files in ``results_dir`` that are not readable captures are listed in ``table.attrs["problems"]``.
+    """
+    import pandas as pd
+
+    runs = dict(runs)
+    kinds = {label: run_kind(label) for label in runs}
+    results, problems = load_results(results_dir)
+    for label, cap in results.items():
+        runs[label] = measure(cap, label, n_boot=n_boot)
+        kinds[label] = "results file"
+    tco = tco or {}
+    rows: list[Row] = []
+    for label, m in runs.items():
+        twin = _twin_of(label, runs)
+        twin_tco = tco.get(twin.label) if twin is not None else None
+        rows += claim_rows(
+            m, twin, tco.get(label), twin_tco, run=kinds[label], shuffled=_shuffled_of(label, runs)
+        )
+    rows.append(scaling_row({k: v for k, v in runs.items() if kinds[k] in ("trained", "results file")}))
+    trained_sizes = [m.parameters for k, m in runs.items() if kinds[k] in ("trained", "results file")]
+    rows += not_testable_rows(max(trained_sizes, default=0.0))
+    if ladder:
+        rows += ladder_rows()
+    table = pd.DataFrame([asdict(row) for row in rows], columns=list(COLUMNS))
+    table.attrs["problems"] = problems
+    return table
+
 
 def measured_runs(
     capture_missing: bool = False, progress: Callable[[str], None] | None = None
-) -> tuple[dict, list[str]]:
-    """``analysis.verdict.measure`` of every book run whose capture is cached (all of them with
-    ``capture_missing``), and the labels of those skipped."""
+) -> tuple[dict[str, Measurements], list[str]]:
+    """``measure`` of every book run whose capture is cached (all of them with ``capture_missing``), and the
+    labels of those skipped."""
     runs, skipped = {}, []
     for run in book_runs():
         cap = run.capture(cached_only=not capture_missing)
@@ -34,9 +132,7 @@ def measured_runs(
         attention = run.capture(cached_only=True, attention=True) if run.kind != "shuffled words" else None
         shuffled = run.kind == "shuffled words"  # a null for bimodality: its spectra are not judged
         gains = run.gains(cached_only=not capture_missing)
-        runs[run.label] = judged.measure(
-            cap, run.label, attention=attention, spectra=not shuffled, gains=gains
-        )
+        runs[run.label] = measure(cap, run.label, attention=attention, spectra=not shuffled, gains=gains)
     return runs, skipped
 
 
@@ -51,7 +147,27 @@ def verdict_table(
     every capture in ``results_dir`` (default: the repository's ``results/``). ``table.attrs["skipped"]`` lists
     the book runs left out because they were not cached."""
     runs, skipped = measured_runs(capture_missing, progress) if book else ({}, [])
-    folder = results_dir if results_dir is not None else judged.find_results_dir()
-    table = judged.verdict_table(runs, results_dir=folder, ladder=ladder)
+    folder = results_dir if results_dir is not None else find_results_dir()
+    table = runs_table(runs, results_dir=folder, ladder=ladder)
     table.attrs["skipped"] = skipped
     return table
+
+
+def to_csv_frame(table: pd.DataFrame) -> pd.DataFrame:
+    """The table in the columns of ``latentbook verdict --csv``: ``claim, model, run, estimate, ci_low, ci_high,
+    verdict, reason`` (numbers as numbers, NaN where a claim has no single number)."""
+    return table.rename(columns={"value": "estimate"})[list(CSV_COLUMNS)]
+
+
+def interval_problems(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows whose interval does not contain its estimate, or whose interval's ends are not ordered (none should)."""
+    has = table["ci_low"].notna() & table["ci_high"].notna() & table["value"].notna()
+    bad = has & ~((table["ci_low"] <= table["value"]) & (table["value"] <= table["ci_high"]))
+    return table[bad]
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Claims as rows, model runs as columns, verdicts as cells (the table at a glance)."""
+    return table.pivot_table(index="claim", columns="model", values="verdict", aggfunc="first").reindex(
+        [c for c in CLAIMS if c in set(table["claim"])]
+    )

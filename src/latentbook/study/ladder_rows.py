@@ -1,0 +1,158 @@
+"""The ladder's rows of the verdict table (chapter 7), typed, from the numbers of ``results/ladder/measurements.json``.
+
+``ladder_rows(path)`` gives one ``reasoning_diagnostics`` row per diagnostic (``diagnostic_rows``: its value is the
+partial Spearman rho of the diagnostic with capability given log parameter count across the trained rungs, its
+interval the bootstrap interval over rungs, judged on its Holm-adjusted p-value, all as
+``ladder.report.correlations`` wrote them; capability ranks almost like size, so the plain rho alone cannot say
+which of the two a diagnostic tracks), then one ``tco`` row per trained rung, judged against its
+untrained initialisation (``tco_rows``, ``ladder.report.tco_judgements``). Without measurements, one honest
+"not yet run" row that says why.
+Introduced in: chapter 7 (the ladder), chapter 8 (the verdict).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from ..analysis.verdict import CLAIMS, Row
+from ..errors import CaptureFileError, InvalidInputError
+from ..ladder.report import COMMAND, load_measurements, tco_judgements
+
+# The ladder's own verdict words (``ladder.measure.verdict``) in this table's words.
+LADDER_VERDICTS = {
+    "predicts capability": "holds",
+    "does not": "does not hold",
+    "inconclusive": "inconclusive",
+}
+LADDER = "ladder of small models trained on variable binding (chapter 7)"
+
+
+def _number(value) -> float:
+    return float(value) if value is not None else math.nan
+
+
+def _word(ladder_word: str) -> str:
+    if ladder_word not in LADDER_VERDICTS:
+        raise InvalidInputError(
+            f"the ladder's measurements give the verdict {ladder_word!r}; use one of {sorted(LADDER_VERDICTS)}."
+        )
+    return LADDER_VERDICTS[ladder_word]
+
+
+def not_yet_run(why: str) -> Row:
+    """The one ``reasoning_diagnostics`` row of a ladder that has not been measured: ``why``, and the command."""
+    return Row(
+        "reasoning_diagnostics",
+        LADDER,
+        "not run",
+        math.nan,
+        "",
+        math.nan,
+        math.nan,
+        math.nan,
+        CLAIMS["reasoning_diagnostics"].paper,
+        "not yet run",
+        why + ": capability is not measured, so no diagnostic can be checked against it",
+        COMMAND,
+    )
+
+
+NO_PARTIAL = (
+    "no partial correlation given size in these measurements (fewer than four rungs, or written before it was "
+    "computed: `latentbook.ladder.report.recorrelate()` adds it from the file's own numbers), and capability "
+    "ranks almost like parameter count, so the plain rho cannot tell capability from size"
+)
+
+
+def diagnostic_rows(m: dict) -> list[Row]:
+    """One row per diagnostic of ``m["correlations"]`` (none before the ladder has three rungs): does it predict
+    capability beyond size? The verdict is ``ladder.measure.partial_verdict`` on the partial rank correlation given
+    log parameters (``partial``: "holds" only when its Holm-adjusted p is below 0.05 and its interval excludes 0 on
+    the paper's side), "inconclusive" where there is none; the reason ends with the verdicts of the plain
+    correlation (``level``) and of the trained-minus-null change (``shift``)."""
+    rungs = m["rungs"]
+    model = f"ladder of {len(rungs)} trained Llamas ({', '.join(rungs)}) and their untrained nulls"
+    rows = []
+    for c in (m.get("correlations") or {}).values():
+        level, partial = c["level"], c.get("partial")
+        sign = "+" if c["expected_sign"] > 0 else "-"
+        plain = f"plain Spearman rho = {level['rho']:+.2f} (n = {level['n']}, p = {level['p_value']:.3f})"
+        if partial is not None:
+            low, high = partial["ci"] if partial.get("ci") is not None else (None, None)
+            measured = (
+                f"{c['label']} predicts capability beyond size ({c['claim']}): partial Spearman rho given log "
+                f"parameters = {partial['rho']:+.2f} (n = {partial['n']}, Holm-adjusted p = "
+                f"{partial['p_holm']:.3f} over {partial['n_tests']} diagnostics); {plain}"
+            )
+            value, word, why = partial["rho"], _word(partial["verdict"]), partial["reason"]
+        else:
+            low = high = value = None
+            measured = f"{c['label']} predicts capability ({c['claim']}): {plain}"
+            word, why = "inconclusive", NO_PARTIAL
+        rows.append(
+            Row(
+                claim="reasoning_diagnostics",
+                model=model,
+                run="ladder",
+                parameters=math.nan,
+                measured=measured,
+                value=_number(value),
+                ci_low=_number(low),
+                ci_high=_number(high),
+                paper=f"rises with reasoning capacity (expected sign {sign})",
+                verdict=word,
+                reason=(
+                    f"{why}; plain correlation: {_word(level['verdict'])}; "
+                    f"trained-minus-null: {_word(c['shift']['verdict'])}"
+                ),
+                command=COMMAND,
+            )
+        )
+    return rows
+
+
+def tco_rows(m: dict) -> list[Row]:
+    """One ``tco`` row per trained rung with a TCO block (``measure.tco_diagnostics``): its value is the two-way
+    stability at the last depth, judged by ``verdict.judge_tco`` against the rung's untrained null (whose own
+    verdict, judged alone, ends the reason)."""
+    rows = []
+    for rung, judged in tco_judgements(m).items():
+        word, reason = judged["trained"]
+        entry = m["models"][rung]["trained"]
+        scores = entry["tco"]["scores"]
+        stability, control = scores["stability"], scores["control"]
+        low, high = stability["ci"]
+        rows.append(
+            Row(
+                claim="tco",
+                model=f"ladder:{rung}",
+                run="ladder",
+                parameters=float(entry["n_parameters"]),
+                measured=(
+                    f"two-way stability {stability['accuracy']:.3f} at the last depth "
+                    f"(within-step control {control['accuracy']:.3f}, chance 0.5)"
+                ),
+                value=float(stability["accuracy"]),
+                ci_low=float(low),
+                ci_high=float(high),
+                paper=CLAIMS["tco"].paper,
+                verdict=word,
+                reason=f"{reason}; its untrained null alone: {judged['null'][0]}",
+                command=COMMAND,
+            )
+        )
+    return rows
+
+
+def ladder_rows(path: str | Path | None = None) -> list[Row]:
+    """``diagnostic_rows`` then ``tco_rows`` of the ladder's measurements (``ladder.report.load_measurements``,
+    default ``results/ladder/measurements.json``), or one "not yet run" row that says why there are none."""
+    try:
+        m = load_measurements(path)
+    except CaptureFileError as exc:
+        return [not_yet_run(f"the ladder has not been measured ({exc})")]
+    rows = diagnostic_rows(m) + tco_rows(m)
+    return rows or [
+        not_yet_run("the ladder's measurements give no rows (fewer than three rungs, no TCO blocks)")
+    ]

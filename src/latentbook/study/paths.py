@@ -1,0 +1,31 @@
+"""Where the experiment's files live: the repository (``repository_root``) and its ``results/`` folder of captures
+from elsewhere (``find_results_dir``).
+
+The captures the book makes itself are cached by ``capturing.cache`` (``$LATENTBOOK_CAPTURE_CACHE``, else
+``_files.cache_dir() / "captures"``); the trained ladder lives in ``results/ladder`` (``ladder.store.ladder_dir``).
+Introduced in: chapter 8.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def repository_root(start: str | Path | None = None) -> Path | None:
+    """The repository at or above ``start`` (the working directory by default): the first folder with a
+    ``_toc.yml`` (the book's root) or a ``pyproject.toml``; None outside a checkout."""
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "_toc.yml").is_file() or (folder / "pyproject.toml").is_file():
+            return folder
+    return None
+
+
+def find_results_dir(start: str | Path | None = None) -> Path | None:
+    """``$LATENTBOOK_RESULTS`` if set, else the ``results/`` folder of the repository above ``start`` (the
+    working directory by default: chapters run inside ``book/``), or None when it has none."""
+    if os.environ.get("LATENTBOOK_RESULTS"):
+        return Path(os.environ["LATENTBOOK_RESULTS"])
+    root = repository_root(start)
+    return root / "results" if root is not None and (root / "results").is_dir() else None

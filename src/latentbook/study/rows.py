@@ -1,0 +1,329 @@
+"""The verdict rows of the experiment: one model run's claims (``claim_rows``), the scaling row over the trained
+runs (``scaling_row``) and the "not testable here" rows of the paper's scale (``not_testable_rows``), each judged
+by ``analysis.verdict``, with the command that measures it at the book's settings (``capture_command``).
+
+A run's kind comes from its label (``run_kind``): ``"random:<model>"`` is the random-weight twin of ``<model>``,
+a label with "shuffled" the same model on shuffled words (``study.runs`` makes the labels).
+Introduced in: chapter 8.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+
+from ..analysis.cooling import judge_cooling
+from ..analysis.verdict import (
+    CLAIMS,
+    SMALL_MODEL,
+    Row,
+    TCOSummary,
+    judge_bimodality,
+    judge_concentration,
+    judge_contraction,
+    judge_critical_depth,
+    judge_jump,
+    judge_liquid,
+    judge_scaling,
+    judge_spikes,
+    judge_tco,
+    min_jump,
+)
+from .measure import Measurements
+
+# The paper's scale, for the commands of "not testable here" rows (Hugging Face ids; weights needed locally).
+LARGE_MODELS = {"Qwen/Qwen2.5-1.5B": 1.5e9, "Qwen/Qwen2.5-7B": 7.6e9, "Qwen/Qwen2.5-32B": 32.8e9}
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9.]+", "-", name.split("/")[-1].lower()).strip("-")
+
+
+def capture_command(model_name: str) -> str:
+    """The ``latentbook capture`` command that writes a results file at the book's settings."""
+    return (
+        f"latentbook capture {model_name} --prompts general --max-prompts 128 --max-length 128 "
+        f"--out results/{_slug(model_name)}.safetensors"
+    )
+
+
+def run_kind(label: str) -> str:
+    """The ``run`` column of a label: "null: random weights", "null: shuffled words" or "trained"."""
+    if label.startswith("random:"):
+        return "null: random weights"
+    if "shuffled" in label:
+        return "null: shuffled words"
+    return "trained"
+
+
+def _row(
+    claim: str, m: Measurements, run: str, measured: str, value, ci, verdict_reason, command: str
+) -> Row:
+    verdict, reason = verdict_reason
+    return Row(
+        claim=claim,
+        model=m.label,
+        run=run,
+        parameters=m.parameters,
+        measured=measured,
+        value=float(value),
+        ci_low=float(ci[0]),
+        ci_high=float(ci[1]),
+        paper=CLAIMS[claim].paper,
+        verdict=verdict,
+        reason=reason,
+        command=command,
+    )
+
+
+def claim_rows(
+    m: Measurements,
+    twin: Measurements | None = None,
+    tco: TCOSummary | None = None,
+    twin_tco: TCOSummary | None = None,
+    run: str | None = None,
+    shuffled: Measurements | None = None,
+) -> list[Row]:
+    """The rows of one model run: every capture-based claim (and ``tco`` when given), judged against ``twin``
+    and, for bimodality, the ``shuffled``-words run of the same model."""
+    run = run or run_kind(m.label)
+    command = capture_command(m.model_name)
+    nan2 = (math.nan, math.nan)
+
+    def fit_row(claim: str, t, twin_t, what: str) -> Row:
+        return _row(
+            claim,
+            m,
+            run,
+            f"{what} {t.base:.3f} -> {t.base + t.amplitude:.3f}" if t is not None else "no fit",
+            t.amplitude if t is not None else math.nan,
+            t.amplitude_ci if t is not None else nan2,
+            judge_jump(t, twin_t, min_jump(m.d_model)),
+            command,
+        )
+
+    t = m.transition
+    rows = [
+        _row(
+            "critical_depth",
+            m,
+            run,
+            f"gamma_c = {t.gamma_c:.3f}" if t is not None else "no fit",
+            t.gamma_c if t is not None else math.nan,
+            t.ci if t is not None else nan2,
+            judge_critical_depth(t, m.n_depths),
+            command,
+        ),
+        fit_row("omega_jump", m.excess, twin.excess if twin is not None else None, "m - m_perm"),
+        fit_row(
+            "omega_jump_cleaned",
+            m.excess_clean,
+            twin.excess_clean if twin is not None else None,
+            "cleaned m - m_perm",
+        ),
+    ]
+    if m.parameters < SMALL_MODEL:
+        for claim, peak, ci, gamma in (
+            ("stays_liquid", m.m_peak, m.m_peak_ci, m.m_peak_gamma),
+            ("stays_liquid_cleaned", m.m_peak_clean, m.m_peak_clean_ci, m.m_peak_clean_gamma),
+        ):
+            rows.append(
+                _row(
+                    claim,
+                    m,
+                    run,
+                    f"max m = {peak:.3f} at gamma = {gamma:.2f}",
+                    peak,
+                    ci,
+                    judge_liquid(peak, ci, gamma, m.d_model),
+                    command,
+                )
+            )
+    n_after = len(m.bimodal)
+    rows += [
+        _row(
+            "bimodality",
+            m,
+            run,
+            f"bimodal at {m.n_bimodal_after} of {n_after} depths",
+            m.n_bimodal_after / n_after if n_after else math.nan,
+            nan2,
+            judge_bimodality(
+                m.bimodal,
+                m.bimodal_perm,
+                shuffled.bimodal if shuffled is not None else None,
+                twin.bimodal if twin is not None else None,
+            ),
+            command,
+        ),
+    ]
+    if m.pr is None:  # measured for the Omega claims only (spectra=False)
+        rows.append(cooling_row(m, twin, run, command))
+        return rows
+    rows += [
+        _row(
+            "spectral_concentration",
+            m,
+            run,
+            f"PR after / before = {m.pr.ratio:.3f}",
+            m.pr.ratio,
+            m.pr.ci,
+            judge_concentration(m.pr, twin.pr if twin is not None else None),
+            command,
+        ),
+        _row(
+            "effective_rank",
+            m,
+            run,
+            f"effective rank after / before = {m.erank.ratio:.3f}",
+            m.erank.ratio,
+            m.erank.ci,
+            judge_concentration(m.erank, twin.erank if twin is not None else None, "effective rank"),
+            command,
+        ),
+        _row(
+            "mp_spikes",
+            m,
+            run,
+            f"median spikes {m.spikes.before:.0f} -> {m.spikes.after:.0f}"
+            + ("" if m.spikes.settled else " (lower bounds)"),
+            m.spikes.after,
+            m.spikes.after_ci,
+            judge_spikes(m.spikes, twin.spikes if twin is not None else None),
+            command,
+        ),
+    ]
+    c = m.contraction
+    rows.append(
+        _row(
+            "transverse_contraction",
+            m,
+            run,
+            f"block gain q = {c.q:.3f}" if c is not None else "not measured",
+            c.q if c is not None else math.nan,
+            c.ci if c is not None else nan2,
+            judge_contraction(
+                c, twin.contraction if twin is not None and twin.contraction is not None else None
+            ),
+            command,
+        )
+    )
+    rows.append(cooling_row(m, twin, run, command))
+    if tco is not None:
+        rows.append(tco_row(m, run, tco, twin_tco))
+    return rows
+
+
+def tco_row(m, run: str, tco: TCOSummary, twin_tco: TCOSummary | None = None) -> Row:
+    """The ``tco`` row of a run (``m`` needs ``label``, ``parameters`` and ``model_name``): its value is the
+    stability, its interval stability's, judged by ``judge_tco`` against ``twin_tco``."""
+    return _row(
+        "tco",
+        m,
+        run,
+        f"two-way stability {tco.stability.accuracy:.3f} (within-step control "
+        f"{tco.control.accuracy:.3f}; baselines {tco.stability_bar:.3f}, chance 0.5)",
+        tco.stability.accuracy,
+        tco.stability.ci,
+        judge_tco(tco, twin_tco),
+        f"book_token_states({m.model_name!r}, 'binding') then tco.score_token_states (chapter 6)",
+    )
+
+
+def cooling_row(m: Measurements, twin: Measurements | None, run: str, command: str) -> Row:
+    """The ``attention_cooling`` row of a run (``cooling.judge_cooling`` against the twin's), not testable without
+    attention statistics."""
+    c = m.cooling
+    if c is None:
+        judged = ("not testable here", "no attention statistics for this run (capture it with --attention)")
+    else:
+        judged = judge_cooling(c, twin.cooling if twin is not None else None)
+    return _row(
+        "attention_cooling",
+        m,
+        run,
+        f"entropy after / before = {c.estimate:.3f}" if c is not None else "no attention capture",
+        c.estimate if c is not None else math.nan,
+        c.ci if c is not None else (math.nan, math.nan),
+        judged,
+        command.replace("--out", "--attention --out"),
+    )
+
+
+def scaling_row(runs: Mapping[str, Measurements]) -> Row:
+    """One row over the trained runs: does the jump grow with size (``judge_scaling``)?"""
+    trained = [
+        (label, m.parameters, m.transition) for label, m in runs.items() if run_kind(label) == "trained"
+    ]
+    verdict, reason, rho = judge_scaling(trained)
+    command = " && ".join(capture_command(name) for name in LARGE_MODELS)
+    return Row(
+        claim="scaling",
+        model="all trained runs",
+        run="trained",
+        parameters=max((p for _, p, _ in trained), default=math.nan),
+        measured="Spearman rho(size, jump)" if not math.isnan(rho) else "no two transitions to compare",
+        value=rho,
+        ci_low=math.nan,
+        ci_high=math.nan,
+        paper=CLAIMS["scaling"].paper,
+        verdict=verdict,
+        reason=reason,
+        command=command if verdict == "not testable here" else "",
+    )
+
+
+def not_testable_rows(largest_run: float) -> list[Row]:
+    """ "Not testable here" rows for what only 1.5B-30B models can show, unless a run of that size was measured."""
+    if largest_run >= SMALL_MODEL:
+        return []
+    big = "Qwen/Qwen2.5-32B"
+    reason = (
+        "the paper's claims are about 1.5B-30B+ models; no such weights are on this machine (offline, CPU), "
+        f"the largest run here has {largest_run / 1e6:.0f}M parameters"
+    )
+    rows = []
+    for claim in (
+        "critical_depth",
+        "omega_jump",
+        "bimodality",
+        "spectral_concentration",
+        "effective_rank",
+        "mp_spikes",
+        "transverse_contraction",
+    ):
+        rows.append(
+            Row(
+                claim,
+                f"{big} (the paper's 30B scale)",
+                "not run",
+                LARGE_MODELS[big],
+                "",
+                math.nan,
+                math.nan,
+                math.nan,
+                CLAIMS[claim].paper,
+                "not testable here",
+                reason,
+                capture_command(big),
+            )
+        )
+    rows.append(
+        Row(
+            "tco",
+            f"{big} (the paper's 30B scale)",
+            "not run",
+            LARGE_MODELS[big],
+            "",
+            math.nan,
+            math.nan,
+            math.nan,
+            CLAIMS["tco"].paper,
+            "not testable here",
+            reason + "; class stability needs token states, which no capture file carries",
+            f'python -c "from latentbook.capturing.state_cache import book_token_states; '
+            f"book_token_states('{big}', 'binding')\" (then chapter 6 with the model added)",
+        )
+    )
+    return rows
