@@ -25,6 +25,26 @@ def _labelled(ax):
     assert ax.get_xlabel() and ax.get_ylabel()
 
 
+def _legend(ax) -> list[str]:
+    """The entries a reader sees in the legend, in order."""
+    return [text.get_text() for text in ax.get_legend().get_texts()]
+
+
+def _line(ax, label):
+    """The line drawn under ``label`` in the legend (found by what it says, not by drawing order)."""
+    (line,) = [line for line in ax.get_lines() if line.get_label() == label]
+    return line
+
+
+def _vertical_lines_at(ax):
+    """The x of every vertical line drawn across the axes."""
+    return [
+        line.get_xdata()[0]
+        for line in ax.get_lines()
+        if len(set(np.asarray(line.get_xdata(), dtype=float))) == 1 and len(line.get_xdata()) == 2
+    ]
+
+
 def test_depth_profiles_one_line_per_model_nulls_in_shades_and_styles():
     gamma = np.linspace(0, 1, 7)
     ax = plots.depth_profiles(
@@ -38,15 +58,18 @@ def test_depth_profiles_one_line_per_model_nulls_in_shades_and_styles():
         logy=True,
     )
     _labelled(ax)
-    real, null, _, ref = ax.get_lines()
+    assert _legend(ax) == ["smollm2-135m", "random:smollm2-135m", "smollm2-135m (shuffled)", "ref"]
+    real, null, shuffled, ref = (
+        _line(ax, name) for name in ("smollm2-135m", "random:smollm2-135m", "smollm2-135m (shuffled)", "ref")
+    )
     np.testing.assert_allclose(real.get_ydata(), gamma**2)
-    assert real.get_linestyle() == "-" and null.get_linestyle() == "--"
-    shuffled = ax.get_lines()[2]
-    assert shuffled.get_linestyle() == ":"
+    np.testing.assert_allclose(null.get_ydata(), gamma)
+    np.testing.assert_allclose(shuffled.get_ydata(), gamma / 2)
+    assert real.get_linestyle() == "-" and null.get_linestyle() == "--" and shuffled.get_linestyle() == ":"
     r, n, s = (np.array(line.get_color()) for line in (real, null, shuffled))
     assert np.all(n >= r) and np.all(s <= r) and not np.allclose(n, r)  # lighter twin, darker shuffled
     assert np.allclose(n - r, (1 - r) * 0.45) and np.allclose(s, r * 0.6)  # shades of one colour
-    assert ref.get_ydata()[0] == 0.2
+    assert list(ref.get_ydata()) == [0.2, 0.2]  # a horizontal line at the reference
     assert ax.get_yscale() == "log"
     with pytest.raises(lb.InvalidInputError):
         plots.depth_profiles({}, "RMS")
@@ -67,8 +90,10 @@ def test_head_scatter_draws_every_head_and_the_mean():
     values = np.arange(12.0).reshape(4, 3)
     ax = plots.head_scatter(gamma, values, "entropy (nats)", label="m")
     _labelled(ax)
-    assert len(ax.collections[0].get_offsets()) == 12
-    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), values.mean(1))
+    dots = np.asarray(ax.collections[0].get_offsets())  # every head a dot at its depth
+    assert sorted(map(tuple, dots)) == sorted((g, v) for g, row in zip(gamma, values) for v in row)
+    assert _legend(ax) == ["m (head mean)"]
+    np.testing.assert_allclose(_line(ax, "m (head mean)").get_ydata(), values.mean(1))
     with pytest.raises(lb.InvalidInputError):
         plots.head_scatter(gamma, values[:3], "entropy", label="m")
 
@@ -103,12 +128,23 @@ def test_transition_fit_marks_gamma_c_only_when_there_is_one():
     ax = plots.transition_fit(curve.gamma, curve.m, fit, label="planted")
     _labelled(ax)
     assert fit.has_transition
-    assert len(ax.get_lines()) == 3  # dots, fit, gamma_c
+    assert _legend(ax) == ["planted: $m(\\gamma)$", "planted: jump fit"]
+    dots = _line(ax, "planted: $m(\\gamma)$")
+    np.testing.assert_array_equal(dots.get_xdata(), curve.gamma)
+    np.testing.assert_array_equal(dots.get_ydata(), curve.m)
+    fitted = _line(ax, "planted: jump fit")
+    np.testing.assert_array_equal(fitted.get_xdata(), fit.fitted_gamma)
+    np.testing.assert_array_equal(fitted.get_ydata(), fit.fitted)
+    assert _vertical_lines_at(ax) == [pytest.approx(fit.gamma_c)]
+    (span,) = ax.patches  # the interval of gamma_c, shaded
+    xs = span.get_patch_transform().transform(span.get_path().vertices)[:, 0]  # in data units along gamma
+    assert (xs.min(), xs.max()) == pytest.approx(fit.ci)
     flat_curve = synthetic.order_parameter_curve(amplitude=0.0, n_layers=30, noise=0.005)
     flat = transition.critical_depth(flat_curve.gamma, flat_curve.m, n_boot=30)
     assert not flat.has_transition
     ax = plots.transition_fit(flat_curve.gamma, flat_curve.m, flat, label="flat")
-    assert len(ax.get_lines()) == 2
+    assert _legend(ax) == ["flat: $m(\\gamma)$", "flat: jump fit"]
+    assert _vertical_lines_at(ax) == [] and not ax.patches  # no gamma_c, no interval
 
 
 def test_free_energy_curves_draws_each_curve():
@@ -116,8 +152,12 @@ def test_free_energy_curves_draws_each_curve():
     gaps = np.vstack([np.log(x) ** 2, 3 * np.log(x) ** 2])
     ax = plots.free_energy_curves(x, gaps, r"$\beta'$", logx=True)
     _labelled(ax)
-    assert len(ax.get_lines()) == 3  # two curves and the zero line
-    np.testing.assert_allclose(ax.get_lines()[1].get_ydata(), gaps[1])
+    curves = [line.get_ydata() for line in ax.get_lines() if np.array_equal(line.get_xdata(), x)]
+    assert len(curves) == 2  # one per row of gaps, each over x
+    np.testing.assert_allclose(curves[0], gaps[0])
+    np.testing.assert_allclose(curves[1], gaps[1])
+    zero = [line for line in ax.get_lines() if not np.array_equal(line.get_xdata(), x)]
+    assert [list(line.get_ydata()) for line in zero] == [[0.0, 0.0]]  # the line F = F_min
     assert ax.get_xscale() == "log"
     with pytest.raises(lb.InvalidInputError):
         plots.free_energy_curves(x, np.ones((2, 3)), "x")
@@ -127,5 +167,10 @@ def test_legend_moves_outside_for_many_entries():
     gamma = np.linspace(0, 1, 5)
     few = plots.depth_profiles({"a": (gamma, gamma), "b": (gamma, gamma)}, "m")
     many = plots.depth_profiles({str(i): (gamma, gamma + i) for i in range(6)}, "m")
-    assert few.get_legend()._loc != many.get_legend()._loc
-    assert many.get_legend().get_bbox_to_anchor().x0 >= many.get_window_extent().x1 - 1
+    for ax in (few, many):
+        ax.figure.canvas.draw()
+    inside = few.get_window_extent()
+    box = few.get_legend().get_window_extent()
+    assert inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1
+    assert many.get_legend().get_window_extent().x0 >= many.get_window_extent().x1 - 1  # right of the axes
+    assert _legend(many) == [str(i) for i in range(6)]  # every line named, none hidden

@@ -14,7 +14,7 @@ Usage:
    progress bar, and **Cancel** stops it after the batch in flight (nothing half-done is saved).
 
 The figure is a plotly ``FigureWidget`` (it needs ``anywidget`` in the kernel's environment); the same panels
-feed the static explorer of the published book (``view.explorer.static_explorer``).
+feed the static explorer of the published book (``view.static_explorer``).
 Introduced in: the explorer page of the book and the labs.
 """
 
@@ -30,7 +30,9 @@ import plotly.graph_objects as go
 from ..capturing.cache import BOOK_N_PROMPTS, book_capture, book_capture_path
 from ..capturing.results import Capture, load_capture
 from ..errors import InvalidInputError
-from .explorer import METRICS, ModelViews, class_states, class_states_path, class_step_names, title
+from ..study.runs import binding_step_names, book_binding_states, book_binding_states_path
+from .explorer import ModelViews
+from .explorer_panels import METRICS, title
 
 BOOK_MODELS = (
     "smollm2-135m",
@@ -112,7 +114,7 @@ class Explorer(widgets.VBox):
     # --- what is saved ------------------------------------------------------------------------------------
     def _cached(self, name: str, source: str) -> bool:
         if source == "classes":
-            return class_states_path(name).is_file()
+            return book_binding_states_path(name).is_file()
         return book_capture_path(name, attention=source == "attention", n_prompts=self.n_prompts).is_file()
 
     def missing_sources(self, name: str) -> list[str]:
@@ -135,8 +137,8 @@ class Explorer(widgets.VBox):
                 if self._cached(name, "attention")
                 else None
             ),
-            classes=class_states(name) if self._cached(name, "classes") else None,
-            step_names=class_step_names(),
+            classes=book_binding_states(name) if self._cached(name, "classes") else None,
+            step_names=binding_step_names(),
         )
         views.precompute()
         self._views[name] = views
@@ -231,7 +233,7 @@ class Explorer(widgets.VBox):
                         raise _Cancelled
 
                 if job == "classes":
-                    class_states(name)
+                    book_binding_states(name)
                 else:
                     book_capture(
                         name, attention=job == "attention", n_prompts=self.n_prompts, on_batch=on_batch
