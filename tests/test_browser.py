@@ -47,7 +47,7 @@ pytestmark = [
 ]
 
 
-SOURCES = ("book", "notebooks", "src/latentbook", "_config.yml", "_toc.yml", "references.bib")
+SOURCES = ("book", "notebooks", "src/latentbook", "_static", "_config.yml", "_toc.yml", "references.bib")
 
 
 def _newest_source() -> tuple[float, Path]:
@@ -283,3 +283,39 @@ def test_static_explorer_controls_change_the_figure_offline(browser, site, page_
     page.close()
     assert not watch.own, f"{page_path}: errors from the book's own assets:\n" + "\n".join(watch.own)
     assert not [url for url in browser.blocked if "plotly" in url], "plotly.js was requested from the network"
+
+
+# Every table, code block and figure of a page, measured against the width of the content column (its inner
+# width, without the column's padding). A table inside a horizontally scrolling wrapper is measured itself, so
+# it counts as too wide; an element that is not shown (a collapsed hide-input cell) has no box and is skipped.
+_TOO_WIDE = """() => {
+  const column = document.querySelector(".bd-article") || document.querySelector("main");
+  if (!column) { return ["no .bd-article or main on the page"]; }
+  const style = getComputedStyle(column);
+  const inner = column.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  const found = [];
+  for (const element of column.querySelectorAll("table, pre, figure, img")) {
+    const box = element.getBoundingClientRect();
+    if (box.width === 0 || box.height === 0) { continue; }
+    const width = Math.max(box.width, element.scrollWidth);
+    if (width > inner + 2) {
+      const what = (element.getAttribute("src") || element.textContent || "").trim().replace(/\\s+/g, " ");
+      found.push(`${element.tagName.toLowerCase()} ${Math.round(width)} px wide in a ${Math.round(inner)} px`
+        + ` column: ${what.slice(0, 80)}`);
+    }
+  }
+  return found;
+}"""
+
+
+@pytest.mark.parametrize("page_path", PAGES)
+def test_no_table_code_block_or_figure_is_wider_than_the_content_column(browser, site, page_path):
+    page = browser.new_page()
+    page.goto(site + page_path, wait_until="load")
+    page.wait_for_load_state("networkidle")
+    page.evaluate(_IMAGES_LOADED)
+    too_wide = page.evaluate(_TOO_WIDE)
+    if too_wide:
+        page.screenshot(path=_artifact(f"too-wide/{page_path}.png"), full_page=True)
+    page.close()
+    assert not too_wide, f"{page_path}: wider than the content column:\n" + "\n".join(too_wide)

@@ -15,6 +15,9 @@ if [ "${LATENTBOOK_BOOK_FRESH:-0}" = 1 ]; then
   export LATENTBOOK_CAPTURE_CACHE="$(mktemp -d)"
 fi
 $BIN/python tools/vendor_js.py
+# No progress bars in the executed pages: tqdm's (the capture's, transformers' "Loading weights") and the Hub's.
+# In a Jupyter kernel they would be saved as widget state and shown as frozen bars.
+export TQDM_DISABLE=1 HF_HUB_DISABLE_PROGRESS_BARS=1
 PATH="$PWD/$BIN:$PATH" $BIN/jupyter-book build . "$@"
 echo "$source_hash" > _build/.package-source-hash
 echo "Book built: $PWD/_build/html/index.html"

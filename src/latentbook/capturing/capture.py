@@ -424,7 +424,10 @@ def _tokens_to_capture(lengths: np.ndarray, max_length: int, exclude_first: bool
 def _progress_bar(total_tokens: int, enabled: bool, name: str):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total_tokens, unit="tok", unit_scale=True, desc=f"capture {name}", disable=not enabled)
+    # enabled: tqdm's own default, which TQDM_DISABLE=1 turns off (the book build sets it: no bar widgets
+    # in the executed pages); disabled: off whatever the environment says
+    disable = {} if enabled else {"disable": True}
+    return tqdm(total=total_tokens, unit="tok", unit_scale=True, desc=f"capture {name}", **disable)
 
 
 def _to_capture(

@@ -1,4 +1,4 @@
-"""Data-parallel capture under ``torchrun``: each rank captures a shard, then the ranks merge exactly.
+"""Data-parallel capture under ``torchrun``: each rank captures a shard, then the ranks merge exactly::
 
     torchrun --standalone --nproc_per_node=4 -m latentbook capture MODEL --prompts general --distributed --out X
 

@@ -1,0 +1,204 @@
+"""The chapters read as an explainer (issue #17): little visible code, short lines, plumbing out of sight.
+
+As in d2l and QuantEcon, a chapter shows the few lines where the package is called the way a reader would
+call it (``lb.capture(...)``, ``lb.omega(...)``); imports, ``glue`` and table-building cells are
+``remove-input``, and figure-making code a reader may want is ``hide-input`` (expandable). What a chapter
+computes lives in the package, tested, so its code cells stay short.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jupytext
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted((ROOT / "book").rglob("*.md"))
+HIDDEN = {"remove-input", "hide-input", "remove-cell"}
+REMOVED = {"remove-input", "remove-cell"}
+MAX_VISIBLE_LINES = 320  # a quarter of the 1,280 visible lines the chapters had when issue #17 was filed
+MAX_COLUMNS = 88  # ruff's default line length, as in src/
+
+
+def _code_cells(path: Path):
+    for index, cell in enumerate(jupytext.read(path).cells):
+        if cell.cell_type == "code":
+            yield index, cell, set(cell.metadata.get("tags", []))
+
+
+def _python(source: str) -> ast.Module | None:
+    """The cell's source as Python, IPython magics and shell lines blanked; None if it does not parse."""
+    lines = ["" if re.match(r"\s*[%!]", line) else line for line in source.splitlines()]
+    try:
+        return ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+
+
+def _glue_calls(tree: ast.Module) -> list[ast.Call]:
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "glue"
+    ]
+
+
+def _hides_display(call: ast.Call) -> bool:
+    return any(
+        kw.arg == "display" and isinstance(kw.value, ast.Constant) and kw.value.value is False
+        for kw in call.keywords
+    )
+
+
+def _visible_lines() -> dict[str, int]:
+    counts = {}
+    for path in CHAPTERS:
+        counts[str(path.relative_to(ROOT))] = sum(
+            sum(1 for line in cell.source.splitlines() if line.strip())
+            for _, cell, tags in _code_cells(path)
+            if not tags & HIDDEN
+        )
+    return counts
+
+
+def test_chapters_show_at_most_a_quarter_of_the_code_they_used_to():
+    counts = _visible_lines()
+    total = sum(counts.values())
+    print("visible code lines per chapter:", counts, "total:", total)
+    assert total <= MAX_VISIBLE_LINES, (
+        f"{total} visible code lines in the chapters (at most {MAX_VISIBLE_LINES}): tag plumbing cells "
+        f"remove-input and figure code hide-input; per chapter: {counts}"
+    )
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_code_line_is_longer_than_88_columns(path):
+    long = [
+        f"cell {index}: {len(line)} columns: {line.strip()[:60]}..."
+        for index, cell, _ in _code_cells(path)
+        for line in cell.source.splitlines()
+        if len(line) > MAX_COLUMNS
+    ]
+    assert not long, f"{path.name} has code lines over {MAX_COLUMNS} columns:\n" + "\n".join(long)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_glue_and_import_cells_show_no_input(path):
+    exposed = []
+    for index, cell, tags in _code_cells(path):
+        tree = _python(cell.source)
+        if tree is None or tags & REMOVED:
+            continue
+        calls = _glue_calls(tree)
+        imports_only = bool(tree.body) and all(
+            isinstance(node, (ast.Import, ast.ImportFrom)) for node in tree.body
+        )
+        if (calls and all(_hides_display(call) for call in calls)) or imports_only:
+            exposed.append(f"cell {index}: {cell.source.strip().splitlines()[0][:70]}")
+    assert not exposed, (
+        f"{path.name}: cells that only glue values or import modules must be tagged remove-input:\n"
+        + "\n".join(exposed)
+    )
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_code_cell_parses_as_python(path):
+    broken = [index for index, cell, _ in _code_cells(path) if _python(cell.source) is None]
+    assert not broken, f"{path.name}: code cells that are not valid Python: {broken}"
+
+
+def _prose(path: Path) -> str:
+    """A page's Markdown outside code fences, front matter and code literals (line numbers kept)."""
+    if path.suffix == ".ipynb":
+        text = "\n\n".join(c.source for c in jupytext.read(path).cells if c.cell_type == "markdown")
+    else:
+        text = path.read_text()
+        text = re.sub(r"\A---\n.*?\n---\n", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    text = re.sub(r"^(`{3,}).*?^\1", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S | re.M)
+    return re.sub(r"`[^`]*`", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+
+
+PAGES = CHAPTERS + sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "notebooks").glob("*.md"))
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_headings_carry_no_hand_made_numbers_and_no_latex(path):
+    """Numbers come from the TOC (``numbered: true``); maths in a heading shows as raw LaTeX in the sidebars."""
+    headings = [line for line in _prose(path).splitlines() if re.match(r"#{1,6} ", line)]
+    numbered = [h for h in headings if re.match(r"#{1,6} \d+(\.\d+)*\.? ", h)]
+    latex = [h for h in headings if "$" in h or "\\(" in h]
+    assert not numbered, f"{path.name}: headings numbered by hand (the TOC numbers them): {numbered}"
+    assert not latex, f"{path.name}: headings with LaTeX (write Ω, γ in Unicode): {latex}"
+
+
+def test_chapters_and_labs_are_numbered_by_the_toc():
+    """Sphinx numbers each numbered part from 1, so lab k is k and its exercises are k.1, k.2, ..."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    numbered = {entry["file"] for part in toc["parts"] if part.get("numbered") for entry in part["chapters"]}
+    labs = {f"notebooks/{p.stem}" for p in (ROOT / "notebooks").glob("lab*.ipynb")}
+    chapters = {f"book/{p.stem}" for p in (ROOT / "book").glob("*.md")} - {"book/intro", "book/explorer"}
+    assert labs <= numbered, f"labs outside a numbered part: {sorted(labs - numbered)}"
+    assert chapters - {"book/paper"} <= numbered, f"chapters not numbered: {sorted(chapters - numbered)}"
+    (labs_part,) = [p for p in toc["parts"] if {e["file"] for e in p["chapters"]} & labs]
+    assert [e["file"] for e in labs_part["chapters"]] == sorted(labs), (
+        "the Labs part holds the labs, in order"
+    )
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_options_in_prose_are_code_literals(path):
+    """Sphinx's smart quotes turn ``--prompts`` outside a code literal into an en dash: ``–prompts``."""
+    dashed = [
+        f"line {n}: {line.strip()[:80]}"
+        for n, line in enumerate(_prose(path).splitlines(), 1)
+        if re.search(r"(?<![-|])--(?![-|])", line) and not re.fullmatch(r"[\s|:-]*", line)
+    ]
+    assert not dashed, f"{path.name}: '--' outside backticks:\n" + "\n".join(dashed)
+
+
+def test_the_book_build_turns_progress_bars_off():
+    """No tqdm widget state in the executed pages: the build sets TQDM_DISABLE, which the capture honours."""
+    script = (ROOT / "tools" / "build_book.sh").read_text()
+    assert re.search(r"(?m)^export .*\bTQDM_DISABLE=1\b", script)
+    assert re.search(r"(?m)^export .*\bHF_HUB_DISABLE_PROGRESS_BARS=1\b", script)
+    probe = (
+        "from latentbook.capturing.capture import _progress_bar\n"
+        "print(_progress_bar(10, True, 'x').disable, _progress_bar(10, False, 'x').disable)"
+    )
+    env = {**os.environ, "TQDM_DISABLE": "1"}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=300)
+    assert out.stdout.split() == ["True", "True"], out.stderr[-2000:]
+
+
+def test_docstrings_in_the_api_appendix_write_options_as_literals():
+    """The API appendix renders docstrings through Sphinx too: ``--out`` outside a literal becomes ``–out``."""
+    import importlib
+    import inspect
+
+    names = re.findall(r"automodule:: ([\w.]+)", (ROOT / "book" / "appendix" / "api.md").read_text())
+    dashed = []
+    for name in names:
+        module = importlib.import_module(name)
+        objects = [(name, module)]
+        for key, value in vars(module).items():
+            if getattr(value, "__module__", None) == name and (
+                inspect.isclass(value) or inspect.isfunction(value)
+            ):
+                objects.append((f"{name}.{key}", value))
+                if inspect.isclass(value):
+                    objects += [
+                        (f"{name}.{key}.{k}", v) for k, v in vars(value).items() if inspect.isfunction(v)
+                    ]
+        for where, value in objects:
+            doc = inspect.getdoc(value) or ""
+            doc = re.sub(r"::\n\n((?:[ \t]+.*\n?|\n)+)", "::\n", doc)  # literal blocks
+            doc = re.sub(r"``.*?``", "", doc, flags=re.S)
+            dashed += [f"{where}: {line.strip()[:80]}" for line in doc.splitlines() if "--" in line]
+    assert not dashed, "docstrings with '--' outside ``literals`` or a literal block:\n" + "\n".join(dashed)
