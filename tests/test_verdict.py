@@ -147,6 +147,7 @@ def test_spikes_criterion_never_judges_an_unsettled_count():
     # the separate intervals overlap, the paired difference is above 0: the pairing decides
     assert verdict.judge_spikes(_spikes(3, 4, half=1.0, difference=(0.5, 1.5)))[0] == "holds"
     assert verdict.judge_spikes(_spikes(3, 8, difference=(-1.0, 9.0)))[0] == "inconclusive"
+    assert verdict.judge_spikes(_spikes(0, 0, difference=(0.0, 0.0)))[0] == "does not hold"  # no increase
     assert verdict.judge_spikes(_spikes(3, 8, difference=(float("nan"),) * 2))[0] == "inconclusive"
     assert verdict.judge_spikes(_spikes(3, 8), twin=_spikes(3, 9))[0] == "does not hold"
     word, reason = verdict.judge_spikes(_spikes(3, 200, settled=False))

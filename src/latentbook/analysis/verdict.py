@@ -310,8 +310,8 @@ def judge_spikes(contrast, twin=None) -> tuple[str, str]:
     if not (np.isfinite(low) and np.isfinite(high)):
         return "inconclusive", found + ": no paired interval of the difference"
     change = f"; after - before {_fmt_ci(low, high)}"
-    if high < 0:
-        return "does not hold", found + change + ": fewer after than before"
+    if high <= 0:
+        return "does not hold", found + change + ": no more after than before"
     if low <= 0:
         return "inconclusive", found + change + ": the difference's interval reaches 0"
     if twin is not None and contrast.after_ci[0] <= twin.after_ci[1]:
