@@ -47,7 +47,7 @@ pytestmark = [
 ]
 
 
-SOURCES = ("book", "notebooks", "src/latentbook", "_static", "_config.yml", "_toc.yml", "references.bib")
+SOURCES = ("book", "notebooks", "src/latentbook", "_css", "_config.yml", "_toc.yml", "references.bib")
 
 
 def _newest_source() -> tuple[float, Path]:

@@ -200,3 +200,12 @@ def test_make_pdf_prints_every_page_of_the_built_book(tmp_path):
     pages = int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))
     assert pages >= n_pages and f"{pdf}: {pages} pages" in made.stdout
     print(f"make pdf: {pages} pages", file=sys.stderr)
+
+
+def test_the_book_loads_its_css_without_a_static_folder():
+    """A ``_static/`` folder at the root makes jupyter-book add every .js of every static path (the vendored
+    MathJax's 60 files) to every page, which breaks MathJax; the stylesheet lives in ``_css/`` instead."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]["config"]
+    assert not (ROOT / "_static").exists()
+    assert "_css" in config["html_static_path"] and "latentbook.css" in config["html_css_files"]
+    assert (ROOT / "_css" / "latentbook.css").is_file()
