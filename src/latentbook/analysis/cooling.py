@@ -55,8 +55,8 @@ import numpy as np
 from scipy import special
 
 from ..errors import InvalidInputError
+from .paper import PAPER_GAMMA_C
 
-PAPER_GAMMA_C = 0.42  # verdict.PAPER_GAMMA_C (not imported: verdict imports the analyses)
 MIN_COOLING = 0.10
 MIN_GROUPS = 5
 LEVEL = 0.95

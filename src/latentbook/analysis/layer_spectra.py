@@ -33,6 +33,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from . import spectra, synthetic
+from .paper import PAPER_GAMMA_C
 from .spectra import sample_eigvals
 
 if TYPE_CHECKING:
@@ -281,7 +282,7 @@ def depth_contrast(
     gamma: np.ndarray,
     values: np.ndarray,
     draws: np.ndarray | None = None,
-    split: float = 0.42,
+    split: float = PAPER_GAMMA_C,
     level: float = 0.95,
 ) -> Contrast:
     """``exp(mean log v_after - mean log v_before)`` over the windows of ``depth_windows``.
@@ -333,7 +334,11 @@ def _jackknife_groups(cap: Capture, keep: np.ndarray, n_groups: int | None) -> n
 
 
 def jackknife_contrast(
-    gamma: np.ndarray, values: np.ndarray, leave_out: np.ndarray, split: float = 0.42, level: float = 0.95
+    gamma: np.ndarray,
+    values: np.ndarray,
+    leave_out: np.ndarray,
+    split: float = PAPER_GAMMA_C,
+    level: float = 0.95,
 ) -> Contrast:
     """``exp(theta)`` with ``theta = mean log v_after - mean log v_before`` (``depth_windows``), and the
     jackknife interval ``exp(theta -+ t_{G-1} se)``, ``se^2 = (G - 1) / G sum_g (theta_(-g) - mean theta_(-))^2``
@@ -367,7 +372,7 @@ def jackknife_contrast(
 
 def pr_contrast(
     cap: Capture,
-    split: float = 0.42,
+    split: float = PAPER_GAMMA_C,
     centered: bool = True,
     level: float = 0.95,
     exclude_positions: Sequence[int] = (0,),
@@ -393,7 +398,7 @@ def pr_contrast(
 
 def effective_rank_contrast(
     cap: Capture,
-    split: float = 0.42,
+    split: float = PAPER_GAMMA_C,
     centered: bool = True,
     n_groups: int | None = 20,
     level: float = 0.95,
@@ -474,7 +479,7 @@ def _recentred_interval(point: float, draws: np.ndarray, level: float) -> tuple[
 
 def spike_contrast(
     cap: Capture,
-    split: float = 0.42,
+    split: float = PAPER_GAMMA_C,
     n_boot: int = 50,
     level: float = 0.95,
     alpha: float = 0.01,
@@ -502,7 +507,7 @@ def spike_contrast_of_samples(
     vectors_at: Callable[[int], np.ndarray] | np.ndarray,
     prompt_ids: np.ndarray,
     gamma: np.ndarray,
-    split: float = 0.42,
+    split: float = PAPER_GAMMA_C,
     n_boot: int = 50,
     level: float = 0.95,
     alpha: float = 0.01,

@@ -46,9 +46,9 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from . import omega, transition
+from .paper import PAPER_GAMMA_C
 from .tco import TCOScores
 
-PAPER_GAMMA_C = 0.42
 GAMMA_C_TOLERANCE = 0.10
 PAPER_M_LIQUID, PAPER_M_SOLID = 0.69, 0.90  # at the paper's width, omega.PAPER_WIDTH
 SOLID_THRESHOLD = (PAPER_M_LIQUID + PAPER_M_SOLID) / 2
