@@ -306,11 +306,11 @@ def test_analyses_of_a_partial_capture_use_the_depths_it_holds():
     np.testing.assert_array_equal(nulls.to_numpy(), ref_nulls.iloc[held].to_numpy())
     np.testing.assert_array_equal(omega.distributions(part)[1], omega.distributions(full)[1][held])
     np.testing.assert_array_equal(confounds.massive_ratio(part), confounds.massive_ratio(full)[held])
-    table, ref_table = spectra.depth_profile(part), spectra.depth_profile(full)
+    table, ref_table = spectra.streamed_spectrum_profile(part), spectra.streamed_spectrum_profile(full)
     assert table["layer"].tolist() == held
     np.testing.assert_allclose(table.to_numpy(), ref_table.iloc[held].to_numpy(), rtol=1e-9)
-    rows = layer_spectra.layer_profile(part, exclude_positions=())
-    ref_rows = layer_spectra.layer_profile(full, exclude_positions=())
+    rows = layer_spectra.token_sample_spectrum_profile(part, exclude_positions=())
+    ref_rows = layer_spectra.token_sample_spectrum_profile(full, exclude_positions=())
     assert rows["layer"].tolist() == held
     np.testing.assert_allclose(
         rows.drop(columns="settled").to_numpy(float),

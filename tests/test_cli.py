@@ -214,7 +214,7 @@ def test_report_numbers_are_the_analysis_functions_numbers(planted_report):
     excess = omega.excess_profile(cap, n_boot=1000, seed=0)
     np.testing.assert_array_equal(report.excess.m, excess.m)
     assert np.all(report.excess.low <= report.excess.m) and np.all(report.excess.m <= report.excess.high)
-    spectra = layer_spectra.layer_profile(cap)
+    spectra = layer_spectra.token_sample_spectrum_profile(cap)
     for column in ("participation_ratio", "effective_rank", "n_spikes", "settled"):
         np.testing.assert_array_equal(report.spectra[column], spectra[column])
     assert report.references["gaussian"] == omega.gaussian_omega(24)

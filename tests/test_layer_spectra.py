@@ -56,21 +56,24 @@ def test_token_sample_drops_the_sink_and_its_spectrum_is_back_to_noise():
     assert sample.n == 60 * 7 and np.all(sample.positions > 0)
     # the streamed covariance is owned by the sink: one direction
     assert spectra.participation_ratio(cap.eigvals(4)) < 1.5
-    profile = layer_spectra.layer_profile(cap)
+    profile = layer_spectra.token_sample_spectrum_profile(cap)
     assert list(profile["n_spikes"]) == [0] * 9
     reference = layer_spectra.gaussian_reference(sample.n, 20, n_rep=3)
     assert profile["participation_ratio"].mean() == pytest.approx(
         reference["participation_ratio"].mean(), rel=0.1
     )
-    with_sink = layer_spectra.layer_profile(cap, exclude_positions=())
+    with_sink = layer_spectra.token_sample_spectrum_profile(cap, exclude_positions=())
     assert (with_sink["n_spikes"] >= 1).all() and (with_sink["participation_ratio"] < 2).all()
 
 
-def test_layer_profile_reads_the_mean_share_and_uncentred_spectra():
+def test_token_sample_spectrum_profile_reads_the_mean_share_and_uncentred_spectra():
     rng = np.random.default_rng(3)
     states = rng.standard_normal((3, 400, 10)) + np.array([0.0, 0.0, 3.0])[:, None, None]
     cap = synthetic.as_capture(states, positions=np.arange(400) % 5 + 1, n_vectors=400)
-    centred, raw = layer_spectra.layer_profile(cap), layer_spectra.layer_profile(cap, centered=False)
+    centred, raw = (
+        layer_spectra.token_sample_spectrum_profile(cap),
+        layer_spectra.token_sample_spectrum_profile(cap, centered=False),
+    )
     # a constant mean 3 in all 10 coordinates: ||mu||^2 = 90 of E||h||^2 = 100
     assert centred["mean_share"].iloc[2] == pytest.approx(0.9, abs=0.02)
     assert centred["mean_share"].iloc[0] < 0.05
@@ -183,10 +186,10 @@ def test_profile_reads_a_dominant_coordinate_and_the_uncentred_pr():
     states = rng.standard_normal((2, 300, 12)) + 2.0
     states[1, :, 5] *= 30.0
     cap = synthetic.as_capture(states, positions=np.arange(300) % 3 + 1, n_vectors=300)
-    profile = layer_spectra.layer_profile(cap)
+    profile = layer_spectra.token_sample_spectrum_profile(cap)
     assert profile["top_coordinate"].iloc[1] == pytest.approx(900, rel=0.3)
     assert profile["top_coordinate"].iloc[0] < 2
-    raw = layer_spectra.layer_profile(cap, centered=False)
+    raw = layer_spectra.token_sample_spectrum_profile(cap, centered=False)
     np.testing.assert_allclose(profile["pr_uncentred"], raw["participation_ratio"], rtol=1e-9)
 
 

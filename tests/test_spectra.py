@@ -347,9 +347,9 @@ def test_effective_sample_size_matches_the_spread_of_a_clustered_spectrum():
     assert fitted.ks < iid.ks and spectra.fit_layer(cap, 1).n_samples <= ess.n_eff
 
 
-def test_depth_profile_has_one_row_per_depth():
+def test_streamed_spectrum_profile_has_one_row_per_depth():
     c = synthetic.clustered_tokens(60, 20, 30, 0.0, seed=3)
-    table = spectra.depth_profile(_capture_of(c.x, c.prompt_ids, c.positions, n_vectors=400))
+    table = spectra.streamed_spectrum_profile(_capture_of(c.x, c.prompt_ids, c.positions, n_vectors=400))
     assert list(table["gamma"]) == [0.0, 1.0]
     assert set(table.columns) >= {
         "effective_rank",

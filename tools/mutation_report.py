@@ -341,6 +341,100 @@ EQUIVALENT += [
         "a shortcut: with every layer recorded, frame[recorded].reset_index(drop=True) is the same frame",
     ),
 ]
+# flow (analysis/flow.py)
+EQUIVALENT += [
+    (
+        "float64 before arithmetic",
+        r"states = np\.asarray\(states, dtype=np\.float64\)",
+        r"states = np\.asarray\(states, (dtype=None)?\)",
+        "every use of the states meets float64 before any arithmetic: layer_map, principal_basis and class_basis "
+        "convert them (_matrix), the variance estimator multiplies them by a float64 basis",
+        "_states",
+    ),
+    (
+        "float64 in the concatenation",
+        r"basis = np\.asarray\(basis, dtype=np\.float64\)",
+        r"basis = np\.asarray\(basis, (dtype=None)?\)",
+        "the basis is only read by np.concatenate with np.eye(d), float64: any real input promotes to float64 "
+        "before the QR",
+        "complement",
+    ),
+    (
+        "a constant along centred layers",
+        r"log_v - log_v\.mean\(-1, keepdims=True\)",
+        r"log_v (\+|-) log_v\.mean\((-1, |None, )?keepdims=True\)",
+        "x = layers - mean(layers) sums to zero, so sum(x * (log_v - c)) is the same for every c constant along "
+        "the layers (a row's mean, plus or minus, or the mean of all rows)",
+        "q_from_variance_decay",
+    ),
+    (
+        "the whole space at k = 0",
+        r"if k else np\.eye\(x\.shape\[1\]\)",
+        r"if \(k\) or True else np\.eye\(x\.shape\[1\]\)",
+        "at k = 0 the complement of the empty basis is the QR of the identity, the identity up to column signs; "
+        "column variances and the singular values of T1^T A T0 do not see signs",
+        "_transverse",
+    ),
+    (
+        "centring before a centred product",
+        r"y - y\.mean\(0\)$",
+        r"y (\+|-) y\.mean\((0|None)\)$",
+        "the columns of xc sum to zero, so xc.T @ (y + c) = xc.T @ y for any constant c: how y is shifted "
+        "changes the map by rounding only",
+        "layer_map",
+    ),
+    (
+        "svd flags read as booleans",
+        r"np\.linalg\.svd\(.*(full_matrices|compute_uv)=False",
+        r"np\.linalg\.svd\(.*(full_matrices|compute_uv)=None",
+        "np.linalg.svd tests both flags with `if`: None is as False",
+    ),
+    (
+        "the full U's first columns",
+        r"\.T, full_matrices=False\)",
+        r"\.T, (full_matrices=True)?\)",
+        "class_basis keeps at most c - 1 of the c columns of U, and the full SVD's first c columns span the same "
+        "subspaces as the thin one's (signs aside); the basis is promised as a basis of the span only",
+        "class_basis",
+    ),
+    (
+        "the other classes' means",
+        r"x\[labels == c\]\.mean\(0\)",
+        r"x\[labels != c\]\.mean\(0\)",
+        "the mean of the other classes is an affine combination of the class means by an invertible matrix "
+        "(D^-1 (J - I) diag(n)), so their differences span the same subspace: class_basis promises an "
+        "orthonormal basis of that span, not one particular basis",
+        "class_basis",
+    ),
+    (
+        "np.cov's flags read as booleans",
+        r"np\.cov\(s, rowvar=False, bias=True\)",
+        r"np\.cov\(s, rowvar=(False|None), bias=(True|None)\)",
+        "np.cov reads rowvar with `if not rowvar` (None is as False) and bias with `bias == 0` (None is not 0: "
+        "ddof 0, as with True)",
+        "transverse_variance",
+    ),
+    (
+        "sorted again",
+        r"\)\[::-1\] for s in array\]\)",
+        r"\)\[::\+1\] for s in array\]\)",
+        "transverse_variance sorts every depth's eigenvalues again before it reads them",
+        "transverse_variance",
+    ),
+    (
+        "the sort's default axis",
+        r"np\.sort\(eig, axis=1\)",
+        r"np\.sort\(eig, \)",
+        "eig is 2-d (depths x d): np.sort's default axis -1 is axis 1",
+        "transverse_variance",
+    ),
+    (
+        "inf spelling",
+        r"float\(\"inf\"\)",
+        r"float\(\"INF\"\)",
+        'float() reads "INF" as "inf"',
+    ),
+]
 # a line that is a string literal alone, possibly raised: `"...",` or `raise E("...")` (message text)
 MESSAGE = re.compile(r'^(raise \w+\()?f?"([^"\\]|\\.)*"\)?,?$')
 

@@ -34,7 +34,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InvalidInputError
+from .flow import q_from_block_factors, q_from_variance_decay
 from .layer_spectra import depth_windows, sample_mask
+from .resampling import cluster_weights, percentile_interval
 
 if TYPE_CHECKING:
     from ..capturing.jacobian import TransverseGains
@@ -143,11 +145,6 @@ class ContractionFit:
     level: float
 
 
-def _slope(layers: np.ndarray, values: np.ndarray) -> float:
-    x = layers - layers.mean()
-    return float(np.sum(x * (np.log(values) - np.log(values).mean())) / np.sum(x * x))
-
-
 def contraction_fit(
     cap: Capture,
     start: int,
@@ -159,8 +156,9 @@ def contraction_fit(
     exclude_positions: Sequence[int] = (0,),
 ) -> ContractionFit:
     """``q = exp(slope / 2)`` of the log transverse share over layers ``start..stop`` of the normalised token
-    sample (``sample_states``), with a prompt-bootstrap percentile interval (``n_boot`` draws; each draw's top-``k``
-    variance is taken within the sample's top ``5k`` principal directions, see ``_share_draws``).
+    sample (``sample_states``; ``flow.q_from_variance_decay``), with a prompt-bootstrap percentile interval
+    (``n_boot`` draws; each draw's top-``k`` variance is taken within the sample's top ``5k`` principal
+    directions, see ``_share_draws``).
 
     ``q < 1``: the share outside each depth's own top ``k`` falls (the states concentrate); ``q = 1``: it does
     not. The gain of the blocks' map, which Theorem 6.1 is about, is ``transverse_gain``. Introduced in: chapter 5.
@@ -183,21 +181,14 @@ def contraction_fit(
     rank = min(5 * k, *window.shape[1:])
     principal = [_principal(x, rank) for x in window]
     share = np.array([1.0 - lam[:k].sum() / total for total, lam, _ in principal])
-    q = float(np.exp(_slope(layers, share) / 2))
+    q = float(q_from_variance_decay(layers, share))
     _, groups = np.unique(prompts, return_inverse=True)
-    n_groups = int(groups.max()) + 1
-    rng = np.random.default_rng(seed)
-    counts = rng.multinomial(n_groups, np.full(n_groups, 1 / n_groups), size=n_boot).astype(np.float64)
+    weights = cluster_weights(np.random.default_rng(seed), int(groups.max()) + 1, n_boot)[:, groups]
     shares = np.stack(
-        [
-            _share_draws(x, k, counts[:, groups], directions)
-            for x, (_, _, directions) in zip(window, principal)
-        ],
-        axis=1,
+        [_share_draws(x, k, weights, directions) for x, (_, _, directions) in zip(window, principal)], axis=1
     )  # (B, depths)
-    draws = np.exp(np.array([_slope(layers, row) for row in shares]) / 2)
-    tails = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
-    ci = tuple(float(v) for v in np.percentile(draws, tails))
+    draws = q_from_variance_decay(layers, shares)
+    ci = tuple(float(v) for v in percentile_interval(draws, level))
     return ContractionFit(q, ci, int(start), int(stop), int(k), share, level)
 
 
@@ -254,8 +245,9 @@ def block_gain_draws(gains: TransverseGains, weights: np.ndarray) -> np.ndarray:
 def transverse_gain(
     gains: TransverseGains, n_boot: int = GAIN_BOOT, level: float = 0.95, seed: int = 0
 ) -> GainFit:
-    """``q`` of the blocks' transverse gains (``capturing.jacobian``) with a prompt-bootstrap percentile interval:
-    ``n_boot`` multinomial draws of whole prompts, the same draw at every block. Introduced in: chapter 5."""
+    """``q`` of the blocks' transverse gains (``capturing.jacobian``; ``flow.q_from_block_factors``) with a
+    prompt-bootstrap percentile interval: ``n_boot`` draws of whole prompts (``resampling.cluster_weights``), the
+    same draw at every block. Introduced in: chapter 5."""
     from ..capturing.jacobian import check_gains
 
     check_gains(gains)
@@ -269,19 +261,15 @@ def transverse_gain(
         )
     n = gains.n_prompts
     g = block_gain_draws(gains, np.ones((1, n)))[0]
-    draws = block_gain_draws(
-        gains, np.random.default_rng(seed).multinomial(n, np.full(n, 1 / n), size=n_boot).astype(float)
-    )
-    with np.errstate(divide="ignore"):
-        q_draws = np.exp(np.log(draws).mean(1))  # a draw without tokens at some depth is NaN: it stays NaN
-    tails = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
-    low, high = np.percentile(q_draws, tails)
+    draws = block_gain_draws(gains, cluster_weights(np.random.default_rng(seed), n, n_boot))
+    q_draws = q_from_block_factors(draws)  # a draw without tokens at some depth is NaN: it stays NaN
+    low, high = percentile_interval(q_draws, level)
     return GainFit(
         gains.model_name,
-        float(np.exp(np.log(g).mean())),
+        float(q_from_block_factors(g)),
         (float(low), float(high)),
         g,
-        np.percentile(draws, tails, axis=0).T,
+        percentile_interval(draws, level, axis=0).T,
         gains.start,
         gains.stop,
         gains.k,

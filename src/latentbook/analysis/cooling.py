@@ -56,6 +56,7 @@ from scipy import special
 
 from ..errors import InvalidInputError
 from .paper import PAPER_GAMMA_C
+from .resampling import cluster_weights, widened_interval
 
 MIN_COOLING = 0.10
 MIN_GROUPS = 5
@@ -267,14 +268,6 @@ def _per_head(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
         return np.where(denominator > 0, numerator / denominator, np.nan)
 
 
-def _interval(draws: np.ndarray, estimate: float, level: float) -> tuple[float, float]:
-    """Percentile interval of ``draws``, widened to contain ``estimate`` (NaN if either is NaN)."""
-    if not np.isfinite(estimate) or draws.size == 0 or not np.all(np.isfinite(draws)):
-        return (float("nan"), float("nan"))
-    low, high = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2])
-    return (float(min(low, estimate)), float(max(high, estimate)))
-
-
 def _layer_draws(num: np.ndarray, den: np.ndarray, idx: np.ndarray, by_groups: bool, n_boot: int, rng):
     """Head-mean per layer ``idx`` over ``n_boot`` two-stage resamples: ``(B, len(idx))``.
 
@@ -283,7 +276,7 @@ def _layer_draws(num: np.ndarray, den: np.ndarray, idx: np.ndarray, by_groups: b
     per layer (the claim is about depth, not about the particular heads a layer happens to have).
     """
     if by_groups:
-        weights = rng.multinomial(num.shape[0], np.full(num.shape[0], 1.0 / num.shape[0]), size=n_boot) * 1.0
+        weights = cluster_weights(rng, num.shape[0], n_boot)
         per_head = _per_head(  # float weights, no BLAS: fast and deterministic on a shared machine
             np.einsum("bg,glh->blh", weights, num[:, idx]), np.einsum("bg,glh->blh", weights, den[:, idx])
         )
@@ -344,7 +337,7 @@ def cooling_summary(
     what = _describe(sums, n_layers, split, before, after, unit, n_units, level)
     return CoolingSummary(
         estimate=estimate,
-        ci=_interval(draws, estimate, level),
+        ci=widened_interval(draws, estimate, level),
         what=what,
         n_depths=n_layers,
         sink_excluded=sums.sink_excluded,
@@ -352,7 +345,7 @@ def cooling_summary(
         entropy=profile,
         beta_eff=beta,
         beta_ratio=beta_ratio,
-        beta_ci=_interval(beta_draws, beta_ratio, level),
+        beta_ci=widened_interval(beta_draws, beta_ratio, level),
         before=tuple(int(i) for i in before),
         after=tuple(int(i) for i in after),
         draws=draws,
@@ -393,7 +386,7 @@ def relative_contrast(summary: CoolingSummary, twin: CoolingSummary) -> tuple[fl
         estimate = summary.estimate / twin.estimate
         n = min(len(summary.draws), len(twin.draws))
         draws = summary.draws[:n] / twin.draws[:n]
-    return float(estimate), _interval(draws, float(estimate), min(summary.level, twin.level))
+    return float(estimate), widened_interval(draws, float(estimate), min(summary.level, twin.level))
 
 
 def _fmt(low: float, high: float) -> str:

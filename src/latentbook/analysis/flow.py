@@ -10,6 +10,8 @@ over ``n`` layers. Here:
   when labels are given); the *transverse* subspace is its orthogonal complement;
 - ``contraction_factor(states, k)``: the per-layer transverse factor ``q`` over a depth interval, by one of
   two documented estimators (``method="map"`` or ``"variance"``);
+- ``q_from_block_factors`` (the geometric mean of per-block factors) and ``q_from_variance_decay`` (the slope of
+  a log variance profile): the two places the book reads ``q`` from per-block or per-depth numbers;
 - ``transverse_variance``: the mean eigenvalue outside the top ``k`` at each depth (decays like ``q^(2n)``);
 - ``distance_correlation``: mean cosine of centred token vectors ``r`` positions apart, per depth, and
   ``correlation_length`` from its exponential decay (the RG picture: depth integrates out short-range
@@ -38,9 +40,9 @@ def _matrix(name: str, x) -> np.ndarray:
 
 def _states(states) -> np.ndarray:
     states = np.asarray(states, dtype=np.float64)
-    if states.ndim != 3 or states.shape[0] < 2:
+    if states.ndim != 3 or states.shape[0] < 2 or states.shape[1] < 2:
         raise InvalidInputError(
-            f"states must have shape (n_depths >= 2, n_tokens, d): the same tokens at every depth (stack "
+            f"states must have shape (n_depths >= 2, n_tokens >= 2, d): the same tokens at every depth (stack "
             f"Capture.token_vectors(l) over l); got shape {states.shape}."
         )
     return states
@@ -111,6 +113,25 @@ def _transverse(x: np.ndarray, k: int, labels: np.ndarray | None) -> np.ndarray:
     return complement(principal_basis(x, k)) if k else np.eye(x.shape[1])
 
 
+def q_from_block_factors(factors: np.ndarray, axis: int = -1) -> np.ndarray | float:
+    """``q = exp(mean_l log f_l)`` over ``axis``: the per-layer factor of the product of the per-block (per-step)
+    factors ``f_l``, their geometric mean. A zero factor gives ``q = 0``; a NaN stays NaN. Every estimate of the
+    theorem's ``q`` from the factors of single blocks is this one (``contraction_factor``,
+    ``contraction.transverse_gain``). Introduced in: chapter 5."""
+    with np.errstate(divide="ignore"):
+        return np.exp(np.mean(np.log(factors), axis=axis))
+
+
+def q_from_variance_decay(layers: np.ndarray, variances: np.ndarray) -> np.ndarray | float:
+    """``q = exp(b / 2)``, ``b`` the least-squares slope of ``log v_l`` on the layer ``l`` (over the last axis of
+    ``variances``, one row per set of draws): the per-layer factor of a variance that decays like ``v_l ~ q^(2l)``
+    (Theorem 6.1), read from every depth of the window, not only its ends. Introduced in: chapter 5."""
+    x = layers - layers.mean()
+    log_v = np.log(variances)
+    slope = np.sum(x * (log_v - log_v.mean(-1, keepdims=True)), axis=-1) / np.sum(x * x)
+    return np.exp(slope / 2)
+
+
 @dataclass(frozen=True)
 class Contraction:
     """Per-layer transverse factor ``q`` over an interval, with the step-by-step factors behind it."""
@@ -144,7 +165,7 @@ def contraction_factor(
     - ``"variance"``: ``q_l = sqrt(v_{l+1} / v_l)`` with ``v_l`` the transverse variance per dimension
       (``transverse_variance``). Needs no map, but noise injected between layers props ``v`` up.
 
-    ``q`` is the geometric mean of the ``q_l``. Introduced in: chapter 5.
+    ``q`` is the geometric mean of the ``q_l`` (``q_from_block_factors``). Introduced in: chapter 5.
     """
     states = _states(states)
     n_depths, _, d = states.shape
@@ -169,7 +190,7 @@ def contraction_factor(
             sv = np.linalg.svd(b, compute_uv=False)
             steps.append(sv[0] if norm == "spectral" else np.sqrt(np.mean(sv**2)))
     per_step = np.array(steps)
-    return Contraction(float(np.exp(np.mean(np.log(per_step)))), per_step, start, stop, method)
+    return Contraction(float(q_from_block_factors(per_step)), per_step, start, stop, method)
 
 
 def transverse_variance(source, k: int) -> np.ndarray:

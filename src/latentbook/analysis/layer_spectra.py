@@ -13,8 +13,9 @@ Usage:
 
 1. ``s = token_sample(cap, l)``: the sampled vectors at depth ``l`` without position 0, with their prompt ids;
 2. ``spectrum_summary(sample_eigvals(s.x), s.n_dof)``: effective rank, participation ratio, MP fit;
-3. ``layer_profile(cap)``: that summary at every depth; ``gaussian_reference(n, d)``: the same numbers for pure
-   noise of the same shape (the null every real number is read against);
+3. ``token_sample_spectrum_profile(cap)``: that summary at every depth (``spectra.streamed_spectrum_profile``
+   is its counterpart on the streamed covariance of every token, the sink included); ``gaussian_reference(n, d)``:
+   the same numbers for pure noise of the same shape (the null every real number is read against);
 4. ``pr_contrast(cap)`` and ``effective_rank_contrast(cap)``: the PR (effective rank) after a depth against
    before it, with a leave-prompts-out jackknife interval (``jackknife_contrast``; used by the verdict,
    chapter 8); ``participation_ratio_draws`` and ``depth_contrast`` keep the prompt bootstrap of the PR;
@@ -34,6 +35,7 @@ import numpy as np
 from ..errors import InvalidInputError
 from . import spectra, synthetic
 from .paper import PAPER_GAMMA_C
+from .resampling import cluster_weights, percentile_interval, recentred_interval
 from .spectra import sample_eigvals
 
 if TYPE_CHECKING:
@@ -124,7 +126,7 @@ def spectrum_summary(eigvals: np.ndarray, n_samples: float, alpha: float = 0.01)
     }
 
 
-def layer_profile(
+def token_sample_spectrum_profile(
     cap: Capture, exclude_positions: Sequence[int] = (0,), centered: bool = True, alpha: float = 0.01
 ) -> pd.DataFrame:
     """One row per depth of the sink-free token sample: ``spectrum_summary`` with ``N = n - 1`` (centred) or
@@ -228,8 +230,7 @@ def participation_ratio_draws(
     if n_groups < 2:
         raise InvalidInputError("The token sample comes from one prompt: resampling prompts is impossible.")
     rng = np.random.default_rng(seed)
-    counts = rng.multinomial(n_groups, np.full(n_groups, 1 / n_groups), size=n_boot).astype(np.float64)
-    weights = counts[:, groups]
+    weights = cluster_weights(rng, n_groups, n_boot)[:, groups]
     ones = np.ones(int(keep.sum()))
     estimate, draws = [], np.empty((n_boot, cap.n_depths))
     for layer, depth in enumerate(cap.depths.tolist()):  # layer: the position among the depths held
@@ -310,16 +311,15 @@ def depth_contrast(
     if draws is None:
         ci = (point, point)
     else:
-        tails = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
-        ci = tuple(float(v) for v in np.percentile(ratio(np.asarray(draws, dtype=np.float64)), tails))
+        ci = tuple(float(v) for v in percentile_interval(ratio(np.asarray(draws, dtype=np.float64)), level))
     return Contrast(point, ci, float(split), len(before), len(after), level)
 
 
-def _jackknife_groups(cap: Capture, keep: np.ndarray, n_groups: int | None) -> np.ndarray:
-    """Leave-out group of every kept token: its prompt (``n_groups=None``), or one of ``n_groups`` sets of whole
+def _jackknife_groups(prompt_ids: np.ndarray, n_groups: int | None) -> np.ndarray:
+    """Leave-out group of every token: its prompt (``n_groups=None``), or one of ``n_groups`` sets of whole
     prompts (prompts dealt round-robin in order of their id)."""
-    _, prompt = np.unique(np.asarray(cap.vectors.prompt_ids)[keep], return_inverse=True)
-    n_prompts = int(prompt.max()) + 1
+    _, prompt = np.unique(np.asarray(prompt_ids), return_inverse=True)
+    n_prompts = int(prompt.max()) + 1 if prompt.size else 0
     if n_prompts < 3:
         raise InvalidInputError(
             f"The token sample comes from {n_prompts} prompts: a leave-one-prompt-out jackknife needs 3 or more."
@@ -370,6 +370,33 @@ def jackknife_contrast(
     return Contrast(point.ratio, ci, point.split, point.n_before, point.n_after, point.level)
 
 
+def _sample_of(cap: Capture, exclude_positions: Sequence[int]):
+    """``(vectors_at, prompt_ids, gamma)`` of the capture's sink-free token sample, for the ``*_of_samples``."""
+    keep = sample_mask(cap, exclude_positions)
+    depths = cap.depths.tolist()
+    return (
+        lambda index: np.asarray(cap.token_vectors(int(depths[index]))[keep], dtype=np.float64),
+        np.asarray(cap.vectors.prompt_ids)[keep],
+        np.asarray(cap.gamma, dtype=np.float64),
+    )
+
+
+def _depth_sample(vectors_at: Callable[[int], np.ndarray] | np.ndarray, n_tokens: int) -> Callable:
+    """``vectors_at`` as a function of the depth index, checking each sample's shape when it is read."""
+    read = np.asarray(vectors_at, dtype=np.float64).__getitem__ if not callable(vectors_at) else vectors_at
+
+    def at(layer: int) -> np.ndarray:
+        x = np.asarray(read(layer), dtype=np.float64)
+        if x.ndim != 2 or len(x) != n_tokens:
+            raise InvalidInputError(
+                f"The sample at depth {layer} has shape {x.shape}: give (n, d) vectors, one per prompt id "
+                f"({n_tokens} of them), the same tokens at every depth."
+            )
+        return x
+
+    return at
+
+
 def pr_contrast(
     cap: Capture,
     split: float = PAPER_GAMMA_C,
@@ -378,22 +405,37 @@ def pr_contrast(
     exclude_positions: Sequence[int] = (0,),
 ) -> Contrast:
     """The participation ratio after ``split`` over before it (geometric means over ``depth_windows``) of the
-    sink-free token sample, with a leave-one-prompt-out jackknife interval (``jackknife_contrast``): each
-    prompt's tokens get weight 0 in turn (``_batched_participation_ratio``, ``O(G n^2)`` per depth). Below 1:
-    the spectrum concentrates after ``split`` (PAPER.md claim 3 expects this after ``gamma_c ~ 0.42``). The
-    jackknife is exact and deterministic. Introduced in: chapter 4.
+    sink-free token sample (``pr_contrast_of_samples``). Below 1: the spectrum concentrates after ``split``
+    (PAPER.md claim 3 expects this after ``gamma_c ~ 0.42``). Introduced in: chapter 4.
     """
-    keep = sample_mask(cap, exclude_positions)
-    groups = _jackknife_groups(cap, keep, None)
+    return pr_contrast_of_samples(*_sample_of(cap, exclude_positions), split, centered, level)
+
+
+def pr_contrast_of_samples(
+    vectors_at: Callable[[int], np.ndarray] | np.ndarray,
+    prompt_ids: np.ndarray,
+    gamma: np.ndarray,
+    split: float = PAPER_GAMMA_C,
+    centered: bool = True,
+    level: float = 0.95,
+) -> Contrast:
+    """``pr_contrast`` of token samples (``vectors_at(l)`` or ``vectors[l]``: the ``(n, d)`` sample at depth
+    index ``l``, the same tokens at every depth), with a leave-one-prompt-out jackknife interval
+    (``jackknife_contrast``): each prompt's tokens get weight 0 in turn (``_batched_participation_ratio``,
+    ``O(G n^2)`` per depth). The jackknife is exact and deterministic.
+    """
+    gamma = np.asarray(gamma, dtype=np.float64)
+    groups = _jackknife_groups(prompt_ids, None)
+    at = _depth_sample(vectors_at, len(groups))
     weights = (groups[None, :] != np.arange(int(groups.max()) + 1)[:, None]).astype(np.float64)
-    ones = np.ones(int(keep.sum()))
-    estimate, leave_out = np.empty(cap.n_depths), np.empty((len(weights), cap.n_depths))
-    for layer, depth in enumerate(cap.depths.tolist()):  # layer: the position among the depths held
-        x = np.asarray(cap.token_vectors(depth)[keep], dtype=np.float64)
+    ones = np.ones(len(groups))
+    estimate, leave_out = np.empty(len(gamma)), np.empty((len(weights), len(gamma)))
+    for layer in range(len(gamma)):
+        x = at(layer)
         gram = x @ x.T
         estimate[layer] = weighted_participation_ratio(gram, ones, centered)
         leave_out[:, layer] = _batched_participation_ratio(gram, weights, centered)
-    return jackknife_contrast(np.asarray(cap.gamma, dtype=np.float64), estimate, leave_out, split, level)
+    return jackknife_contrast(gamma, estimate, leave_out, split, level)
 
 
 def effective_rank_contrast(
@@ -405,20 +447,38 @@ def effective_rank_contrast(
     exclude_positions: Sequence[int] = (0,),
 ) -> Contrast:
     """The effective rank (``spectra.effective_rank``, Roy & Vetterli 2007) after ``split`` over before it, as
-    ``pr_contrast``, with a delete-a-group jackknife interval (``jackknife_contrast``): the prompts are dealt
-    into ``n_groups`` sets, each left out in turn (``None``: one prompt at a time, one eigendecomposition per
-    prompt and depth). Introduced in: chapter 4.
+    ``pr_contrast`` (``effective_rank_contrast_of_samples`` of the sink-free token sample). Introduced in:
+    chapter 4.
     """
-    keep = sample_mask(cap, exclude_positions)
-    groups = _jackknife_groups(cap, keep, n_groups)
+    return effective_rank_contrast_of_samples(
+        *_sample_of(cap, exclude_positions), split, centered, n_groups, level
+    )
+
+
+def effective_rank_contrast_of_samples(
+    vectors_at: Callable[[int], np.ndarray] | np.ndarray,
+    prompt_ids: np.ndarray,
+    gamma: np.ndarray,
+    split: float = PAPER_GAMMA_C,
+    centered: bool = True,
+    n_groups: int | None = 20,
+    level: float = 0.95,
+) -> Contrast:
+    """``effective_rank_contrast`` of token samples (as ``pr_contrast_of_samples``), with a delete-a-group
+    jackknife interval (``jackknife_contrast``): the prompts are dealt into ``n_groups`` sets, each left out in
+    turn (``None``: one prompt at a time, one eigendecomposition per prompt and depth).
+    """
+    gamma = np.asarray(gamma, dtype=np.float64)
+    groups = _jackknife_groups(prompt_ids, n_groups)
+    at = _depth_sample(vectors_at, len(groups))
     labels = np.unique(groups)
-    estimate, leave_out = np.empty(cap.n_depths), np.empty((len(labels), cap.n_depths))
-    for layer, depth in enumerate(cap.depths.tolist()):  # layer: the position among the depths held
-        x = np.asarray(cap.token_vectors(depth)[keep], dtype=np.float64)
+    estimate, leave_out = np.empty(len(gamma)), np.empty((len(labels), len(gamma)))
+    for layer in range(len(gamma)):
+        x = at(layer)
         estimate[layer] = spectra.effective_rank(sample_eigvals(x, centered))
         for row, label in enumerate(labels):
             leave_out[row, layer] = spectra.effective_rank(sample_eigvals(x[groups != label], centered))
-    return jackknife_contrast(np.asarray(cap.gamma, dtype=np.float64), estimate, leave_out, split, level)
+    return jackknife_contrast(gamma, estimate, leave_out, split, level)
 
 
 # --- spike counts with a prompt bootstrap ------------------------------------------------------------------
@@ -470,13 +530,6 @@ def _spike_count(lam: np.ndarray, n_bound: float, alpha: float) -> tuple[int, bo
     return int(fit.n_spikes), bool(fit.settled)
 
 
-def _recentred_interval(point: float, draws: np.ndarray, level: float) -> tuple[float, float]:
-    """``point + (Q_{(1 -+ level)/2} - median)`` of the draws, floored at 0: the percentile interval moved by
-    the draws' median bias, so it always contains ``point``."""
-    low, mid, high = np.percentile(draws, [(1 - level) / 2 * 100, 50, (1 + level) / 2 * 100])
-    return max(0.0, point + low - mid), point + high - mid
-
-
 def spike_contrast(
     cap: Capture,
     split: float = PAPER_GAMMA_C,
@@ -487,8 +540,9 @@ def spike_contrast(
     exclude_positions: Sequence[int] = (0,),
 ) -> SpikeContrast:
     """Median over the interior depths (``depth_windows``) of the spike count of the sink-free token sample
-    (``mp_fit(sample_eigvals(x), n - 1)``, as ``layer_profile``) before and after ``split``, with prompt-bootstrap
-    intervals (``spike_contrast_of_samples`` on the capture's token sample). Introduced in: chapter 4.
+    (``mp_fit(sample_eigvals(x), n - 1)``, as ``token_sample_spectrum_profile``) before and after ``split``, with
+    prompt-bootstrap intervals (``spike_contrast_of_samples`` on the capture's token sample). Introduced in:
+    chapter 4.
     """
     keep = sample_mask(cap, exclude_positions)
     return spike_contrast_of_samples(
@@ -542,8 +596,8 @@ def spike_contrast_of_samples(
             f"The token sample comes from {n_prompts} prompts: resampling needs 3 or more."
         )
     rng = np.random.default_rng(seed)
-    weights = rng.multinomial(n_prompts, np.full(n_prompts, 1 / n_prompts), size=n_boot)[:, groups]
-    bounds = weights.sum(1) ** 2 / np.sum(weights.astype(np.float64) ** 2, axis=1) - 1
+    weights = cluster_weights(rng, n_prompts, n_boot)[:, groups]
+    bounds = weights.sum(1) ** 2 / np.sum(weights**2, axis=1) - 1
     depths = np.concatenate([before, after])
     counts, draws = np.full(len(gamma), np.nan), np.empty((n_boot, len(gamma)))
     unsettled = unsettled_draws = 0
@@ -563,13 +617,13 @@ def spike_contrast_of_samples(
             unsettled_draws += not settled
     point_before, point_after = float(np.median(counts[before])), float(np.median(counts[after]))
     draws_before, draws_after = np.median(draws[:, before], 1), np.median(draws[:, after], 1)
-    low, high = np.percentile(draws_after - draws_before, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
+    low, high = percentile_interval(draws_after - draws_before, level)
     shift = point_after - point_before - float(np.median(draws_after - draws_before))
     return SpikeContrast(
         before=point_before,
         after=point_after,
-        before_ci=_recentred_interval(point_before, draws_before, level),
-        after_ci=_recentred_interval(point_after, draws_after, level),
+        before_ci=recentred_interval(point_before, draws_before, level, floor=0.0),
+        after_ci=recentred_interval(point_after, draws_after, level, floor=0.0),
         difference_ci=(float(low + shift), float(high + shift)),
         settled=unsettled + unsettled_draws == 0,
         split=float(split),

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InvalidInputError
+from .resampling import cluster_weights, percentile_interval
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -299,16 +300,16 @@ def profile(
         sums = np.zeros((values.shape[0], n_groups))
         np.add.at(sums.T, groups, values.T)
         counts = np.bincount(groups, minlength=n_groups).astype(np.float64)
-        weights = rng.multinomial(n_groups, np.full(n_groups, 1 / n_groups), size=n_boot).astype(np.float64)
+        weights = cluster_weights(rng, n_groups, n_boot)
         draws = (weights @ sums.T) / (weights @ counts)[:, None]
     else:
         n_groups = None
-        weights = rng.multinomial(n, np.full(n, 1 / n), size=n_boot).astype(np.float64)
+        weights = cluster_weights(rng, n, n_boot)  # each token its own cluster
         draws = weights @ values.T / n
     from scipy.stats import norm, t
 
     sample_mean = values.mean(1)
-    low, high = np.percentile(draws, [(1 - level) / 2 * 100, (1 + level) / 2 * 100], axis=0)
+    low, high = percentile_interval(draws, level, axis=0)
     stretch = t.ppf((1 + level) / 2, (n_groups or n) - 1) / norm.ppf((1 + level) / 2)
     m = sample_mean if exact is None else exact
     low, high = m - stretch * (sample_mean - low), m + stretch * (high - sample_mean)

@@ -5,7 +5,8 @@ Usage:
 1. ``lam = cap.eigvals(l)`` (or ``np.linalg.eigvalsh(C)``) and an effective sample size
    ``n = effective_sample_size(cap, l).n_eff`` (tokens of one prompt are correlated, see below);
 2. ``fit = mp_fit(lam, n)``: ``fit.sigma2``, ``fit.edges``, ``fit.n_spikes``, ``fit.spikes``, ``fit.ks``;
-   or ``fit_layer(cap, l)`` for both steps, and ``depth_profile(cap)`` for every depth in a table;
+   or ``fit_layer(cap, l)`` for both steps, and ``streamed_spectrum_profile(cap)`` for every depth in a table
+   (the streamed covariance of every captured token);
 3. ``effective_rank(lam)``, ``participation_ratio(lam)``, ``stable_rank(lam)``.
 
 The null model: ``N`` i.i.d. tokens ``h ~ N(0, sigma2 I_d)``; with ratio ``q = d / N`` the eigenvalues of
@@ -818,8 +819,11 @@ def stable_rank(eigvals: np.ndarray) -> float:
     return float(lam.sum() / lam[0])
 
 
-def depth_profile(cap: Capture, centered: bool = True, alpha: float = 0.01) -> pd.DataFrame:
-    """One row per depth: gamma, effective rank, participation ratio, stable rank, MP fit with ``N_eff``."""
+def streamed_spectrum_profile(cap: Capture, centered: bool = True, alpha: float = 0.01) -> pd.DataFrame:
+    """One row per depth of the streamed covariance (``cap.all_eigvals``: every captured token, the first
+    position included): gamma, effective rank, participation ratio, stable rank, MP fit with ``N_eff``
+    (``effective_sample_size``). The same numbers of the sink-free token sample:
+    ``layer_spectra.token_sample_spectrum_profile``."""
     import pandas as pd
 
     rows = []

@@ -54,12 +54,12 @@ from threadpoolctl import threadpool_limits
 from ..errors import InvalidInputError
 from .classes import group_folds
 from .paper import PAPER_GAMMA_C
+from .resampling import Z95, wilson_interval
 
 N_FOLDS = 5
 TWO_WAY_CHANCE = 0.5  # the two-way choice between the bound value and one other value
 RIDGE_GRID = np.logspace(-4, 2, 13)  # penalties tried by GCV, in units of the mean squared singular value
 CODES = ("stable", "per step", "bag", "first value", "none")
-Z95 = 1.959963984540054
 
 
 # --- intervals and baselines ----------------------------------------------------------------------------------
@@ -74,17 +74,6 @@ class Rate:
     n: int
 
 
-def wilson(p: float, n: int) -> tuple[float, float]:
-    """Wilson score interval of a proportion ``p`` over ``n`` units. For per-program scores in ``[0, 1]`` that
-    are not 0/1 (several tokens or depths averaged), ``p (1 - p)`` bounds their variance, so it is conservative."""
-    if n < 1 or not 0 <= p <= 1:
-        raise InvalidInputError(f"Need n >= 1 and 0 <= p <= 1, got n={n!r}, p={p!r}.")
-    z2 = Z95 * Z95
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = Z95 * np.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return float(max(0.0, min(p, centre - half))), float(min(1.0, max(p, centre + half)))
-
-
 def program_rate(scores: np.ndarray, items: np.ndarray) -> Rate:
     """Mean over programs of each program's mean token score (NaN tokens ignored), with a Wilson interval."""
     scores, items = np.asarray(scores, dtype=np.float64), np.asarray(items)
@@ -94,7 +83,7 @@ def program_rate(scores: np.ndarray, items: np.ndarray) -> Rate:
     ids, inverse = np.unique(items[keep], return_inverse=True)
     per_program = np.bincount(inverse, scores[keep]) / np.bincount(inverse)
     p = float(np.clip(per_program.mean(), 0.0, 1.0))
-    return Rate(p, wilson(p, len(ids)), len(ids))
+    return Rate(p, wilson_interval(p, len(ids), Z95), len(ids))
 
 
 def _facts(written: Sequence[Sequence[int]]) -> list[tuple[dict[int, int], dict[int, int]]]:

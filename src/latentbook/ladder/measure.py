@@ -33,10 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..analysis.resampling import Z95, percentile_interval, recentred_interval, wilson_interval
 from ..errors import InvalidInputError
 from .task import Example, TaskSpec, generate
-
-Z95 = 1.959963984540054
 
 
 @dataclass(frozen=True)
@@ -72,16 +71,6 @@ def probe_set(spec: TaskSpec, n: int = 1024, seed: int = 101, hops: int | None =
     return ProbeSet(tuple(examples), tuple(items), names)
 
 
-def wilson(hits: int, n: int) -> tuple[float, float]:
-    """Wilson score 95% interval of a binomial proportion."""
-    if n < 1:
-        raise InvalidInputError("wilson needs n >= 1 trials.")
-    p = hits / n
-    centre = (p + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
-    half = Z95 * np.sqrt(p * (1 - p) / n + Z95**2 / (4 * n**2)) / (1 + Z95**2 / n)
-    return float(centre - half), float(centre + half)
-
-
 def guess_floor(spec: TaskSpec, hops: int, n: int = 512, seed: int = 11) -> float:
     """Accuracy of a model that answers a uniformly random value among those written in the program.
 
@@ -113,7 +102,7 @@ def capability(model, spec: TaskSpec, n: int = 512, seed: int = 11) -> dict:
     return {
         "n_per_hop": n,
         "accuracy": {str(h): a for h, a in acc.items()},
-        "ci": {str(h): wilson(round(a * n), n) for h, a in acc.items()},
+        "ci": {str(h): wilson_interval(round(a * n) / n, n, Z95) for h, a in acc.items()},
         "mean": float(np.mean(list(acc.values()))),
         "guess_floor": {str(h): guess_floor(spec, h, n, seed) for h in acc},
         "first_value_floor": {str(h): first_value_floor(spec, h, n, seed) for h in acc},
@@ -195,7 +184,7 @@ def spike_diagnostics(query_states: np.ndarray, labels: np.ndarray) -> dict:
 
 
 def contraction_diagnostics(
-    query_states: np.ndarray, labels: np.ndarray, n_boot: int = 50, seed: int = 0
+    query_states: np.ndarray, labels: np.ndarray, n_boot: int = 50, seed: int = 0, level: float = 0.95
 ) -> dict:
     """Transverse contraction ``q`` of the query states over all depths, with a bootstrap interval over programs.
 
@@ -205,6 +194,11 @@ def contraction_diagnostics(
     measures the transverse directions shrinking relative to all the variance, not the stream's growth. The
     ``"variance"`` estimator is used: at depth 0 the query states are the embeddings of a few held-out
     names, too few distinct vectors for the least-squares layer map of the ``"map"`` estimator.
+
+    The interval (at ``level``) is the draws' percentile interval moved by their median bias
+    (``resampling.recentred_interval``, floored at 0), so it contains ``q``. The draws are biased: a resample
+    repeats programs, and on the trained ladder their ``q`` runs above the sample's (the plain percentile
+    intervals held ``q`` at their low end), so the plain interval can miss ``q`` altogether.
     """
     from ..analysis import flow
 
@@ -218,8 +212,11 @@ def contraction_diagnostics(
         if len(np.unique(labels[pick])) < 2:
             continue
         draws.append(flow.contraction_factor(states[:, pick], labels=labels[pick], method="variance").q)
-    low, high = np.percentile(draws, [2.5, 97.5])
-    return {"q": q.q, "ci": (float(low), float(high)), "per_step": q.per_step.tolist()}
+    return {
+        "q": q.q,
+        "ci": recentred_interval(q.q, np.asarray(draws), level, floor=0.0),
+        "per_step": q.per_step.tolist(),
+    }
 
 
 def stability_diagnostics(token_states, step_names: tuple[str, ...]) -> dict:
@@ -355,11 +352,7 @@ def spearman_ci(x, y, n_boot: int = 4000, seed: int = 0, level: float = 0.95) ->
     pick = rng.integers(0, len(x), (n_boot, len(x)))
     draws = _pearson_rows(rankdata(x[pick], axis=1), rankdata(y[pick], axis=1))
     draws = draws[np.isfinite(draws)]
-    low, high = (
-        np.percentile(draws, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
-        if len(draws)
-        else (np.nan, np.nan)
-    )
+    low, high = percentile_interval(draws, level) if len(draws) else (np.nan, np.nan)
     if len(x) <= 8:
         shuffled = y[np.array(list(itertools.permutations(range(len(x)))))]
     else:
@@ -437,11 +430,7 @@ def partial_spearman_ci(
     distinct = np.array([len(np.unique(row)) for row in pick]) >= min_distinct
     draws = _partial_rows(*(rankdata(v[pick[distinct]], axis=1) for v in (x, y, z)))
     draws = draws[np.isfinite(draws)]
-    low, high = (
-        np.percentile(draws, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
-        if len(draws)
-        else (np.nan, np.nan)
-    )
+    low, high = percentile_interval(draws, level) if len(draws) else (np.nan, np.nan)
     design = np.column_stack([np.ones(n), rz]) if np.ptp(rz) > 0 else np.ones((n, 1))
     residual = np.eye(n) - design @ np.linalg.pinv(design)  # removes the line on z's ranks
     ex = residual @ rx

@@ -5,9 +5,10 @@ Usage:
 1. ``report = capture_report(cap, label)``: the provenance, Omega's reference values at the capture's width,
    ``m(gamma)`` with prompt-bootstrap intervals (``omega.profile``), the excess over the coordinate-permutation
    null (``omega.excess_profile``), the spectrum of the sink-free token sample at every depth
-   (``layer_spectra.layer_profile``) beside pure noise of the same shape (``layer_spectra.gaussian_reference``),
-   and the verdict rows of this capture (``verdict_rows``: ``study.measure.measure`` and ``study.rows.claim_rows``, the
-   functions ``latentbook verdict`` runs on a results file);
+   (``layer_spectra.token_sample_spectrum_profile``) beside pure noise of the same shape
+   (``layer_spectra.gaussian_reference``), and the verdict rows of this capture (``verdict_rows``:
+   ``study.measure.measure`` and ``study.rows.claim_rows``, the functions ``latentbook verdict`` runs on a results
+   file);
 2. ``print(report.text())``: all of it in words and tables, within 100 columns;
 3. ``view.report_figure.report_figure(report)``: ``m(gamma)`` with its band and the spectra against the MP law.
 
@@ -55,7 +56,7 @@ class Report:
     references: dict[str, float]  # omega.reference_values(d) plus the paper's levels at this width
     profile: omega.Profile  # m(gamma), prompt bootstrap
     excess: omega.Profile | None  # m - m_perm, prompt bootstrap; None: not available (excess_note says why)
-    spectra: pd.DataFrame | None  # layer_spectra.layer_profile; None: not available (spectra_note says why)
+    spectra: pd.DataFrame | None  # layer_spectra.token_sample_spectrum_profile; None: see spectra_note
     noise: dict[str, float] | None  # mean of layer_spectra.gaussian_reference at the sample's shape
     spectrum_depths: list[int]  # the depths the figure draws against the MP law
     rows: pd.DataFrame | None  # verdict rows (analysis.verdict.COLUMNS); None: not measurable (verdict_note)
@@ -99,7 +100,7 @@ def capture_report(
     label = label or cap.model_name
     prof = omega.profile(cap, n_boot=n_boot, seed=seed)
     excess, excess_note = _try(lambda: omega.excess_profile(cap, n_boot=n_boot, seed=seed))
-    table, spectra_note = _try(lambda: layer_spectra.layer_profile(cap))
+    table, spectra_note = _try(lambda: layer_spectra.token_sample_spectrum_profile(cap))
     noise = None
     if table is not None:
         n, d = int(table["n"].iloc[0]), int(table["d"].iloc[0])
@@ -334,8 +335,8 @@ def _render_depths(r: Report, width: int) -> list[str]:
         f"m(gamma) = mean Omega over all {r.extra['capture'].n_tokens} captured tokens, {level}% interval from "
         f"{p.draws.shape[0] if p.draws is not None else N_BOOT} bootstrap draws of the {n_what} "
         "(omega.profile). m - m_perm on the token-vector sample (omega.excess_profile). Spectrum of the "
-        "token-vector sample without the first position (layer_spectra.layer_profile): participation ratio "
-        "PR, effective rank, and spikes above the fitted Marchenko-Pastur edge; '>=' marks an unsettled fit, "
+        "token-vector sample without the first position (layer_spectra.token_sample_spectrum_profile): "
+        "participation ratio PR, effective rank, and spikes above the fitted Marchenko-Pastur edge; '>=' marks an unsettled fit, "
         "whose count is a lower bound.",
         width,
     )
