@@ -9,6 +9,8 @@ For example::
     latentbook verdict --csv verdict.csv    # every claim, on the book's cached captures and results/
     latentbook plan Qwen/Qwen2.5-32B --gpus 1 --gpu-mem 80    # will it fit? (from the config alone)
     latentbook train-ladder --measure    # chapter 7's ladder, trained on the CPU, then measured
+    latentbook train-ladder --out results/ladder-v2 --seeds 0,1,2 --balanced --checkpoint-every 500 \\
+        --checkpoint-rungs l4-d64,l8-d64 --jobs 2    # ladder v2 (resumes; complete rungs are skipped)
 """
 
 from __future__ import annotations
@@ -142,6 +144,20 @@ def _parser() -> argparse.ArgumentParser:
     lad.add_argument(
         "--steps", type=int, default=None, help="training steps per rung (default: the ladder's)"
     )
+    lad.add_argument(
+        "--seeds", default=None, help="comma-separated seeds: each rung once per seed, as <rung>-s<seed>"
+    )
+    lad.add_argument(
+        "--balanced", action="store_true", help="the v2 task: the queried chain's start balanced (ladder v2)"
+    )
+    lad.add_argument(
+        "--checkpoint-every", type=int, default=0, help="save a checkpoint every N steps (0: none)"
+    )
+    lad.add_argument(
+        "--checkpoint-rungs", default=None, help="comma-separated rungs that get checkpoints (default: all)"
+    )
+    lad.add_argument("--jobs", type=int, default=1, help="rungs trained at once, one process and thread each")
+    lad.add_argument("--force", action="store_true", help="retrain rungs whose folder is already complete")
     plan = sub.add_parser(
         "plan",
         help="the memory a capture needs per device, from the model's config alone (no weights read)",
@@ -385,11 +401,28 @@ def _train_ladder(args: argparse.Namespace) -> None:
     config = train.LADDER_CONFIG
     if args.steps is not None:
         config = dataclasses.replace(config, steps=args.steps)
+    try:
+        seeds = tuple(int(s) for s in args.seeds.split(",")) if args.seeds else None
+    except ValueError:
+        raise InvalidInputError(f"--seeds takes comma-separated integers, got {args.seeds!r}.") from None
+    spec = train.LADDER_V2_SPEC if args.balanced else train.LADDER_SPEC
+    folders = [r.name for r in rungs] if seeds is None else [f"{r.name}-s{s}" for s in seeds for r in rungs]
     if not args.measure_only:
-        for folder in train.train_ladder(store.ladder_dir(), rungs, config=config):
-            print(f"trained {folder.name} -> {folder}")
+        done = train.train_ladder(
+            store.ladder_dir(),
+            rungs,
+            spec,
+            config,
+            seeds=seeds,
+            checkpoint_every=args.checkpoint_every,
+            checkpoint_rungs=tuple(args.checkpoint_rungs.split(",")) if args.checkpoint_rungs else None,
+            jobs=args.jobs,
+            force=args.force,
+            progress=sys.stderr.isatty(),
+        )
+        print(f"{len(done)} rungs complete in {store.ladder_dir()}")
     if args.measure or args.measure_only:
-        print(f"measurements -> {report.measure_ladder(rungs=[r.name for r in rungs])}")
+        print(f"measurements -> {report.measure_ladder(rungs=folders)}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,11 +1,16 @@
 """The trained ladder on disk: ``results/ladder/<rung>/`` and the ``ladder:<rung>`` names of the zoo.
 
-- ``ladder:<rung>`` (e.g. ``ladder:l4-d64``): the trained model, float16 safetensors upcast to ``dtype``;
+- ``ladder:<rung>`` (e.g. ``ladder:l4-d64``, ladder v1; ``ladder:l4-d64-s1``, ladder v2 at seed 1): the trained
+  model, float16 safetensors upcast to ``dtype``;
 - ``ladder:<rung>:init``: the same architecture at the seeded initialisation its training started from
-  (the untrained null of that rung).
+  (the untrained null of that rung);
+- ``ladder:<rung>@<k>``: its checkpoint after ``k`` training steps (``checkpoints(rung)`` lists the steps;
+  ``lb.models()`` lists the final models only).
 
-Every load checks each file of the rung folder against its ``SHA256SUMS`` (``IntegrityError`` on a
-mismatch). The folder is ``$LATENTBOOK_LADDER_DIR``, else ``results/ladder`` of the repository.
+Every load checks each file of the rung folder (and of the checkpoint) against its ``SHA256SUMS``
+(``IntegrityError`` on a mismatch). The folders are searched in ``ladder_roots()``: ``$LATENTBOOK_LADDER_DIR``
+(one folder, or several separated by ``os.pathsep``), else ``results/ladder`` (v1) and ``results/ladder-v2``
+of the repository; a name is the first root's that has it.
 Introduced in: chapter 7.
 """
 
@@ -17,45 +22,53 @@ from pathlib import Path
 
 import torch
 
-from .._files import inside, sha256_file
-from ..errors import IntegrityError, ModelUnavailableError, UnknownModelError
+from .._files import inside
+from ..errors import UnknownModelError
 from ..models.anatomy import anatomy_of
 from ..models.zoo import LoadedModel, load_weights_strictly
 from .task import TaskSpec
-from .train import LOG_FILE, SUMS_FILE, Rung, init_model, read_sums, weights_sha256
+from .train import (
+    CHECKPOINT_FILE,
+    CHECKPOINTS,
+    LOG_FILE,
+    SUMS_FILE,
+    Rung,
+    init_model,
+    verify_folder,
+)
 
 REPO_LADDER = Path(__file__).resolve().parents[3] / "results" / "ladder"
+REPO_LADDER_V2 = REPO_LADDER.with_name("ladder-v2")
 INIT_SUFFIX = ":init"
+STEP_MARK = "@"
+
+
+def ladder_roots() -> list[Path]:
+    """The folders searched for rungs: ``$LATENTBOOK_LADDER_DIR`` (``os.pathsep``-separated), else the
+    repository's ``results/ladder`` and ``results/ladder-v2``."""
+    env = os.environ.get("LATENTBOOK_LADDER_DIR")
+    if env:
+        return [Path(part) for part in env.split(os.pathsep) if part]
+    return [REPO_LADDER, REPO_LADDER_V2]
 
 
 def ladder_dir() -> Path:
-    """Where the trained rungs live: ``$LATENTBOOK_LADDER_DIR`` or ``results/ladder`` in the repository."""
-    return Path(os.environ.get("LATENTBOOK_LADDER_DIR") or REPO_LADDER)
+    """Where the rungs are trained and measured: the first of ``ladder_roots()`` (``results/ladder``)."""
+    return ladder_roots()[0]
 
 
 def trained_rungs(root: Path | None = None) -> list[str]:
-    """Names of the rungs with a folder (and ``SHA256SUMS``) under ``root``, sorted."""
-    root = ladder_dir() if root is None else root
-    if not root.is_dir():
-        return []
-    return sorted(p.name for p in root.iterdir() if (p / SUMS_FILE).is_file())
+    """Names of the rungs with a folder (and ``SHA256SUMS``) under ``root`` (default: every root), sorted."""
+    roots = ladder_roots() if root is None else [root]
+    names = {p.name for r in roots if r.is_dir() for p in r.iterdir() if (p / SUMS_FILE).is_file()}
+    return sorted(names)
 
 
 def verify(folder: Path) -> str:
-    """Check every file listed in ``SHA256SUMS``; return the sha256 of the sums file (the rung's id)."""
-    if not (folder / SUMS_FILE).is_file():
-        raise ModelUnavailableError(
-            f"{folder} has no {SUMS_FILE}: train the ladder with `latentbook train-ladder` or restore "
-            "results/ladder from the repository."
-        )
-    for name, expected in read_sums(folder).items():
-        path = folder / name
-        if not path.is_file() or sha256_file(path) != expected:
-            raise IntegrityError(
-                f"{path} is missing or does not match its sha256 in {SUMS_FILE}: the file is corrupt or was "
-                "changed. Restore it from the repository (git checkout results/ladder) or retrain the ladder."
-            )
-    return weights_sha256(folder)
+    """Check every file listed in ``SHA256SUMS``; return the sha256 of the sums file (the rung's id).
+
+    ``ModelUnavailableError`` without the sums file, ``IntegrityError`` when a file is missing or differs."""
+    return verify_folder(folder)
 
 
 def training_log(name: str) -> dict:
@@ -64,27 +77,74 @@ def training_log(name: str) -> dict:
 
 
 def _folder(rung: str) -> Path:
-    root = ladder_dir()
-    folder = inside(root, rung)
+    roots = ladder_roots()
+    for root in roots:
+        folder = inside(root, rung)
+        if (folder / SUMS_FILE).is_file():
+            return folder
+    have = ", ".join(trained_rungs()) or "none"
+    raise UnknownModelError(
+        f"No trained ladder rung {rung!r} in {', '.join(map(str, roots))} (trained: {have})."
+    )
+
+
+def checkpoints(rung: str) -> list[int]:
+    """The steps of the checkpoints of a trained rung (``ladder:<rung>@<step>``), ascending; ``[]`` if none."""
+    folder = _folder(rung) / CHECKPOINTS
+    if not folder.is_dir():
+        return []
+    steps = [
+        int(p.name.removeprefix("step-"))
+        for p in folder.iterdir()
+        if p.name.startswith("step-") and p.name[5:].isdigit() and (p / SUMS_FILE).is_file()
+    ]
+    return sorted(steps)
+
+
+def checkpoint_info(rung: str, step: int) -> dict:
+    """``checkpoint.json`` of a checkpoint: its step, curriculum stage (``hops``) and running loss."""
+    return json.loads((_checkpoint_folder(rung, step) / CHECKPOINT_FILE).read_text())
+
+
+def _checkpoint_folder(rung: str, step: int) -> Path:
+    folder = _folder(rung) / CHECKPOINTS / f"step-{step}"
     if not (folder / SUMS_FILE).is_file():
-        have = ", ".join(trained_rungs(root)) or "none"
-        raise UnknownModelError(f"No trained ladder rung {rung!r} in {root} (trained: {have}).")
+        have = ", ".join(map(str, checkpoints(rung))) or "none"
+        raise UnknownModelError(f"Ladder rung {rung!r} has no checkpoint at step {step} (steps: {have}).")
     return folder
+
+
+def parse_name(name: str) -> tuple[str, int | None, bool]:
+    """``ladder:<rung>[@<step>][:init]`` -> ``(rung, step or None, init)``."""
+    rung = name.removeprefix("ladder:")
+    init = rung.endswith(INIT_SUFFIX)
+    rung = rung.removesuffix(INIT_SUFFIX)
+    step = None
+    if STEP_MARK in rung:
+        rung, _, text = rung.partition(STEP_MARK)
+        if not text.isdigit():
+            raise UnknownModelError(f"{name!r}: a checkpoint is ladder:<rung>@<step>, the step a number.")
+        if init:
+            raise UnknownModelError(f"{name!r}: a checkpoint has no null of its own; use ladder:{rung}:init.")
+        step = int(text)
+    return rung, step, init
 
 
 def load_ladder(name: str, dtype: torch.dtype, device_map, trust_remote_code: bool) -> LoadedModel:
     """Zoo loader of ``ladder:<rung>`` and ``ladder:<rung>:init`` (signature of the zoo's loaders)."""
     from transformers import AutoTokenizer, LlamaForCausalLM
 
-    rung = name.removeprefix("ladder:")
-    init = rung.endswith(INIT_SUFFIX)
-    rung = rung.removesuffix(INIT_SUFFIX)
+    rung, step, init = parse_name(name)
     folder = _folder(rung)
     sha = verify(folder)
     tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
     if init:
         log = json.loads((folder / LOG_FILE).read_text())
         model = init_model(Rung(**log["rung"]), TaskSpec(**log["spec"]), log["config"]["seed"]).to(dtype)
+    elif step is not None:
+        checkpoint = _checkpoint_folder(rung, step)
+        sha = verify(checkpoint)
+        model = load_weights_strictly(LlamaForCausalLM, checkpoint, dtype, device_map)
     else:
         model = load_weights_strictly(LlamaForCausalLM, folder, dtype, device_map)  # no layer silently random
     tokenizer.padding_side = "right"
@@ -92,10 +152,15 @@ def load_ladder(name: str, dtype: torch.dtype, device_map, trust_remote_code: bo
 
 
 def ladder_rows() -> list[dict]:
-    """Rows of ``lb.models()`` for the trained rungs (their untrained nulls are ``ladder:<rung>:init``)."""
+    """Rows of ``lb.models()`` for the trained rungs (their untrained nulls are ``ladder:<rung>:init``, their
+    checkpoints ``ladder:<rung>@<step>``, listed by ``checkpoints(rung)``, not here)."""
     rows = []
     for rung in trained_rungs():
-        config = json.loads((ladder_dir() / rung / "config.json").read_text())
+        folder = _folder(rung)
+        config = json.loads((folder / "config.json").read_text())
+        root = folder.parent
+        where = f"results/{root.name}" if root.parent == REPO_LADDER.parent else str(root)
+        n = len(checkpoints(rung))
         rows.append(
             dict(
                 name=f"ladder:{rung}",
@@ -103,7 +168,9 @@ def ladder_rows() -> list[dict]:
                 layers=config["num_hidden_layers"],
                 d_model=config["hidden_size"],
                 kind="causal",
-                source="trained here on multi-hop variable binding (chapter 7), results/ladder",
+                source="trained here on multi-hop variable binding (chapter 7), "
+                + where
+                + (f", {n} checkpoints" if n else ""),
                 available=True,
             )
         )
