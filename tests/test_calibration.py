@@ -11,7 +11,11 @@ from latentbook.analysis import calibration, verdict
 
 
 @pytest.mark.parametrize(
-    ("claims", "n_cases"), [(("critical_depth", "omega_jump", "stays_liquid"), 20), (("bimodality",), 6)]
+    ("claims", "n_cases"),
+    [
+        (("critical_depth", "omega_jump", "stays_liquid", "spectral_concentration"), 20),
+        (("bimodality", "effective_rank"), 6),
+    ],
 )
 def test_every_judge_meets_its_targets_on_planted_families(claims, n_cases):
     table = calibration.calibrate(n_cases=n_cases, seed=11, claims=claims, n_token_cases=n_cases)

@@ -159,7 +159,11 @@ def test_concentration_and_contraction_criteria():
         return layer_spectra.Contrast(ratio, (low, high), 0.42, 4, 5, 0.95)
 
     assert verdict.judge_concentration(contrast(0.5, 0.4, 0.6))[0] == "holds"
-    assert verdict.judge_concentration(contrast(0.95, 0.85, 1.05))[0] == "does not hold"
+    assert verdict.judge_concentration(contrast(0.95, 0.85, 1.05))[0] == "inconclusive"  # straddles 0.9
+    assert verdict.judge_concentration(contrast(0.95, 0.92, 0.98))[0] == "does not hold"  # a fall, too small
+    assert verdict.judge_concentration(contrast(1.2, 1.1, 1.3))[0] == "does not hold"  # a rise
+    assert verdict.judge_concentration(contrast(0.86, 0.83, 0.899))[0] == "holds"
+    assert verdict.judge_concentration(contrast(0.86, 0.83, 0.9))[0] == "inconclusive"
     assert (
         verdict.judge_concentration(contrast(0.5, 0.4, 0.6), contrast(0.55, 0.5, 0.6))[0] == "does not hold"
     )

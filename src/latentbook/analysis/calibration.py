@@ -235,27 +235,39 @@ def _cooling_case(present: bool) -> Callable:
     return run
 
 
-SPIKE_SHAPE = (8, 40, 8, 64)  # planted spectra: depths, prompts, tokens per prompt, width
+SPIKE_SHAPE = (12, 32, 4, 128)  # planted spectra: depths, prompts, tokens per prompt, width
+# The book's token sample: 508 tokens of 124 prompts (4.1 per prompt, fewer prompts than dimensions, n close to d)
+# with a design effect of 1.27 (a within-prompt correlation near 0.09); the planted share spans that and more.
+SPIKE_RHO = (0.05, 0.25)
+SPIKE_BOOT = 20  # prompt-bootstrap draws per planted run
 
 
 def planted_spike_samples(
-    rng: np.random.Generator, spikes_before: int, spikes_after: int, strength: float, rho: float = 0.5
+    rng: np.random.Generator,
+    spikes_before: int,
+    spikes_after: int,
+    strength: float,
+    rho: tuple[float, float] = SPIKE_RHO,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Token samples ``(n_depths, n, d)``, their prompt ids and ``gamma``, with ``spikes_before`` /
-    ``spikes_after`` planted spikes before / after gamma 0.42 (population eigenvalue ``1 + strength x`` the BBP
-    threshold ``sqrt(d / n)``, ``x`` in 1-2), tokens correlated within prompts (a shared prompt component of
-    variance share ``rho``), coordinate scales spread log-normally (an anisotropic stream) and the last depth
-    changed (the unembedding's), as real captures have."""
+    ``spikes_after`` planted spikes before / after gamma 0.42, as real captures have them: tokens correlated
+    within prompts (a shared prompt component of variance share ``r``, drawn from ``rho`` once per run), fewer
+    prompts than dimensions, coordinate scales spread log-normally (an anisotropic stream) and the last depth
+    changed (the unembedding's). A spike's population variance is ``strength x`` (1-2) times the BBP threshold
+    ``sqrt(d / n_eff)`` of the effective sample, ``n_eff = n / (1 + (m - 1) r)`` for ``m`` tokens per prompt:
+    the threshold the correlated sample has, not the ``sqrt(d / n)`` of independent tokens (which would plant
+    spikes below the detectable size and call them present)."""
     n_depths, n_prompts, per_prompt, d = SPIKE_SHAPE
     n = n_prompts * per_prompt
     ids = np.repeat(np.arange(n_prompts), per_prompt)
     gamma = np.arange(n_depths) / (n_depths - 1)
     scales = np.exp(rng.normal(0.0, 0.3, d))
-    threshold = np.sqrt(d / n)
+    share = rng.uniform(*rho)
+    threshold = np.sqrt(d * (1 + (per_prompt - 1) * share) / n)
     out = np.empty((n_depths, n, d))
     for layer, g in enumerate(gamma):
         shared = rng.standard_normal((n_prompts, d))[ids]
-        x = (np.sqrt(rho) * shared + np.sqrt(1 - rho) * rng.standard_normal((n, d))) * scales
+        x = (np.sqrt(share) * shared + np.sqrt(1 - share) * rng.standard_normal((n, d))) * scales
         k = spikes_after if g > 0.42 else spikes_before
         if layer == n_depths - 1:
             k = 0
@@ -268,6 +280,69 @@ def planted_spike_samples(
     return out, ids, gamma
 
 
+def _power_law(d: int, exponent: float) -> np.ndarray:
+    """Population eigenvalues ``j^-exponent``, ``j = 1..d``, scaled to mean 1."""
+    lam = np.arange(1, d + 1, dtype=np.float64) ** -exponent
+    return lam / lam.mean()
+
+
+def planted_concentration_samples(
+    rng: np.random.Generator, ratio: float, measure: Callable[[np.ndarray], float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Token samples ``(n_depths, n, d)`` (``SPIKE_SHAPE``), prompt ids and ``gamma`` whose population spectrum is
+    a power law ``j^-a`` before gamma 0.42 (``a`` in 0.6-1.0) and after it the power law whose ``measure`` (the
+    participation ratio or the effective rank of the eigenvalues) is ``ratio`` times the one before. With the
+    nuisances of real streams: a random rotation, tokens correlated within prompts (share ``SPIKE_RHO``) and
+    across depths (each depth keeps 30-80 % of a token's variance from a component shared by all depths), one
+    massive coordinate (1-3 times the top eigenvalue's variance, at every depth) and edge depths unlike the
+    interior (an isotropic embedding, a last depth at ``a = 2.5``)."""
+    from scipy.optimize import brentq
+
+    n_depths, n_prompts, per_prompt, d = SPIKE_SHAPE
+    n = n_prompts * per_prompt
+    ids = np.repeat(np.arange(n_prompts), per_prompt)
+    gamma = np.arange(n_depths) / (n_depths - 1)
+    start = rng.uniform(0.6, 1.0)
+    reference = measure(_power_law(d, start))
+    end = start
+    if ratio != 1.0:
+        end = brentq(lambda a: measure(_power_law(d, a)) / reference - ratio, 0.0, 8.0)
+    rotation = np.linalg.qr(rng.standard_normal((d, d)))[0]
+    share, carry, massive = rng.uniform(*SPIKE_RHO), rng.uniform(0.3, 0.8), rng.uniform(1.0, 3.0)
+    token = rng.standard_normal((n, d))
+    out = np.empty((n_depths, n, d))
+    for layer, g in enumerate(gamma):
+        exponent = end if g > 0.42 else start
+        exponent = 0.0 if layer == 0 else 2.5 if layer == n_depths - 1 else exponent
+        lam = _power_law(d, exponent)
+        z = np.sqrt(carry) * token + np.sqrt(1 - carry) * rng.standard_normal((n, d))
+        z = np.sqrt(share) * rng.standard_normal((n_prompts, d))[ids] + np.sqrt(1 - share) * z
+        out[layer] = (z * np.sqrt(lam)) @ rotation.T
+        out[layer][:, 0] += rng.standard_normal(n) * np.sqrt(massive * lam[0])
+    return out, ids, gamma
+
+
+def _concentration_case(claim: str, ratio: tuple[float, float], twin_too: bool = False) -> Callable:
+    """A run whose ``claim`` measure (``spectral_concentration``: the participation ratio, ``effective_rank``)
+    changes by a factor drawn from ``ratio`` after the split, and its twin (no change; ``twin_too``: the same
+    factor), by the verdict's own contrasts (``layer_spectra.pr_contrast_of_samples`` /
+    ``effective_rank_contrast_of_samples``) and ``judge_concentration``."""
+
+    def run(rng: np.random.Generator) -> str:
+        from . import layer_spectra, spectra
+
+        if claim == "spectral_concentration":
+            measure, contrast = spectra.participation_ratio, layer_spectra.pr_contrast_of_samples
+        else:
+            measure, contrast = spectra.effective_rank, layer_spectra.effective_rank_contrast_of_samples
+        factor = rng.uniform(*ratio)
+        model = contrast(*planted_concentration_samples(rng, factor, measure))
+        twin = contrast(*planted_concentration_samples(rng, factor if twin_too else 1.0, measure))
+        return verdict.judge_concentration(model, twin)[0]
+
+    return run
+
+
 def slow_source_hash() -> str:
     """sha256 of the source the slow families' verdicts depend on (the spectra modules, the spike judge and the
     planted samples): a table in ``results/calibration/`` is current while this matches the one it records."""
@@ -277,7 +352,7 @@ def slow_source_hash() -> str:
     from . import layer_spectra, spectra
 
     parts = [spectra, layer_spectra, verdict.judge_spikes, planted_spike_samples, _spike_case]
-    text = "\n".join(inspect.getsource(part) for part in parts) + repr(SPIKE_SHAPE)
+    text = "\n".join(inspect.getsource(part) for part in parts) + repr((SPIKE_SHAPE, SPIKE_RHO, SPIKE_BOOT))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -287,9 +362,12 @@ def _spike_case(before: int, after: int, strength: float, twin_after: int = 0) -
     def run(rng: np.random.Generator) -> str:
         from .layer_spectra import spike_contrast_of_samples
 
-        model = spike_contrast_of_samples(*planted_spike_samples(rng, before, after, strength), n_boot=10)
-        twin = spike_contrast_of_samples(*planted_spike_samples(rng, 0, twin_after, strength), n_boot=10)
-        return verdict.judge_spikes(model, twin)[0]
+        model = planted_spike_samples(rng, before, after, strength)
+        twin = planted_spike_samples(rng, 0, twin_after, strength)
+        return verdict.judge_spikes(
+            spike_contrast_of_samples(*model, n_boot=SPIKE_BOOT),
+            spike_contrast_of_samples(*twin, n_boot=SPIKE_BOOT),
+        )[0]
 
     return run
 
@@ -375,9 +453,59 @@ def families() -> list[Family]:
         Family("tco", "only the bag of values", False, _tco_case("bag")),
         Family("tco", "only the first value written", False, _tco_case("first value")),
         Family("tco", "the twin's code is stable too", False, _tco_case("stable", twin_code="stable")),
+        Family(
+            "spectral_concentration",
+            "PR falls 30-50 %",
+            True,
+            _concentration_case("spectral_concentration", (0.5, 0.7)),
+        ),
+        Family(
+            "spectral_concentration",
+            "no change",
+            False,
+            _concentration_case("spectral_concentration", (1.0, 1.0)),
+        ),
+        Family(
+            "spectral_concentration",
+            "a fall of 2-5 %",
+            False,
+            _concentration_case("spectral_concentration", (0.95, 0.98)),
+        ),
+        Family(
+            "spectral_concentration",
+            "a rise of 10-25 %",
+            False,
+            _concentration_case("spectral_concentration", (1.1, 1.25)),
+        ),
+        Family(
+            "spectral_concentration",
+            "the twin falls as much",
+            False,
+            _concentration_case("spectral_concentration", (0.5, 0.7), twin_too=True),
+        ),
+        Family(
+            "effective_rank",
+            "effective rank falls 30-50 %",
+            True,
+            _concentration_case("effective_rank", (0.5, 0.7)),
+        ),
+        Family("effective_rank", "no change", False, _concentration_case("effective_rank", (1.0, 1.0))),
+        Family(
+            "effective_rank", "a fall of 2-5 %", False, _concentration_case("effective_rank", (0.95, 0.98))
+        ),
+        Family(
+            "effective_rank", "a rise of 10-25 %", False, _concentration_case("effective_rank", (1.1, 1.25))
+        ),
+        Family(
+            "effective_rank",
+            "the twin falls as much",
+            False,
+            _concentration_case("effective_rank", (0.5, 0.7), twin_too=True),
+        ),
         Family("mp_spikes", "1 -> 5 spikes above BBP", True, _spike_case(1, 5, 4.0), slow=True),
         Family("mp_spikes", "no spikes, correlated tokens", False, _spike_case(0, 0, 4.0), slow=True),
         Family("mp_spikes", "5 spikes below BBP after", False, _spike_case(1, 5, 0.3), slow=True),
+        Family("mp_spikes", "5 spikes throughout", False, _spike_case(5, 5, 4.0), slow=True),
         Family("mp_spikes", "the twin's spikes too", False, _spike_case(1, 5, 4.0, twin_after=5), slow=True),
     ]
 
@@ -413,7 +541,7 @@ def calibrate(
     for family in families():
         if (claims is not None and family.claim not in claims) or family.slow != slow:
             continue
-        costly = family.claim in ("bimodality", "transverse_contraction")
+        costly = family.claim in ("bimodality", "transverse_contraction", "effective_rank")
         n = (n_token_cases or max(1, n_cases // 2)) if costly else n_cases
         words = list(_cases(family, n, seed))
         rates = {word: words.count(word) / n for word in verdict.VERDICTS}

@@ -25,7 +25,7 @@ each judge's docstring says its rule in full):
   ``m(gamma)`` lies below ``solid_threshold(d)``.
 - ``bimodality`` (``judge_bimodality``): bimodal after the split beyond both nulls, the twin bimodal nowhere.
 - ``spectral_concentration`` / ``effective_rank`` (``judge_concentration``): the ratio after / before the split
-  (``layer_spectra``, prompt jackknife) lies below 1 and below the twin's.
+  (``layer_spectra``, prompt jackknife) lies below ``MAX_CONCENTRATION`` and below the twin's.
 - ``attention_cooling`` (``cooling.judge_cooling``), ``mp_spikes`` (``judge_spikes``), ``transverse_contraction``
   (``judge_contraction``, Theorem 6.1), ``tco`` (``judge_tco``: a positive control, then stability), ``scaling``
   (``judge_scaling``): as their judges say.
@@ -47,6 +47,7 @@ import numpy as np
 from ..errors import InvalidInputError
 from . import omega, transition
 from .paper import PAPER_GAMMA_C
+from .resampling import wilson_interval as wilson_interval  # re-exported: calibration reads it from here
 from .tco import TCOScores
 
 GAMMA_C_TOLERANCE = 0.10
@@ -55,6 +56,7 @@ SOLID_THRESHOLD = (PAPER_M_LIQUID + PAPER_M_SOLID) / 2
 MIN_JUMP = (PAPER_M_SOLID - PAPER_M_LIQUID) / 2
 MIN_TRANSITION = (PAPER_M_SOLID - PAPER_M_LIQUID) / 4  # smaller steps are not the claimed transition
 SMALL_MODEL = 1.5e9
+MAX_CONCENTRATION = 0.9  # PR or effective rank after / before: a fall of at least 10 % (no size in the paper)
 TCO_MARGIN = 0.05  # how far a TCO interval's lower end must clear the strongest baseline that binds nothing
 K_MASSIVE = 4  # coordinates removed as massive activations in the cleaned rows (chapter 3)
 MIN_DEPTHS = transition.MIN_FITTED + sum(transition.SKIP)
@@ -99,12 +101,12 @@ CLAIMS: dict[str, Claim] = {
         Claim(
             "spectral_concentration",
             "after gamma_c: lower effective rank and participation ratio",
-            "PR after / before < 1",
+            f"PR after / before < {MAX_CONCENTRATION}",
         ),
         Claim(
             "effective_rank",
             "after gamma_c: lower effective rank (Roy & Vetterli's exp of the spectral entropy)",
-            "effective rank after / before < 1",
+            f"effective rank after / before < {MAX_CONCENTRATION}",
         ),
         Claim(
             "mp_spikes",
@@ -186,15 +188,6 @@ def min_jump(d: int) -> float:
 
 
 TCOSummary = TCOScores  # what ``judge_tco`` reads: ``analysis.tco.TCOScores`` (control, stability, baselines)
-
-
-def wilson_interval(p: float, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """Wilson score interval of a proportion ``p`` observed on ``n`` independent units."""
-    if n < 1 or not 0 <= p <= 1:
-        raise InvalidInputError(f"Need n >= 1 and 0 <= p <= 1, got n={n!r}, p={p!r}.")
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 # --- criteria: each a pure function of numbers, tested on inputs with a known answer -----------------------
@@ -282,10 +275,15 @@ def judge_bimodality(real: list, permuted: list, shuffled: list | None = None, t
 
 
 def judge_concentration(contrast, twin=None, what: str = "PR") -> tuple[str, str]:
+    """Holds when the interval of ``after / before`` lies below ``MAX_CONCENTRATION`` (a fall of 10 % or more) and
+    below the twin's interval; does not hold when it lies at or above it (no fall, or one too small to be the
+    claimed concentration) or the twin falls as much; inconclusive when it straddles the bar."""
     low, high = contrast.ci
     found = f"{what} after / before = {contrast.ratio:.3f} {_fmt_ci(low, high)}"
-    if high >= 1:
-        return "does not hold", found + ": no significant drop"
+    if low >= MAX_CONCENTRATION:
+        return "does not hold", found + f": no fall to {MAX_CONCENTRATION} or below"
+    if high >= MAX_CONCENTRATION:
+        return "inconclusive", found + f": the interval reaches {MAX_CONCENTRATION}"
     if twin is not None and high >= twin.ci[0]:
         return "does not hold", found + f": not below the random twin's {_fmt_ci(*twin.ci)}"
     return "holds", found
