@@ -10,7 +10,7 @@ import torch
 import latentbook as lb
 from latentbook.analysis import resampling
 from latentbook.errors import IntegrityError, InvalidInputError, UnknownModelError
-from latentbook.ladder import measure, report, store, task, train
+from latentbook.ladder import folders, measure, report, store, task, train
 from latentbook.study import ladder_rows
 
 SPEC = task.TaskSpec()
@@ -130,7 +130,7 @@ def test_training_queries_are_prefixed_by_the_evaluation_prompt():
 def trained_tiny(tmp_path_factory):
     model, log = train.train(TINY, SPEC, TINY_CONFIG, progress=False, threads=None)
     root = tmp_path_factory.mktemp("ladder")
-    train.save_rung(model, log, SPEC, root / TINY.name)
+    folders.save_rung(model, log, SPEC, root / TINY.name)
     return model, log, root
 
 

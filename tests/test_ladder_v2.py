@@ -13,6 +13,8 @@ import latentbook as lb
 from latentbook._files import sha256_file
 from latentbook.errors import IntegrityError, LatentbookError, UnknownModelError
 from latentbook.ladder import report, store, task, train
+from latentbook.ladder.folders import LOG_FILE, SUMS_FILE, read_sums, weights_sha256
+from latentbook.ladder.jobs import ladder_jobs, train_ladder
 
 V2 = train.LADDER_V2_SPEC
 SMALL = train.Rung("l1-d32", 1, 32)
@@ -23,7 +25,7 @@ SEEDS = (0, 1)
 
 def _ladder(root, jobs=1, **kwargs):
     lines = []
-    folders = train.train_ladder(
+    folders = train_ladder(
         root,
         (SMALL, DEEP),
         V2,
@@ -59,16 +61,16 @@ def test_the_v2_spec_is_balanced_and_v1_is_unchanged():
 
 
 def test_jobs_run_seed_by_seed_the_slowest_rung_first(tmp_path):
-    jobs = train.ladder_jobs(tmp_path, train.LADDER, V2, CONFIG, seeds=(0, 1, 2))
+    jobs = ladder_jobs(tmp_path, train.LADDER, V2, CONFIG, seeds=(0, 1, 2))
     names = [job.name for job in jobs]
     per_seed = ["l4-d128", "l8-d64", "l4-d64", "l2-d64", "l4-d32", "l1-d64"]  # measured time, slowest first
     assert names == [f"{r}-s{s}" for s in (0, 1, 2) for r in per_seed]
     assert [job.config.seed for job in jobs] == [s for s in (0, 1, 2) for _ in per_seed]
     assert all(job.spec == V2 and job.folder == tmp_path / job.name for job in jobs)
-    v1 = train.ladder_jobs(tmp_path, train.LADDER, train.LADDER_SPEC, CONFIG)  # no seeds: v1's names
+    v1 = ladder_jobs(tmp_path, train.LADDER, train.LADDER_SPEC, CONFIG)  # no seeds: v1's names
     assert sorted(job.name for job in v1) == sorted(r.name for r in train.LADDER)
     assert {job.config for job in v1} == {CONFIG}
-    marked = train.ladder_jobs(
+    marked = ladder_jobs(
         tmp_path, train.LADDER, V2, CONFIG, seeds=(0,), checkpoint_every=500, checkpoint_rungs=("l8-d64",)
     )
     assert {job.name: job.checkpoint_every for job in marked if job.checkpoint_every} == {"l8-d64-s0": 500}
@@ -79,7 +81,7 @@ def test_jobs_run_seed_by_seed_the_slowest_rung_first(tmp_path):
         dict(checkpoint_every=-5),
     ):
         with pytest.raises(LatentbookError):
-            train.ladder_jobs(tmp_path, train.LADDER, V2, CONFIG, **bad)
+            ladder_jobs(tmp_path, train.LADDER, V2, CONFIG, **bad)
 
 
 def test_seeded_rungs_load_by_name_with_their_sha256_and_seed(ladder, monkeypatch):
@@ -95,7 +97,7 @@ def test_seeded_rungs_load_by_name_with_their_sha256_and_seed(ladder, monkeypatc
         for seed in SEEDS:
             name = f"{rung.name}-s{seed}"
             loaded = lb.load_model(f"ladder:{name}")
-            assert loaded.sha == train.weights_sha256(root / name) and len(loaded.sha) == 64
+            assert loaded.sha == weights_sha256(root / name) and len(loaded.sha) == 64
             config = dataclasses.replace(CONFIG, seed=seed)
             expected, _ = train.train(rung, V2, config, progress=False)
             for p, q in zip(loaded.model.parameters(), expected.parameters()):
@@ -121,7 +123,7 @@ def test_checkpoints_are_listed_loaded_and_verified(ladder, monkeypatch, tmp_pat
     assert store.checkpoints("l1-d32-s0") == []  # not among the checkpoint rungs
     assert not any("@" in name for name in lb.models().name)  # lb.models() lists final models only
     early = lb.load_model("ladder:l2-d32-s0@10")
-    assert early.sha == train.weights_sha256(copy / "l2-d32-s0" / "checkpoints" / "step-10")
+    assert early.sha == weights_sha256(copy / "l2-d32-s0" / "checkpoints" / "step-10")
     after_10, _ = train.train(DEEP, V2, dataclasses.replace(CONFIG, steps=10), progress=False)
     for p, q in zip(early.model.parameters(), after_10.parameters()):
         assert torch.equal(p, q.to(torch.float16).float())
@@ -172,7 +174,8 @@ def test_a_complete_folder_is_skipped_and_never_rewritten(ladder, monkeypatch, t
     trained = []
     real_train = train.train
     monkeypatch.setattr(
-        train, "train", lambda rung, *a, **k: trained.append(k["label"]) or real_train(rung, *a, **k)
+        "latentbook.ladder.jobs.train",
+        lambda rung, *a, **k: trained.append(k["label"]) or real_train(rung, *a, **k),
     )
     _, lines = _ladder(copy)
     assert trained == ["l1-d32-s1"]
@@ -187,7 +190,7 @@ def test_a_complete_folder_is_skipped_and_never_rewritten(ladder, monkeypatch, t
     )
 
     trained.clear()  # --force retrains even a complete folder
-    train.train_ladder(copy, (SMALL,), V2, CONFIG, seeds=(0,), force=True, progress=False, echo=None)
+    train_ladder(copy, (SMALL,), V2, CONFIG, seeds=(0,), force=True, progress=False, echo=None)
     assert trained == ["l1-d32-s0"]
     assert (copy / "l1-d32-s0" / "training_log.json").stat().st_mtime_ns != before[
         "l1-d32-s0/training_log.json"
@@ -208,7 +211,7 @@ def test_a_ladder_of_other_settings_is_skipped_with_a_note(ladder, tmp_path):
     copy = tmp_path / "ladder"
     shutil.copytree(root / "l1-d32-s0", copy / "l1-d32-s0")
     lines = []
-    train.train_ladder(
+    train_ladder(
         copy,
         (SMALL,),
         V2,
@@ -227,14 +230,14 @@ def test_parallel_jobs_give_the_weights_of_sequential_ones(ladder, tmp_path):
     folders, lines = _ladder(tmp_path / "parallel", jobs=2)
     assert [f.name for f in folders] == [f.name for f in ladder[1]]
     for folder in folders:
-        first = train.read_sums(root / folder.name)
-        again = train.read_sums(folder)
+        first = read_sums(root / folder.name)
+        again = read_sums(folder)
         assert first.keys() == again.keys()
         for name in first:  # every file but the log (which holds the wall time)
-            assert name == train.LOG_FILE or first[name] == again[name], (folder.name, name)
+            assert name == LOG_FILE or first[name] == again[name], (folder.name, name)
         for step in (10, 20) if folder.name.startswith("l2") else ():
             sub = f"checkpoints/step-{step}"
-            assert train.read_sums(folder / sub) == train.read_sums(root / folder.name / sub)
+            assert read_sums(folder / sub) == read_sums(root / folder.name / sub)
     assert sum("trained in" in line for line in lines) == 4
 
 
@@ -244,20 +247,20 @@ def test_v1_folders_load_as_before_beside_the_v2_root(ladder, monkeypatch, tmp_p
     monkeypatch.delenv("LATENTBOOK_LADDER_DIR", raising=False)
     assert store.ladder_roots() == [store.REPO_LADDER, store.REPO_LADDER_V2]
     assert store.ladder_dir() == store.REPO_LADDER
-    if not (store.REPO_LADDER / "l4-d64" / train.SUMS_FILE).is_file():
+    if not (store.REPO_LADDER / "l4-d64" / SUMS_FILE).is_file():
         pytest.skip("results/ladder is not here")
     v1 = lb.load_model("ladder:l4-d64")
-    assert v1.sha == train.weights_sha256(store.REPO_LADDER / "l4-d64") and v1.n_layers == 4
+    assert v1.sha == weights_sha256(store.REPO_LADDER / "l4-d64") and v1.n_layers == 4
     assert task.TaskSpec(**store.training_log("l4-d64")["spec"]) == train.LADDER_SPEC
     assert {f"ladder:{r.name}" for r in train.LADDER} <= set(lb.models().name)
 
     root, _, _ = ladder
     old = tmp_path / "v1"
-    train.train_ladder(old, (SMALL,), train.LADDER_SPEC, CONFIG, progress=False, echo=None)  # v1 names
+    train_ladder(old, (SMALL,), train.LADDER_SPEC, CONFIG, progress=False, echo=None)  # v1 names
     monkeypatch.setenv("LATENTBOOK_LADDER_DIR", f"{old}:{root}")
     assert store.trained_rungs() == ["l1-d32", "l1-d32-s0", "l1-d32-s1", "l2-d32-s0", "l2-d32-s1"]
-    assert lb.load_model("ladder:l1-d32").sha == train.weights_sha256(old / "l1-d32")
-    assert lb.load_model("ladder:l2-d32-s1").sha == train.weights_sha256(root / "l2-d32-s1")
+    assert lb.load_model("ladder:l1-d32").sha == weights_sha256(old / "l1-d32")
+    assert lb.load_model("ladder:l2-d32-s1").sha == weights_sha256(root / "l2-d32-s1")
     assert store.training_log("l1-d32")["config"]["seed"] == CONFIG.seed
 
     seen = {}
@@ -288,7 +291,7 @@ def test_a_killed_run_goes_on_from_its_last_evaluation_to_the_same_weights(ladde
     monkeypatch.setattr(train, "training_batch", dies_at_15)
     kwargs = dict(seeds=(1,), checkpoint_every=10, progress=False)
     with pytest.raises(KeyboardInterrupt):
-        train.train_ladder(out, (DEEP,), V2, CONFIG, echo=None, **kwargs)
+        train_ladder(out, (DEEP,), V2, CONFIG, echo=None, **kwargs)
     assert not (out / "l2-d32-s1").exists() and (out / ".l2-d32-s1.resume.pt").is_file()
     assert [p.name for p in (out / ".l2-d32-s1.checkpoints").iterdir()] == ["step-10"]
     shutil.rmtree(out / ".l2-d32-s1.checkpoints" / "step-10")  # as if killed between the state and it
@@ -296,14 +299,14 @@ def test_a_killed_run_goes_on_from_its_last_evaluation_to_the_same_weights(ladde
     steps = []
     monkeypatch.setattr(train, "training_batch", lambda *a: steps.append(a[2]) or real_batch(*a))
     lines = []
-    train.train_ladder(out, (DEEP,), V2, CONFIG, echo=lines.append, **kwargs)
+    train_ladder(out, (DEEP,), V2, CONFIG, echo=lines.append, **kwargs)
     assert steps == list(range(10, 20)) and "l2-d32-s1: resumed at step 10/20" in lines[0]
     for sub in ("", "checkpoints/step-10", "checkpoints/step-20"):
-        again, first = train.read_sums(out / "l2-d32-s1" / sub), train.read_sums(root / "l2-d32-s1" / sub)
-        assert {k: v for k, v in again.items() if k != train.LOG_FILE} == {
-            k: v for k, v in first.items() if k != train.LOG_FILE
+        again, first = read_sums(out / "l2-d32-s1" / sub), read_sums(root / "l2-d32-s1" / sub)
+        assert {k: v for k, v in again.items() if k != LOG_FILE} == {
+            k: v for k, v in first.items() if k != LOG_FILE
         }
-    log, uninterrupted = (json.loads((r / "l2-d32-s1" / train.LOG_FILE).read_text()) for r in (out, root))
+    log, uninterrupted = (json.loads((r / "l2-d32-s1" / LOG_FILE).read_text()) for r in (out, root))
     for key in ("loss", "evals", "stages", "config", "spec"):
         assert log[key] == uninterrupted[key], key
     assert not any(p.name.startswith(".") for p in out.iterdir())  # no state, staging or lock left

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
+import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,6 +36,15 @@ def _commit() -> str | None:
         return None
 
 
+def _fresh_source_hash() -> str:
+    """``slow_source_hash`` of the files as they are now, from a new interpreter (this one holds the code it
+    imported; ``inspect`` would read the new files at the old line numbers)."""
+    code = "from latentbook.analysis import calibration; print(calibration.slow_source_hash())"
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-cases", type=int, default=10, help="planted cases per family (default: 10)")
@@ -44,11 +54,17 @@ def main() -> None:
     )
     args = parser.parse_args()
     start = time.perf_counter()
+    source_hash = calibration.slow_source_hash()  # of the code just imported: the code that runs
     table = calibration.calibrate(n_cases=args.n_cases, seed=args.seed, slow=True)
+    if _fresh_source_hash() != source_hash:
+        raise SystemExit(
+            "The spectra code changed while the calibration ran, so the table belongs to no version of it: "
+            f"nothing written to {args.out}. Rerun tools/calibrate_slow.py once the code has settled."
+        )
     record = {
         "provenance": {
             "latentbook": __version__,
-            "source_hash": calibration.slow_source_hash(),
+            "source_hash": source_hash,
             "git_commit": _commit(),
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "n_cases": args.n_cases,

@@ -393,6 +393,7 @@ def _train_ladder(args: argparse.Namespace) -> None:
     import os
 
     from .ladder import report, store, train
+    from .ladder.jobs import train_ladder
 
     if args.out is not None:
         os.environ["LATENTBOOK_LADDER_DIR"] = str(args.out)
@@ -408,7 +409,7 @@ def _train_ladder(args: argparse.Namespace) -> None:
     spec = train.LADDER_V2_SPEC if args.balanced else train.LADDER_SPEC
     folders = [r.name for r in rungs] if seeds is None else [f"{r.name}-s{s}" for s in seeds for r in rungs]
     if not args.measure_only:
-        done = train.train_ladder(
+        done = train_ladder(
             store.ladder_dir(),
             rungs,
             spec,

@@ -1,9 +1,10 @@
 """The controlled test of chapter 7: a ladder of small Llama models trained here on multi-hop variable binding.
 
-``task`` (the seeded program generator and its tokenizer), ``train`` (the ladder and its fixed budget),
-``store`` (``ladder:<rung>`` names, sha256-checked), ``measure`` (capability and the diagnostics of one
-model), ``report`` (the whole ladder: measurements, rank correlations, TCO judgements), ``figures``; the verdict
-table reads its measurements in ``study.ladder_rows``.
+``task`` (the seeded program generator and its tokenizer), ``train`` (the ladder and its fixed budget: one
+rung's training), ``folders`` (a rung's or checkpoint's folder, written atomically with its ``SHA256SUMS``),
+``jobs`` (the whole ladder, rung-seed by rung-seed), ``store`` (``ladder:<rung>`` names, sha256-checked),
+``measure`` (capability and the diagnostics of one model), ``report`` (the whole ladder: measurements, rank
+correlations, TCO judgements), ``figures``; the verdict table reads its measurements in ``study.ladder_rows``.
 """
 
 from __future__ import annotations

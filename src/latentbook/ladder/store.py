@@ -26,16 +26,9 @@ from .._files import inside
 from ..errors import UnknownModelError
 from ..models.anatomy import anatomy_of
 from ..models.zoo import LoadedModel, load_weights_strictly
+from .folders import CHECKPOINT_FILE, CHECKPOINTS, LOG_FILE, SUMS_FILE, verify_folder
 from .task import TaskSpec
-from .train import (
-    CHECKPOINT_FILE,
-    CHECKPOINTS,
-    LOG_FILE,
-    SUMS_FILE,
-    Rung,
-    init_model,
-    verify_folder,
-)
+from .train import Rung, init_model
 
 REPO_LADDER = Path(__file__).resolve().parents[3] / "results" / "ladder"
 REPO_LADDER_V2 = REPO_LADDER.with_name("ladder-v2")
