@@ -287,6 +287,13 @@ def test_spike_contrast_counts_planted_spikes_after_the_split_with_intervals_aro
     low, high = result.difference_ci  # paired draws: after - before, around the estimate 3
     assert 0 < low <= 3.0 <= high < 6
     assert (result.n_before, result.n_after, result.n_boot) == (3, 4, 20)
+    ci = (
+        result.counts_ci
+    )  # every interior depth's count has its interval, around its count; the edges have none
+    assert ci.shape == (9, 2) and np.isnan(ci[[0, -1]]).all()
+    inside = slice(1, -1)
+    assert (ci[inside, 0] <= result.counts[inside]).all() and (result.counts[inside] <= ci[inside, 1]).all()
+    assert (ci[inside, 0] >= 0).all() and (ci[5:8, 0] >= 1).all() and (ci[1:4, 1] < 3).all()
 
 
 def test_spike_contrast_refuses_too_few_draws_and_one_sided_windows():

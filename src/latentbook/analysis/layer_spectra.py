@@ -523,6 +523,7 @@ class SpikeContrast:
     unsettled: int  # unsettled fits of the sample (depths of both windows)
     unsettled_draws: int  # unsettled fits of the draws (n_boot per depth)
     difference_ci: tuple[float, float] = (float("nan"), float("nan"))  # after - before, paired draws
+    counts_ci: np.ndarray | None = None  # (n_depths, 2): each depth's count interval (recentred); NaN outside
 
 
 def _spike_count(lam: np.ndarray, n_bound: float, alpha: float) -> tuple[int, bool]:
@@ -575,7 +576,8 @@ def spike_contrast_of_samples(
     ``(sum w)^2 / sum w^2 - 1`` (duplicated tokens are not new ones). Duplicates also cost the fit power, so
     the draws run low; the interval is the draws' percentile interval moved by their median bias
     (``point + Q - median``), which always contains the estimate. ``difference_ci`` is that interval of
-    ``after - before`` from the same draws (one draw serves every depth, so the pair's shared noise cancels).
+    ``after - before`` from the same draws (one draw serves every depth, so the pair's shared noise cancels);
+    ``counts_ci`` the interval of each depth's own count.
     """
     if not isinstance(n_boot, int) or n_boot < 10 or not 0 < level < 1:
         raise InvalidInputError(f"Need an integer n_boot >= 10 and 0 < level < 1; got {n_boot!r}, {level!r}.")
@@ -632,6 +634,14 @@ def spike_contrast_of_samples(
         n_boot=n_boot,
         level=float(level),
         counts=counts,
+        counts_ci=np.array(
+            [
+                recentred_interval(counts[layer], draws[:, layer], level, floor=0.0)
+                if layer in depths
+                else (np.nan, np.nan)
+                for layer in range(len(gamma))
+            ]
+        ),
         unsettled=unsettled,
         unsettled_draws=unsettled_draws,
     )
