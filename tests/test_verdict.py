@@ -237,7 +237,9 @@ def test_measure_and_rows_on_a_planted_transition_and_its_null(planted, null):
         "stays_liquid_cleaned": ("does not hold", "holds"),
         "bimodality": ("does not hold", "does not hold"),  # after 0.42 all tokens are one-hot: one mode
         "spectral_concentration": ("holds", "does not hold"),  # one coordinate per token after the jump
-        "effective_rank": ("holds", "does not hold"),
+        # one-hot tokens over all 48 coordinates keep the spectrum spread: the effective rank falls by 0.905
+        # [0.883, 0.926], astride the minimum fall of MAX_CONCENTRATION = 0.9
+        "effective_rank": ("inconclusive", "does not hold"),
         "mp_spikes": ("holds", "does not hold"),
         "attention_cooling": ("not testable here", "not testable here"),  # no attention statistics
     }
