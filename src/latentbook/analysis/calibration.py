@@ -422,6 +422,17 @@ def _gain_case(kind: str) -> Callable:
     return run
 
 
+def _concentration_families(claim: str, what: str) -> list[Family]:
+    """The planted families of one concentration claim (``spectral_concentration``: the PR; ``effective_rank``)."""
+    return [
+        Family(claim, f"{what} falls 30-50 %", True, _concentration_case(claim, (0.5, 0.7))),
+        Family(claim, "no change", False, _concentration_case(claim, (1.0, 1.0))),
+        Family(claim, "a fall of 2-5 %", False, _concentration_case(claim, (0.95, 0.98))),
+        Family(claim, "a rise of 10-25 %", False, _concentration_case(claim, (1.1, 1.25))),
+        Family(claim, "the twin falls as much", False, _concentration_case(claim, (0.5, 0.7), twin_too=True)),
+    ]
+
+
 def families() -> list[Family]:
     """Every planted family, present and absent, of the claims the verdict judges from captures."""
     paper_jump = (0.15, 0.25)  # the paper's 0.69 -> 0.90, +-0.06
@@ -453,55 +464,8 @@ def families() -> list[Family]:
         Family("tco", "only the bag of values", False, _tco_case("bag")),
         Family("tco", "only the first value written", False, _tco_case("first value")),
         Family("tco", "the twin's code is stable too", False, _tco_case("stable", twin_code="stable")),
-        Family(
-            "spectral_concentration",
-            "PR falls 30-50 %",
-            True,
-            _concentration_case("spectral_concentration", (0.5, 0.7)),
-        ),
-        Family(
-            "spectral_concentration",
-            "no change",
-            False,
-            _concentration_case("spectral_concentration", (1.0, 1.0)),
-        ),
-        Family(
-            "spectral_concentration",
-            "a fall of 2-5 %",
-            False,
-            _concentration_case("spectral_concentration", (0.95, 0.98)),
-        ),
-        Family(
-            "spectral_concentration",
-            "a rise of 10-25 %",
-            False,
-            _concentration_case("spectral_concentration", (1.1, 1.25)),
-        ),
-        Family(
-            "spectral_concentration",
-            "the twin falls as much",
-            False,
-            _concentration_case("spectral_concentration", (0.5, 0.7), twin_too=True),
-        ),
-        Family(
-            "effective_rank",
-            "effective rank falls 30-50 %",
-            True,
-            _concentration_case("effective_rank", (0.5, 0.7)),
-        ),
-        Family("effective_rank", "no change", False, _concentration_case("effective_rank", (1.0, 1.0))),
-        Family(
-            "effective_rank", "a fall of 2-5 %", False, _concentration_case("effective_rank", (0.95, 0.98))
-        ),
-        Family(
-            "effective_rank", "a rise of 10-25 %", False, _concentration_case("effective_rank", (1.1, 1.25))
-        ),
-        Family(
-            "effective_rank",
-            "the twin falls as much",
-            False,
-            _concentration_case("effective_rank", (0.5, 0.7), twin_too=True),
-        ),
+        *_concentration_families("spectral_concentration", "PR"),
+        *_concentration_families("effective_rank", "effective rank"),
         Family("mp_spikes", "1 -> 5 spikes above BBP", True, _spike_case(1, 5, 4.0), slow=True),
         Family("mp_spikes", "no spikes, correlated tokens", False, _spike_case(0, 0, 4.0), slow=True),
         Family("mp_spikes", "5 spikes below BBP after", False, _spike_case(1, 5, 0.3), slow=True),
