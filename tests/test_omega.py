@@ -50,6 +50,77 @@ def test_gaussian_reference_is_the_exact_finite_d_expectation():
 # --- the profile ---------------------------------------------------------------------------------------------
 
 
+def test_profile_draws_are_prompt_weighted_means_and_the_arms_are_stretched_by_t_over_z():
+    """Hand calculation of the documented bootstrap: a draw gives each prompt a multinomial weight (one
+    ``cluster_weights`` call on ``default_rng(seed)``), the draw is the weighted token mean
+    ``sum_g w_g S_g / sum_g w_g n_g`` (prompts of 1..6 tokens: a plain mean of prompt means differs), and the
+    percentile arms at ``level`` are stretched by ``t_{G-1} / z`` around the sample mean."""
+    from scipy.stats import norm, t
+
+    from latentbook.analysis import resampling
+
+    rng = np.random.default_rng(0)
+    ids = np.repeat(np.arange(6), [1, 2, 3, 4, 5, 6]) + 10  # ids need not start at 0
+    values = rng.normal(size=(2, len(ids))) + np.array([[0.0], [1.0]])
+    p = omega.profile(values, ids, n_boot=500, seed=3, level=0.9)
+    weights = resampling.cluster_weights(np.random.default_rng(3), 6, 500)
+    sums = np.stack([np.bincount(ids - 10, weights=v) for v in values])
+    draws = (weights @ sums.T) / (weights @ np.bincount(ids - 10))[:, None]
+    np.testing.assert_allclose(p.draws, draws, rtol=1e-12, atol=1e-15)
+    m = values.mean(1)
+    low, high = np.percentile(draws, [5, 95], axis=0)
+    stretch = t.ppf(0.95, 5) / norm.ppf(0.95)  # 2.015 / 1.645: six prompts
+    np.testing.assert_allclose(p.low, m - stretch * (m - low), rtol=1e-12)
+    np.testing.assert_allclose(p.high, m + stretch * (high - m), rtol=1e-12)
+    np.testing.assert_allclose(p.m, m, rtol=1e-12)
+    assert p.by == "prompt" and p.n_prompts == 6 and p.n_tokens == 21 and p.level == 0.9
+    np.testing.assert_allclose(p.gamma, [0.0, 1.0])
+    # by token: every token its own cluster, the t of n - 1 = 20 degrees of freedom
+    p = omega.profile(values, ids, by="token", n_boot=500, seed=3, level=0.9)
+    weights = resampling.cluster_weights(np.random.default_rng(3), len(ids), 500)
+    draws = weights @ values.T / len(ids)
+    np.testing.assert_allclose(p.draws, draws, rtol=1e-12)
+    low, high = np.percentile(draws, [5, 95], axis=0)
+    stretch = t.ppf(0.95, 20) / norm.ppf(0.95)
+    np.testing.assert_allclose(p.low, m - stretch * (m - low), rtol=1e-12)
+    np.testing.assert_allclose(p.high, m + stretch * (high - m), rtol=1e-12)
+    assert p.by == "token" and p.n_prompts is None
+    assert omega.profile(values, n_boot=100).by == "token"  # no prompt ids: tokens
+    # the same seed gives the same draws, another seed others
+    np.testing.assert_array_equal(
+        omega.profile(values, ids, seed=4).draws, omega.profile(values, ids, seed=4).draws
+    )
+    assert not np.allclose(omega.profile(values, ids, seed=4).draws, omega.profile(values, ids, seed=5).draws)
+
+
+def test_profile_refuses_what_it_cannot_resample():
+    values = np.random.default_rng(0).normal(size=(3, 10))
+    ids = np.repeat(np.arange(5), 2)
+    for kwargs, match in (
+        ({"by": "prompts"}, "by must be"),
+        ({"level": 0.5}, "0.5 < level < 1"),
+        ({"level": 1.0}, "0.5 < level < 1"),
+        ({"n_boot": 99}, "n_boot >= 100"),
+        ({"gamma": np.linspace(0, 1, 4)}, "one value per depth"),
+    ):
+        with pytest.raises(lb.InvalidInputError, match=match):
+            omega.profile(values, ids, **kwargs)
+    omega.profile(values, ids, level=0.51, n_boot=100)  # the edges just inside are fine
+    with pytest.raises(lb.InvalidInputError, match="needs prompt_ids"):
+        omega.profile(values, by="prompt")
+    with pytest.raises(lb.InvalidInputError, match="needs prompt_ids"):
+        omega.profile(values, ids[:-1], by="prompt")
+    with pytest.raises(lb.InvalidInputError, match="one prompt"):
+        omega.profile(values, np.zeros(10))
+    omega.profile(values, np.r_[np.zeros(9), 1.0])  # two prompts are enough
+    for bad in (np.zeros(10), np.zeros((3, 1))):
+        with pytest.raises(lb.InvalidInputError, match="n_depths, n_tokens"):
+            omega.profile(bad)
+    assert omega.profile(values[:, :2], n_boot=100).n_tokens == 2  # two tokens are enough
+    with pytest.raises(lb.InvalidInputError, match="Capture"):
+        omega.profile(values, drop_top_dims=1)
+
+
 def _prompt_correlated_omega(n_prompts: int, per_prompt: int, means: np.ndarray, rho: float, seed: int):
     """Omega-like values at each depth: depth mean + prompt effect + token noise (variance 0.01, ICC rho)."""
     rng = np.random.default_rng(seed)
@@ -356,3 +427,291 @@ def test_prompt_clustering_stops_the_dip_test_from_finding_modes_in_prompt_offse
     values, ids = calibration.planted_omega_samples(np.random.default_rng(0), 48, 24, True, 5.0, 0.4)
     b = omega.bimodality(values, prompt_ids=ids)
     assert b.verdict == "bimodal" and b.n_effective < len(values)
+
+
+def _null_capture():
+    """Four depths of 200 prompts x 8 positions, d = 64, each with a known answer for the nulls:
+
+    0. every token a signed permutation of one vector whose Omega is the Gaussian value exactly;
+    1. Gaussian tokens with one coordinate at 60 on every token (a scale, no structure within tokens);
+    2. one large coordinate per token at a random place (structure within tokens);
+    3. Gaussian tokens; the token at position 0 has coordinates 5 and 9 at 60 together (a sink)."""
+    from scipy.optimize import brentq
+
+    d, n_prompts, per = 64, 200, 8
+    n = n_prompts * per
+    ids, positions = np.repeat(np.arange(n_prompts), per), np.tile(np.arange(per), n_prompts)
+    a = brentq(lambda a: omega.omega(np.r_[a, np.ones(d - 1)]) - omega.gaussian_omega(d), 1.0, 100.0)
+    rng = np.random.default_rng(0)
+    exact = rng.permuted(np.tile(np.r_[a, np.ones(d - 1)], (n, 1)), axis=1) * rng.choice([-1, 1], (n, d))
+    scale = rng.standard_normal((n, d))
+    scale[:, 5] = 60.0
+    one_hot = 0.01 * rng.standard_normal((n, d))
+    one_hot[np.arange(n), rng.integers(0, d, n)] = 1.0
+    sink = rng.standard_normal((n, d))
+    sink[positions == 0, 5] = sink[positions == 0, 9] = 60.0
+    states = np.stack([exact, scale, one_hot, sink])
+    return synthetic.as_capture(states, ids, positions, n_vectors=n, n_omega_samples=n)
+
+
+def test_null_profiles_against_known_answers():
+    cap = _null_capture()
+    g = omega.gaussian_omega(64)
+    table = omega.null_profiles(cap)
+    assert list(table.columns) == ["gamma", "sample", "permutation", "gaussian", "share_permutation"]
+    np.testing.assert_allclose(table["gamma"], cap.gamma)
+    for index, layer in enumerate(cap.depths.tolist()):
+        x = cap.token_vectors(layer).astype(np.float64)
+        assert table["sample"][index] == pytest.approx(omega.omega(x).mean(), rel=1e-12)
+    exact, scale, one_hot, sink = (table.iloc[i] for i in range(4))
+    # 0: the sample sits on the Gaussian value (within 1e-3: no share), and so does its Gaussian null
+    assert exact["sample"] == pytest.approx(g, abs=1e-6) and np.isnan(exact["share_permutation"])
+    assert exact["gaussian"] == pytest.approx(g, abs=0.005)
+    # 1: a coordinate's scale: the permutation reproduces the sample (share 1), the Gaussian null nearly
+    assert scale["permutation"] == pytest.approx(scale["sample"], abs=1e-3)
+    assert scale["share_permutation"] == pytest.approx(1.0, abs=0.005)
+    assert scale["gaussian"] == pytest.approx(scale["sample"], abs=0.005)
+    # 2: structure within tokens: neither null reproduces it; the Gaussian null is near the Gaussian value
+    assert one_hot["permutation"] < one_hot["sample"] - 0.15 and one_hot["gaussian"] == pytest.approx(
+        g, abs=0.01
+    )
+    share = (one_hot["permutation"] - g) / (one_hot["sample"] - g)
+    assert one_hot["share_permutation"] == pytest.approx(share, rel=1e-12) and 0.4 < share < 0.8
+    # 3: the sink's two coordinates move together; permuted they part: the null's Omega is higher
+    assert sink["permutation"] > sink["sample"] + 0.04
+    # without the first position the sink is gone: every null is the Gaussian value, share a ratio of noise
+    first = omega.null_profiles(cap, drop_first=True)
+    keep = cap.vectors.positions > 0
+    x = cap.token_vectors(3).astype(np.float64)[keep]
+    assert first["sample"][3] == pytest.approx(omega.omega(x).mean(), rel=1e-12)
+    for column in ("sample", "permutation", "gaussian"):
+        assert first[column][3] == pytest.approx(g, abs=0.005)
+    # seeded: the same seed gives the same table, another seed other nulls
+    again, other = omega.null_profiles(cap), omega.null_profiles(cap, seed=1)
+    assert again.equals(table)
+    assert not np.allclose(other["permutation"], table["permutation"])
+    assert not np.allclose(other["gaussian"], table["gaussian"])
+    np.testing.assert_array_equal(other["sample"], table["sample"])
+
+
+def test_excess_profile_is_zero_without_structure_within_tokens():
+    cap = _null_capture()
+    p = omega.excess_profile(cap, n_boot=200)
+    assert p.by == "prompt" and p.n_prompts == 200 and p.n_tokens == 1600 and p.level == 0.95
+    assert p.draws.shape == (200, 4)
+    np.testing.assert_allclose(p.gamma, cap.gamma)
+    assert abs(p.m[1]) < 1e-3 and p.low[1] <= 0.0 <= p.high[1]  # a scale: nothing within tokens
+    assert p.m[2] > 0.2 and p.low[2] > 0.15  # one large coordinate per token
+    assert p.m[3] < -0.05 and p.high[3] < -0.04  # the sink's two coordinates, parted by the permutation
+    assert np.all(p.low <= p.m) and np.all(p.m <= p.high)
+    # removing either confound of the sink removes its excess (and changes nothing at the scale depth)
+    for kwargs in ({"drop_first": True}, {"drop_top_dims": 2}):
+        cleaned = omega.excess_profile(cap, n_boot=200, **kwargs)
+        assert abs(cleaned.m[3]) < 0.003 and cleaned.low[3] <= 0.0 <= cleaned.high[3], kwargs
+        assert cleaned.m[2] > 0.2
+    assert omega.excess_profile(cap, n_boot=200, drop_first=True).n_tokens == 1400
+    # the level, the draws and the seed are passed on to the profile
+    narrow = omega.excess_profile(cap, n_boot=300, level=0.6)
+    assert narrow.level == 0.6 and narrow.draws.shape == (300, 4)
+    assert np.all(narrow.high - narrow.low < p.high - p.low)
+    np.testing.assert_array_equal(omega.excess_profile(cap, n_boot=200).m, p.m)
+    other = omega.excess_profile(cap, n_boot=200, seed=1)
+    assert not np.allclose(other.m, p.m) and not np.allclose(other.draws, p.draws)
+
+
+def test_omega_is_scale_free_and_refuses_bad_widths():
+    x = np.random.default_rng(4).standard_normal((5, 12))
+    for scale in (1e-3, 0.5, 7.0):
+        np.testing.assert_allclose(omega.omega(scale * x), omega.omega(x), rtol=1e-12)
+    np.testing.assert_allclose(omega.hoyer(1e-3 * x), omega.hoyer(x), rtol=1e-12)
+    assert omega.omega(np.array([0.5, 0.0, 0.0, 0.0])) == pytest.approx(0.5)  # one-hot at d = 4, norm 1/2
+    assert omega.omega(np.array([3.0, 4.0])) == pytest.approx(1 - 7 / (np.sqrt(2) * 5))
+    with pytest.raises(lb.InvalidInputError, match="last axis"):
+        omega.omega(np.zeros((3, 0)))
+    assert omega.hoyer(np.array([1.0, 0.0]))[()] == pytest.approx(1.0)  # d = 2 is enough
+    with pytest.raises(lb.InvalidInputError, match="d >= 2"):
+        omega.hoyer(np.ones((3, 1)))
+
+
+def test_reference_values_refuse_bad_sizes():
+    for d in (0, 2.0, "8"):
+        with pytest.raises(lb.InvalidInputError, match="d must"):
+            omega.reference_values(d)
+    assert omega.reference_values(1)["one_hot"] == 0.0
+    assert omega.reference_values(np.int64(16), k=np.int64(4))["k_sparse"] == pytest.approx(0.5)
+    assert omega.reference_values(16, k=1)["k_sparse"] == pytest.approx(0.75)
+    assert omega.reference_values(16, k=16)["k_sparse"] == pytest.approx(0.0)
+    assert "k_sparse" not in omega.reference_values(16)
+    for k in (0, 17, 2.0):
+        with pytest.raises(lb.InvalidInputError, match="k must"):
+            omega.reference_values(16, k=k)
+
+
+def test_levels_refused_outside_omegas_range_and_the_massive_structure_by_hand():
+    # massive_omega by hand at d = 5, c = 2: 1 - (2 + 4 sqrt(2/pi)) / (sqrt(5) sqrt(8))
+    assert omega.massive_omega(5, 2.0) == pytest.approx(
+        1 - (2 + 4 * np.sqrt(2 / np.pi)) / (np.sqrt(5) * np.sqrt(8))
+    )
+    # the massive structure: c solved at d_from, its Omega read at d (the two widths are not interchangeable)
+    c = 30.0
+    level = omega.massive_omega(5120, c)
+    assert omega.level_at_width(level, 576, structure="massive") == pytest.approx(omega.massive_omega(576, c))
+    back = omega.level_at_width(omega.massive_omega(576, c), 5120, d_from=576, structure="massive")
+    assert back == pytest.approx(level)
+    assert omega.level_at_width(0.5, 100, d_from=400) == pytest.approx(0.5 * 0.9 / 0.95)
+    for bad in (0.0, 1.0, 1 - 1 / np.sqrt(5120)):
+        with pytest.raises(lb.InvalidInputError, match="level must"):
+            omega.level_at_width(bad, 576)
+    with pytest.raises(lb.InvalidInputError, match="below a Gaussian"):
+        omega.level_at_width(omega.massive_omega(5120, 0.0), 576, structure="massive")
+    with pytest.raises(lb.InvalidInputError, match="'hoyer' or 'massive'"):
+        omega.level_at_width(0.5, 576, structure="fraction")
+
+
+def test_top_dims_and_dropping_given_dims():
+    x = np.zeros((4, 6))
+    x[0, 2], x[1, 4], x[2, 0], x[3, 1] = -9.0, 7.0, 3.0, 2.0
+    np.testing.assert_array_equal(omega.top_dims(x, 2), [2, 4])  # by |h|, returned sorted
+    np.testing.assert_array_equal(omega.top_dims(x, 3), [0, 2, 4])
+    assert len(omega.top_dims(x, 0)) == 0
+    for k in (-1, 6):
+        with pytest.raises(lb.InvalidInputError, match="0 <= k < d"):
+            omega.top_dims(x, k)
+    with pytest.raises(lb.InvalidInputError, match="0 <= k < d"):
+        omega.top_dims(np.zeros(6), 1)
+    y = np.array([[5.0, 1.0, 1.0, 1.0, 1.0], [1.0, 5.0, 1.0, 1.0, 1.0]])
+    np.testing.assert_allclose(omega.omega_without_top_dims(y, 2), 0.0, atol=1e-15)  # four equal coordinates
+    np.testing.assert_allclose(omega.omega_without_top_dims(y, 1, dims=[4]), omega.omega(y[:, :4]))
+    with pytest.raises(lb.InvalidInputError, match="2 dims to drop but k=1"):
+        omega.omega_without_top_dims(y, 1, dims=[3, 4])
+
+
+def test_nulls_refuse_what_is_not_a_token_sample():
+    for null in (omega.permutation_null, omega.gaussian_null):
+        for bad in (np.ones(5), np.ones((1, 5)), np.ones((2, 3, 4))):
+            with pytest.raises(lb.InvalidInputError, match="n >= 2"):
+                null(bad)
+        assert null(np.random.default_rng(0).standard_normal((2, 5))).shape == (2,)
+        x = np.random.default_rng(1).standard_normal((50, 8))
+        np.testing.assert_array_equal(null(x, seed=3), null(x, seed=3))
+        assert not np.allclose(null(x, seed=3), null(x))
+
+
+def test_gaussian_null_of_two_tokens_is_exactly_on_their_line():
+    """With n = 2 the sample covariance has rank 1: every null token is mean + e (h_1 - h_2) / 2 for a
+    standard normal e (the formula's sqrt(n - 1) = 1), so its Omega is that of a point on the line."""
+    h = np.array([[3.0, 1.0, 0.0, 0.0], [1.0, 1.0, 2.0, 0.0]])
+    e = np.random.default_rng(0).standard_normal((2, 2))
+    centred = h - h.mean(0)
+    np.testing.assert_allclose(omega.gaussian_null(h), omega.omega(h.mean(0) + e @ centred), rtol=1e-12)
+
+
+def test_holm_edges_and_refusals():
+    assert omega.holm(np.array([])).size == 0
+    assert omega.holm(np.array([0.3]))[0] == 0.3  # one test: unchanged
+    np.testing.assert_allclose(omega.holm(np.array([0.6, 0.5])), [1.0, 1.0])  # capped at 1
+    np.testing.assert_allclose(omega.holm(np.array([0.0, 1.0])), [0.0, 1.0])  # both ends allowed
+    for bad in ([-0.1, 0.5], [0.5, 1.1]):
+        with pytest.raises(lb.InvalidInputError, match="lie in"):
+            omega.holm(np.array(bad))
+
+
+def test_design_effect_by_hand_and_at_its_edges():
+    """Three prompts of sizes 1, 2, 3 (n = 6), values 0 | 1, 3 | 2, 2, 5: means 0, 2, 3, grand mean 13/6.
+    Between MS = (1 (13/6)^2 + 2 (1/6)^2 + 3 (5/6)^2) / 2 = 41/12; within MS = (0 + 2 + 6) / 3 = 8/3;
+    n0 = (6 - 14/6) / 2 = 11/6; rho = (41/12 - 8/3) / (41/12 + (5/6)(8/3)) = (27/36) / (203/36) = 27/203;
+    deff = 1 + (14/6 - 1) rho = 1 + (4/3)(27/203) = 239/203."""
+    x = np.array([0.0, 1.0, 3.0, 2.0, 2.0, 5.0])
+    ids = np.array([7, 8, 8, 9, 9, 9])
+    assert omega.design_effect(x, ids) == pytest.approx(239 / 203, rel=1e-12)
+    assert omega.design_effect(x, np.zeros(6)) == 1.0  # one prompt: no clustering to correct
+    assert omega.design_effect(x, np.arange(6)) == 1.0  # a prompt per token
+    assert (
+        omega.design_effect(np.array([0.0, 0.0, 1.0, 1.0]), np.array([0, 1, 0, 1])) == 1.0
+    )  # rho < 0: floored
+    assert omega.design_effect(np.ones(4), np.array([0, 0, 1, 1])) == 1.0  # no variance at all
+    assert omega.design_effect(np.array([0.0, 0.0, 1.0, 1.0]), np.array([0, 0, 1, 1])) == pytest.approx(2.0)
+
+
+def test_bimodality_uses_the_effective_size_and_refuses_bad_samples():
+    rng = np.random.default_rng(8)
+    ids = np.repeat(np.arange(40), 10)
+    values = rng.standard_normal(40)[ids] + 0.5 * rng.standard_normal(400)
+    deff = omega.design_effect(values, ids)
+    b = omega.bimodality(values, prompt_ids=ids)
+    assert b.n_effective == pytest.approx(400 / deff) and deff > 3
+    assert (b.dip, b.dip_p) == pytest.approx(omega.dip_test(values, 400 / deff))
+    assert (b.delta_bic, b.ashman_d) == pytest.approx(omega.mixture_comparison(values, 400 / deff))
+    assert b.n == 400 and b.n_distinct == 400
+    plain = omega.bimodality(values)
+    assert plain.n_effective == 400.0 and (plain.dip, plain.dip_p) == pytest.approx(omega.dip_test(values))
+    assert plain.dip_p < b.dip_p  # fewer independent values: a weaker test
+    with pytest.raises(lb.InvalidInputError, match="one id per value"):
+        omega.bimodality(values, prompt_ids=ids[:-1])
+    bad = values.copy()
+    bad[3] = np.nan
+    with pytest.raises(lb.InvalidInputError, match="at least 20 finite"):
+        omega.bimodality(bad)
+    assert omega.bimodality(values[:20]).n == 20  # 20 values are enough
+
+
+def test_mixture_comparison_by_hand_of_two_point_clusters():
+    """Values near -1 and 1, half each (s.d. 0.1): one Gaussian has variance ~1 (mean log-likelihood
+    -(log 2 pi var + 1) / 2); two fit the clusters' means and variances (the histogram's bins, 0.02 wide, add
+    ~w^2 / 12 to a variance); Ashman's D is sqrt(2) |mu_1 - mu_2| / sqrt(s_1^2 + s_2^2)."""
+    rng = np.random.default_rng(0)
+    x = np.r_[-1 + 0.1 * rng.standard_normal(500), 1 + 0.1 * rng.standard_normal(500)]
+    one = -0.5 * (np.log(2 * np.pi * x.var()) + 1.0)
+    two, mu, var = omega.two_gaussians(x)
+    np.testing.assert_allclose(np.sort(mu), [x[:500].mean(), x[500:].mean()], atol=1e-3)
+    np.testing.assert_allclose(var[np.argsort(mu)], [x[:500].var(), x[500:].var()], rtol=0.05)
+    # the exact log-likelihood of the fitted mixture, recomputed by hand
+    from scipy.stats import norm
+
+    share = np.array([0.5, 0.5])
+    density = sum(w * norm.pdf(x, m, np.sqrt(v)) for w, m, v in zip(share, mu, var))
+    assert two == pytest.approx(np.log(density).mean(), abs=1e-3)
+    delta, ashman = omega.mixture_comparison(x)
+    assert delta == pytest.approx(2 * 1000 * (two - one) - 3 * np.log(1000), rel=1e-9)
+    assert ashman == pytest.approx(np.sqrt(2) * abs(mu[0] - mu[1]) / np.sqrt(var.sum()), rel=1e-12)
+    half, _ = omega.mixture_comparison(x, n_effective=500)
+    assert half == pytest.approx(2 * 500 * (two - one) - 3 * np.log(500), rel=1e-9)
+
+
+def test_the_dip_vote_is_strictly_below_its_level():
+    b = omega.bimodality(_mixture_quantiles(400, 0.5, 3.5))  # dip p ~ 0.004
+    assert not omega.bimodality(_mixture_quantiles(400, 0.5, 3.5), dip_alpha=b.dip_p).votes["dip"]
+    assert omega.bimodality(_mixture_quantiles(400, 0.5, 3.5), dip_alpha=b.dip_p * 1.01).votes["dip"]
+    at = dataclasses.replace(b, dip_p=0.05)
+    assert not omega.holm_adjusted([at])[0].votes["dip"]  # p = alpha: no vote
+    assert omega.holm_adjusted([at], alpha=0.06)[0].votes["dip"]
+    assert omega.holm_adjusted([dataclasses.replace(b, dip_p=0.049)])[0].votes["dip"]
+    assert omega.holm_adjusted([]) == []
+
+
+def test_bimodality_checks_table_is_the_samples_and_their_tests():
+    cap = _sink_capture()
+    table = omega.bimodality_checks(cap, 1, k=1)
+    assert list(table["sample"]) == [
+        "all tokens",
+        "first position removed",
+        "top-1 dims removed",
+        "both removed",
+    ]
+    cases = [(0, False), (0, True), (1, False), (1, True)]
+    for row, (k, first) in zip(table.to_dict("records"), cases):
+        values, prompts = omega.samples(cap, 1, k, first)
+        b = omega.bimodality(values)
+        assert row["n"] == b.n == len(values) and row["n_distinct"] == b.n_distinct
+        assert row["n_prompts"] == len(np.unique(prompts)) == 300
+        assert row["mean"] == pytest.approx(float(values.mean()), rel=1e-12)
+        assert (row["coefficient"], row["dip_p"]) == pytest.approx((b.coefficient, b.dip_p), rel=1e-12)
+        assert (row["delta_bic"], row["ashman_d"]) == pytest.approx((b.delta_bic, b.ashman_d), rel=1e-12)
+        assert row["verdict"] == b.verdict
+    # dropping the massive coordinate: Omega of the vector sample recomputed without it
+    values, _ = omega.samples(cap, 1, drop_top_dims=1)
+    x = cap.token_vectors(1).astype(np.float64)
+    np.testing.assert_allclose(values, omega.omega(np.delete(x, 5, axis=1)), rtol=1e-12)
+    assert omega.top_dims(x, 1)[0] == 5
+    first, _ = omega.samples(cap, 1, drop_first=True)
+    np.testing.assert_array_equal(first, cap.omega_samples(1)[cap.omega_sample.positions > 0])

@@ -52,6 +52,7 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "flow": ("src/latentbook/analysis/flow.py", ("tests/test_flow.py",)),
     "classes": ("src/latentbook/analysis/classes.py", ("tests/test_classes.py",)),
     "confounds": ("src/latentbook/analysis/confounds.py", ("tests/test_confounds.py",)),
+    "resampling": ("src/latentbook/analysis/resampling.py", ("tests/test_resampling.py",)),
 }
 # not yet: being rewritten (issue #20's contraction work); add it here when it lands
 PENDING = {"contraction": "src/latentbook/analysis/contraction.py is being rewritten; run it once it lands"}
@@ -433,6 +434,124 @@ EQUIVALENT += [
         r"float\(\"inf\"\)",
         r"float\(\"INF\"\)",
         'float() reads "INF" as "inf"',
+    ),
+]
+# resampling (analysis/resampling.py)
+EQUIVALENT += [
+    (
+        "astype(None) is float64",
+        r"\.astype\(np\.float64\)$",
+        r"\.astype\(None\)$",
+        "numpy reads dtype None as float64 (np.dtype(None) is float64): the multinomial counts become the same "
+        "float64 array",
+        "cluster_weights",
+    ),
+]
+# cooling (analysis/cooling.py)
+EQUIVALENT += [
+    (
+        "astype(None) is float64",
+        r'"(rows|std_rows)": (real|multi)\.sum\(-1\)\.astype\(np\.float64\)',
+        r'"(rows|std_rows)": (real|multi)\.sum\(-1\)\.astype\(None\)',
+        "numpy reads dtype None as float64 (np.dtype(None) is float64): the same float64 counts",
+        "row_sums",
+    ),
+    (
+        "None into a bool mask",
+        r"ok\[\.\.\., 0\] = False",
+        r"ok\[\.\.\., 0\] = None",
+        "ok is a bool array: numpy stores None assigned into it as False",
+        "row_sums",
+    ),
+    (
+        "the logits under a zero weight",
+        r"entropy = lse - \(q \* np\.where\(ok, z, 0\.0\)\)\.sum\(-1\)",
+        r"entropy = lse - \(q \* np\.where\(ok, z, 1\.0\)\)\.sum\(-1\)",
+        "the fill sits at keys that are not valid, where q is 0: 0 x 1 = 0 x 0",
+        "row_sums",
+    ),
+    (
+        "the weight on a zeroed logit",
+        r"q = np\.where\(ok, np\.exp\(masked - lse\[\.\.\., None\]\), 0\.0\)",
+        r"q = np\.where\(ok, np\.exp\(masked - lse\[\.\.\., None\]\), 1\.0\)",
+        "q is read once, in q * np.where(ok, z, 0.0): at keys that are not valid it multiplies 0, so any fill "
+        "gives the same entropy",
+        "row_sums",
+    ),
+    (
+        "single-key rows' std unread",
+        r"\.sum\(-1\) / np\.maximum\(n, 1\)",
+        r"\.sum\(-1\) / np\.maximum\(n, 2\)",
+        "the mean and std differ only on rows with one key (n = 1), and those rows' std is never read: "
+        "logit_std and std_rows keep rows with n > 1 only",
+        "row_sums",
+    ),
+    (
+        "2-d per-query sums",
+        r'"(entropy|log_keys|rows|logit_std|std_rows)": .*\.sum\(-1\)',
+        r'"(entropy|log_keys|rows|logit_std|std_rows)": .*\.sum\(\+1\)',
+        "the key axis is reduced already: these arrays are (heads, queries), 2-d, so axis +1 is axis -1",
+        "row_sums",
+    ),
+    (
+        "a log-normal's reciprocal",
+        r"e = np\.clip\(heads\[None\] \* shared \* noise, 0\.0, 1\.0\)",
+        r"e = np\.clip\(heads\[None\] (\*|/) shared (\*|/) noise, 0\.0, 1\.0\)",
+        "shared and noise are log-normal(0, s) draws, and 1 / LN(0, s) is LN(0, s): dividing draws from the "
+        "same law as multiplying",
+        "planted_sums",
+    ),
+    (
+        "divided by ones",
+        r"\* np\.ones\(\(1, n_layers, n_heads\)\)",
+        r"/ np\.ones\(\(1, n_layers, n_heads\)\)",
+        "x / 1 is x: the broadcast to (groups, layers, heads) is the same",
+        "planted_sums",
+    ),
+    (
+        "a uniform draw on the cut",
+        r"sink = rng\.random\(\(n_layers, n_heads\)\) < sink_heads",
+        r"sink = rng\.random\(\(n_layers, n_heads\)\) <= sink_heads",
+        "< and <= differ only on a draw exactly equal to sink_heads, probability 2^-53 per draw: no draw the "
+        "seeded tests make",
+        "planted_sums",
+    ),
+    (
+        "the bootstrap seeds' range",
+        r"seed = int\(rng\.integers\(2\*\*31\)\)",
+        r"seed = int\(rng\.integers\((2\*\*32|3\*\*31)\)\)",
+        "the pair's bootstrap seed drawn from a larger range of integers: another seed draws other numbers from "
+        "the same law (a range of 62 seeds, 2 * 31, is not excused: pairs would share bootstrap streams)",
+        "planted_cooling",
+    ),
+    (
+        "the twin's seed",
+        r"twin, n_boot=n_boot, seed=seed \+ 1$",
+        r"twin, n_boot=n_boot, seed=seed (- 1|\+ 2)$",
+        "another integer than the model's seed for the twin's bootstrap: other numbers from the same law (seed "
+        "- 1 is negative only when the seed drawn from 2^31 is 0)",
+        "planted_cooling",
+    ),
+    (
+        "einsum's labels",
+        r'np\.einsum\("bg,glh->blh"',
+        r'np\.einsum\("BG,GLH->BLH"',
+        "einsum subscripts are names: the same contraction relabelled in capitals",
+        "_layer_draws",
+    ),
+    (
+        "take_along_axis's default axis",
+        r"size=per_head\.shape\), axis=-1\)",
+        r"size=per_head\.shape\), \)",
+        "np.take_along_axis's axis defaults to -1 (numpy 2.3+; 2.4 installed)",
+        "_layer_draws",
+    ),
+    (
+        "integers(0, n) is integers(n)",
+        r"rng\.integers\(0, n_heads, ",
+        r"rng\.integers\(n_heads, ",
+        "Generator.integers(n) reads n as the high end with low 0: the same call, the same draws",
+        "_layer_draws",
     ),
 ]
 # a line that is a string literal alone, possibly raised: `"...",` or `raise E("...")` (message text)
