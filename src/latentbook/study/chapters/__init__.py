@@ -1,0 +1,58 @@
+"""The chapters' tables and glued numbers, one tested function per table (a module per chapter), and
+``glue_frame``, which glues them.
+
+A chapter cell reads ``table = chapters.omega.reference_table(captures)`` and ``glue_frame("ch3", values)``:
+the computation lives here, where ``tests/test_study_chapters_*.py`` check it on synthetic inputs, and the
+chapter keeps its prose, figures and calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def glue_keys(prefix: str, values: Mapping[str, object] | pd.Series | pd.DataFrame) -> dict[str, object]:
+    """``{f"{prefix}_{key}": value}`` for a mapping or a Series (its index the keys); for a DataFrame, one key
+    ``f"{prefix}_{row}_{column}"`` per cell. Numpy scalars become Python numbers (so the glued text is a plain
+    ``0.25``, not ``np.float64(0.25)``); a key that is not a valid name part is refused."""
+    import numpy as np
+    import pandas as pd
+
+    if not prefix or not prefix.replace("_", "").isalnum():
+        raise ValueError(f"glue prefix must be letters, digits and underscores, got {prefix!r}.")
+    if isinstance(values, pd.DataFrame):
+        items = {
+            f"{row}_{column}": values.loc[row, column] for row in values.index for column in values.columns
+        }
+    elif isinstance(values, pd.Series):
+        items = dict(values.items())
+    elif isinstance(values, Mapping):
+        items = dict(values)
+    else:
+        raise TypeError(f"glue_frame takes a mapping, a Series or a DataFrame, got {type(values).__name__}.")
+    glued = {}
+    for key, value in items.items():
+        name = f"{prefix}_{key}"
+        if not name.replace("_", "").replace("-", "").isalnum():
+            raise ValueError(
+                f"glue key {name!r} holds characters a {{glue:}} role cannot name; rename {key!r}."
+            )
+        if isinstance(value, np.generic):
+            value = value.item()
+        glued[name] = value
+    return glued
+
+
+def glue_frame(prefix: str, values: Mapping[str, object] | pd.Series | pd.DataFrame) -> dict[str, object]:
+    """Glue every value of ``values`` (see ``glue_keys`` for the names) with myst-nb, none displayed in place;
+    returns what it glued. A float NaN is glued as ``nan``: the prose shows it, nothing turns it into a number."""
+    from myst_nb import glue
+
+    glued = glue_keys(prefix, values)
+    for name, value in glued.items():
+        glue(name, value, display=False)
+    return glued
