@@ -318,3 +318,51 @@ def test_spike_contrast_of_samples_refuses_samples_that_do_not_match_their_promp
     result = layer_spectra.spike_contrast_of_samples(samples, ids, gamma, n_boot=10)
     assert result.before_ci[0] <= result.before <= result.before_ci[1]
     assert result.after_ci[0] <= result.after <= result.after_ci[1]
+
+
+# --- the cross-prompt participation ratio ------------------------------------------------------------------
+
+
+def _brute_cross_prompt_pr(x: np.ndarray, ids: np.ndarray) -> float:
+    """The two sums over pairs of tokens of different prompts, one pair at a time."""
+    numerator = denominator = 0.0
+    for i in range(len(x)):
+        for j in range(len(x)):
+            if ids[i] != ids[j]:
+                numerator += (x[i] @ x[i]) * (x[j] @ x[j])
+                denominator += (x[i] @ x[j]) ** 2
+    return numerator / denominator
+
+
+def test_cross_prompt_pr_and_its_leave_one_out_values_equal_the_pair_sums():
+    rng = np.random.default_rng(3)
+    ids = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2, 3, 4, 4])
+    x = rng.standard_normal((12, 5)) * [3.0, 1.0, 1.0, 0.5, 0.2] + 2.0
+    centred = x - x.mean(0)
+    assert layer_spectra.cross_prompt_participation_ratio(x, ids) == pytest.approx(
+        _brute_cross_prompt_pr(centred, ids), rel=1e-12
+    )
+    assert layer_spectra.cross_prompt_participation_ratio(x, ids, centered=False) == pytest.approx(
+        _brute_cross_prompt_pr(x, ids), rel=1e-12
+    )
+    _, leave_out = layer_spectra._cross_prompt_pr(x, ids, True)
+    for g in range(5):  # each prompt left out, the centring that of the whole sample
+        keep = ids != g
+        assert leave_out[g] == pytest.approx(_brute_cross_prompt_pr(centred[keep], ids[keep]), rel=1e-12)
+
+
+def test_cross_prompt_pr_is_unbiased_where_the_plug_in_pr_falls():
+    """n = 120 tokens (30 prompts of 4, prompt share 0.2) in d = 100 with a power-law spectrum, PR ~ 40: the
+    plug-in PR reads about PR / (1 + PR / n) (a quarter low), the cross-prompt PR the population's."""
+    d, lam = 100, np.arange(1, 101) ** -0.7
+    truth = lam.sum() ** 2 / np.sum(lam**2)
+    plug_in, cross = [], []
+    for seed in range(40):
+        c = synthetic.clustered_tokens(30, 4, d, 0.2, seed=seed)
+        x = c.x * np.sqrt(lam)
+        plug_in.append(spectra.participation_ratio(spectra.sample_eigvals(x)))
+        cross.append(layer_spectra.cross_prompt_participation_ratio(x, c.prompt_ids))
+    assert np.mean(plug_in) / truth < 0.8
+    assert np.mean(cross) / truth == pytest.approx(1.0, abs=0.05)
+    with pytest.raises(lb.InvalidInputError, match="3 or more"):
+        layer_spectra.cross_prompt_participation_ratio(x[:8], np.repeat([0, 1], 4))

@@ -240,6 +240,8 @@ SPIKE_SHAPE = (12, 32, 4, 128)  # planted spectra: depths, prompts, tokens per p
 # with a design effect of 1.27 (a within-prompt correlation near 0.09); the planted share spans that and more.
 SPIKE_RHO = (0.05, 0.25)
 SPIKE_BOOT = 20  # prompt-bootstrap draws per planted run
+SPIKE_STRENGTH = 4.0  # a planted spike above BBP: its variance is this times (1-2) the deflated BBP threshold
+SPIKE_BELOW = 0.3  # ... and below it
 
 
 def planted_spike_samples(
@@ -286,9 +288,32 @@ def _power_law(d: int, exponent: float) -> np.ndarray:
     return lam / lam.mean()
 
 
-def planted_concentration_samples(
+@dataclass(frozen=True)
+class PlantedSpectra:
+    """Planted token samples with their population spectra: what a contrast's interval must cover."""
+
+    vectors: np.ndarray  # (n_depths, n, d)
+    prompt_ids: np.ndarray  # (n,)
+    gamma: np.ndarray  # (n_depths,)
+    population_eigvals: np.ndarray  # (n_depths, d): eigenvalues of each depth's population covariance
+
+    def samples(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(vectors, prompt_ids, gamma)``: the arguments of the ``*_contrast_of_samples``."""
+        return self.vectors, self.prompt_ids, self.gamma
+
+    def population_contrast(self, measure: Callable[[np.ndarray], float], split: float = 0.42) -> float:
+        """The truth: ``exp(mean log measure after - mean log measure before)`` of the population spectra over
+        the windows of ``layer_spectra.depth_windows``."""
+        from .layer_spectra import depth_windows
+
+        values = np.log([measure(lam) for lam in self.population_eigvals])
+        before, after = depth_windows(self.gamma, split)
+        return float(np.exp(values[after].mean() - values[before].mean()))
+
+
+def planted_concentration(
     rng: np.random.Generator, ratio: float, measure: Callable[[np.ndarray], float]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> PlantedSpectra:
     """Token samples ``(n_depths, n, d)`` (``SPIKE_SHAPE``), prompt ids and ``gamma`` whose population spectrum is
     a power law ``j^-a`` before gamma 0.42 (``a`` in 0.6-1.0) and after it the power law whose ``measure`` (the
     participation ratio or the effective rank of the eigenvalues) is ``ratio`` times the one before. With the
@@ -310,7 +335,7 @@ def planted_concentration_samples(
     rotation = np.linalg.qr(rng.standard_normal((d, d)))[0]
     share, carry, massive = rng.uniform(*SPIKE_RHO), rng.uniform(0.3, 0.8), rng.uniform(1.0, 3.0)
     token = rng.standard_normal((n, d))
-    out = np.empty((n_depths, n, d))
+    out, population = np.empty((n_depths, n, d)), np.empty((n_depths, d))
     for layer, g in enumerate(gamma):
         exponent = end if g > 0.42 else start
         exponent = 0.0 if layer == 0 else 2.5 if layer == n_depths - 1 else exponent
@@ -319,7 +344,10 @@ def planted_concentration_samples(
         z = np.sqrt(share) * rng.standard_normal((n_prompts, d))[ids] + np.sqrt(1 - share) * z
         out[layer] = (z * np.sqrt(lam)) @ rotation.T
         out[layer][:, 0] += rng.standard_normal(n) * np.sqrt(massive * lam[0])
-    return out, ids, gamma
+        covariance = (rotation * lam) @ rotation.T
+        covariance[0, 0] += massive * lam[0]
+        population[layer] = np.linalg.eigvalsh(covariance)[::-1]
+    return PlantedSpectra(out, ids, gamma, population)
 
 
 def _concentration_case(claim: str, ratio: tuple[float, float], twin_too: bool = False) -> Callable:
@@ -336,23 +364,39 @@ def _concentration_case(claim: str, ratio: tuple[float, float], twin_too: bool =
         else:
             measure, contrast = spectra.effective_rank, layer_spectra.effective_rank_contrast_of_samples
         factor = rng.uniform(*ratio)
-        model = contrast(*planted_concentration_samples(rng, factor, measure))
-        twin = contrast(*planted_concentration_samples(rng, factor if twin_too else 1.0, measure))
+        model = contrast(*planted_concentration(rng, factor, measure).samples())
+        twin = contrast(*planted_concentration(rng, factor if twin_too else 1.0, measure).samples())
         return verdict.judge_concentration(model, twin)[0]
 
     return run
 
 
 def slow_source_hash() -> str:
-    """sha256 of the source the slow families' verdicts depend on (the spectra modules, the spike judge and the
-    planted samples): a table in ``results/calibration/`` is current while this matches the one it records."""
+    """sha256 of the source the slow families' verdicts depend on (the spike count's call tree: ``spectra``, the
+    spike contrast and its helpers, the resampling it uses, the spike judge, the planted samples and their
+    constants): a table in ``results/calibration/`` is current while this matches the one it records."""
     import hashlib
     import inspect
 
-    from . import layer_spectra, spectra
+    from . import layer_spectra, resampling, spectra
 
-    parts = [spectra, layer_spectra, verdict.judge_spikes, planted_spike_samples, _spike_case]
-    text = "\n".join(inspect.getsource(part) for part in parts) + repr((SPIKE_SHAPE, SPIKE_RHO, SPIKE_BOOT))
+    parts = [
+        spectra,
+        layer_spectra.SpikeContrast,
+        layer_spectra.spike_contrast_of_samples,
+        layer_spectra._spike_count,
+        layer_spectra.weighted_eigvals,
+        layer_spectra.depth_windows,
+        layer_spectra._depth_sample,
+        resampling.cluster_weights,
+        resampling.percentile_interval,
+        resampling.recentred_interval,
+        verdict.judge_spikes,
+        planted_spike_samples,
+        _spike_case,
+    ]
+    constants = (SPIKE_SHAPE, SPIKE_RHO, SPIKE_BOOT, SPIKE_STRENGTH, SPIKE_BELOW)
+    text = "\n".join(inspect.getsource(part) for part in parts) + repr(constants)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -466,11 +510,19 @@ def families() -> list[Family]:
         Family("tco", "the twin's code is stable too", False, _tco_case("stable", twin_code="stable")),
         *_concentration_families("spectral_concentration", "PR"),
         *_concentration_families("effective_rank", "effective rank"),
-        Family("mp_spikes", "1 -> 5 spikes above BBP", True, _spike_case(1, 5, 4.0), slow=True),
-        Family("mp_spikes", "no spikes, correlated tokens", False, _spike_case(0, 0, 4.0), slow=True),
-        Family("mp_spikes", "5 spikes below BBP after", False, _spike_case(1, 5, 0.3), slow=True),
-        Family("mp_spikes", "5 spikes throughout", False, _spike_case(5, 5, 4.0), slow=True),
-        Family("mp_spikes", "the twin's spikes too", False, _spike_case(1, 5, 4.0, twin_after=5), slow=True),
+        Family("mp_spikes", "1 -> 5 spikes above BBP", True, _spike_case(1, 5, SPIKE_STRENGTH), slow=True),
+        Family(
+            "mp_spikes", "no spikes, correlated tokens", False, _spike_case(0, 0, SPIKE_STRENGTH), slow=True
+        ),
+        Family("mp_spikes", "5 spikes below BBP after", False, _spike_case(1, 5, SPIKE_BELOW), slow=True),
+        Family("mp_spikes", "5 spikes throughout", False, _spike_case(5, 5, SPIKE_STRENGTH), slow=True),
+        Family(
+            "mp_spikes",
+            "the twin's spikes too",
+            False,
+            _spike_case(1, 5, SPIKE_STRENGTH, twin_after=5),
+            slow=True,
+        ),
     ]
 
 
@@ -568,23 +620,53 @@ def _transition_case(
     return (gamma_c, *t.ci), (jump, *t.amplitude_ci)
 
 
+COVERAGE_TARGET = (0.92, 0.98)  # a nominal 95 % interval's observed coverage over 100 or more planted seeds
+
+
+def _concentration_coverage_case(rng: np.random.Generator) -> tuple[tuple[float, float, float], ...]:
+    """A planted change of the spectrum (``planted_concentration``, PR ratio 0.5-1.0 nominal, with the massive
+    coordinate and the correlations): (truth, low, high) of the PR contrast and of the effective-rank contrast,
+    the truth from the population spectra."""
+    from . import layer_spectra, spectra
+
+    planted = planted_concentration(rng, rng.uniform(0.5, 1.0), spectra.participation_ratio)
+    pr = layer_spectra.pr_contrast_of_samples(*planted.samples())
+    rank = layer_spectra.effective_rank_contrast_of_samples(*planted.samples())
+    return (
+        (planted.population_contrast(spectra.participation_ratio), *pr.ci),
+        (planted.population_contrast(spectra.effective_rank), *rank.ci),
+    )
+
+
 def coverage(n_seeds: int = 100, seed: int = 0) -> pd.DataFrame:
     """How often each nominal 95 % interval the verdict uses covers a planted truth, over ``n_seeds`` data sets.
 
     Rows: ``m(gamma)`` (``omega.profile``, prompts resampled, tokens correlated within prompts, a sink token),
-    ``gamma_c`` and the jump (``transition.critical_depth`` on planted profiles with the real models' nuisances).
-    Columns: ``estimator``, ``nominal``, ``observed``, ``ci_low``, ``ci_high`` (Wilson), ``n``.
+    ``gamma_c`` and the jump (``transition.critical_depth`` on planted profiles with the real models' nuisances),
+    the PR and effective-rank contrasts across depths (``planted_concentration``: a massive coordinate, tokens
+    correlated within prompts and across depths, ``n`` close to ``d``).
+    Columns: ``estimator``, ``nominal``, ``observed``, ``ci_low``, ``ci_high`` (Wilson), ``n`` and ``on target``
+    (``observed`` within ``COVERAGE_TARGET``).
     """
     import pandas as pd
 
     rng = np.random.default_rng(seed)
     profile_hits = [low <= truth <= high for truth, low, high in (_profile_case(rng) for _ in range(n_seeds))]
     transitions = [_transition_case(rng) for _ in range(n_seeds)]
+    spectra_cases = [_concentration_coverage_case(rng) for _ in range(n_seeds)]
     rows = []
     for name, hits in (
         ("m(gamma): omega.profile, prompt bootstrap", profile_hits),
         ("gamma_c: transition.critical_depth", [lo <= t <= hi for (t, lo, hi), _ in transitions]),
         ("jump: transition.critical_depth", [lo <= t <= hi for _, (t, lo, hi) in transitions]),
+        (
+            "PR after / before: layer_spectra.pr_contrast, prompt jackknife",
+            [lo <= t <= hi for (t, lo, hi), _ in spectra_cases],
+        ),
+        (
+            "effective rank after / before: layer_spectra.effective_rank_contrast, group jackknife",
+            [lo <= t <= hi for _, (t, lo, hi) in spectra_cases],
+        ),
     ):
         observed = float(np.mean(hits))
         low, high = verdict.wilson_interval(observed, len(hits))
@@ -596,6 +678,7 @@ def coverage(n_seeds: int = 100, seed: int = 0) -> pd.DataFrame:
                 "ci_low": low,
                 "ci_high": high,
                 "n": len(hits),
+                "on target": bool(COVERAGE_TARGET[0] <= observed <= COVERAGE_TARGET[1]),
             }
         )
     return pd.DataFrame(rows)

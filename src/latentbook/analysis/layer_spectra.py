@@ -18,7 +18,8 @@ Usage:
    the same numbers for pure noise of the same shape (the null every real number is read against);
 4. ``pr_contrast(cap)`` and ``effective_rank_contrast(cap)``: the PR (effective rank) after a depth against
    before it, with a leave-prompts-out jackknife interval (``jackknife_contrast``; used by the verdict,
-   chapter 8); ``participation_ratio_draws`` and ``depth_contrast`` keep the prompt bootstrap of the PR;
+   chapter 8), the PR from pairs of tokens of different prompts (``cross_prompt_participation_ratio``: the
+   plug-in PR of a sample with ``n ~ d`` is biased low); ``participation_ratio_draws`` and ``depth_contrast`` keep the prompt bootstrap of the PR;
 5. ``spike_contrast(cap)``: median spike counts before and after the split with prompt-bootstrap intervals.
 
 Introduced in: chapter 4 (PAPER.md, "Spectral density" and claim 3).
@@ -420,22 +421,52 @@ def pr_contrast_of_samples(
     level: float = 0.95,
 ) -> Contrast:
     """``pr_contrast`` of token samples (``vectors_at(l)`` or ``vectors[l]``: the ``(n, d)`` sample at depth
-    index ``l``, the same tokens at every depth), with a leave-one-prompt-out jackknife interval
-    (``jackknife_contrast``): each prompt's tokens get weight 0 in turn (``_batched_participation_ratio``,
-    ``O(G n^2)`` per depth). The jackknife is exact and deterministic.
+    index ``l``, the same tokens at every depth): the cross-prompt participation ratio at each depth
+    (``cross_prompt_participation_ratio``), with a leave-one-prompt-out jackknife interval
+    (``jackknife_contrast``), exact and deterministic.
     """
     gamma = np.asarray(gamma, dtype=np.float64)
     groups = _jackknife_groups(prompt_ids, None)
     at = _depth_sample(vectors_at, len(groups))
-    weights = (groups[None, :] != np.arange(int(groups.max()) + 1)[:, None]).astype(np.float64)
-    ones = np.ones(len(groups))
-    estimate, leave_out = np.empty(len(gamma)), np.empty((len(weights), len(gamma)))
+    estimate, leave_out = np.empty(len(gamma)), np.empty((int(groups.max()) + 1, len(gamma)))
     for layer in range(len(gamma)):
-        x = at(layer)
-        gram = x @ x.T
-        estimate[layer] = weighted_participation_ratio(gram, ones, centered)
-        leave_out[:, layer] = _batched_participation_ratio(gram, weights, centered)
+        estimate[layer], leave_out[:, layer] = _cross_prompt_pr(at(layer), groups, centered)
     return jackknife_contrast(gamma, estimate, leave_out, split, level)
+
+
+def cross_prompt_participation_ratio(x: np.ndarray, prompt_ids: np.ndarray, centered: bool = True) -> float:
+    """``(tr C)^2 / tr(C^2)`` estimated from pairs of tokens of different prompts only:
+
+    ``sum_{p(i) != p(j)} |x_i|^2 |x_j|^2 / sum_{p(i) != p(j)} (x_i . x_j)^2`` (``x`` centred on its mean).
+
+    For independent prompts each sum, divided by its number of pairs, is unbiased for ``(tr S)^2`` and
+    ``tr(S^2)`` of the population covariance ``S`` (Chen, Zhang & Zhong 2010 estimate ``tr(S^2)`` so); the
+    plug-in PR of the sample covariance is not: its diagonal adds ``(tr S)^2 / n`` to ``tr(C^2)``, so it
+    reads ``PR / (1 + PR / n)``, a fall with any PR near ``n`` (the book's samples have ``n ~ d``), and
+    correlated tokens of one prompt add more. Leaving same-prompt pairs out removes both.
+    """
+    groups = _jackknife_groups(prompt_ids, None)
+    x = _depth_sample(np.asarray(x, dtype=np.float64)[None], len(groups))(0)
+    return float(_cross_prompt_pr(x, groups, centered)[0])
+
+
+def _cross_prompt_pr(x: np.ndarray, groups: np.ndarray, centered: bool) -> tuple[float, np.ndarray]:
+    """``cross_prompt_participation_ratio`` of ``x`` and of ``x`` without each prompt ``g`` in turn, from the
+    per-prompt sums ``A_g = sum_{i in g} |x_i|^2`` and ``B_gh = sum_{i in g, j in h} (x_i . x_j)^2``: the
+    numerator is ``(sum A)^2 - sum A^2``, the denominator ``sum B - tr B``, and leaving ``g`` out subtracts
+    its row (the centring stays that of the whole sample: moving it changes the PR by ``O(1/n)``)."""
+    if centered:
+        x = x - x.mean(0)
+    gram = x @ x.T
+    onehot = np.zeros((len(groups), int(groups.max()) + 1))
+    onehot[np.arange(len(groups)), groups] = 1.0
+    a = onehot.T @ np.diag(gram)
+    b = onehot.T @ (gram * gram) @ onehot
+    numerator = a.sum() ** 2 - np.sum(a**2)
+    denominator = b.sum() - np.trace(b)
+    numerators = (a.sum() - a) ** 2 - (np.sum(a**2) - a**2)
+    denominators = denominator - 2 * (b.sum(1) - np.diag(b))
+    return float(numerator / denominator), numerators / denominators
 
 
 def effective_rank_contrast(
@@ -545,17 +576,7 @@ def spike_contrast(
     prompt-bootstrap intervals (``spike_contrast_of_samples`` on the capture's token sample). Introduced in:
     chapter 4.
     """
-    keep = sample_mask(cap, exclude_positions)
-    return spike_contrast_of_samples(
-        lambda index: np.asarray(cap.token_vectors(int(cap.depths[index]))[keep], dtype=np.float64),
-        np.asarray(cap.vectors.prompt_ids)[keep],
-        cap.gamma,
-        split,
-        n_boot,
-        level,
-        alpha,
-        seed,
-    )
+    return spike_contrast_of_samples(*_sample_of(cap, exclude_positions), split, n_boot, level, alpha, seed)
 
 
 def spike_contrast_of_samples(
@@ -581,9 +602,6 @@ def spike_contrast_of_samples(
     """
     if not isinstance(n_boot, int) or n_boot < 10 or not 0 < level < 1:
         raise InvalidInputError(f"Need an integer n_boot >= 10 and 0 < level < 1; got {n_boot!r}, {level!r}.")
-    if not callable(vectors_at):
-        stacked = np.asarray(vectors_at, dtype=np.float64)
-        vectors_at = stacked.__getitem__
     gamma = np.asarray(gamma, dtype=np.float64)
     before, after = depth_windows(gamma, split)
     if len(before) < 1 or len(after) < 1:
@@ -600,16 +618,12 @@ def spike_contrast_of_samples(
     rng = np.random.default_rng(seed)
     weights = cluster_weights(rng, n_prompts, n_boot)[:, groups]
     bounds = weights.sum(1) ** 2 / np.sum(weights**2, axis=1) - 1
+    at = _depth_sample(vectors_at, len(groups))
     depths = np.concatenate([before, after])
     counts, draws = np.full(len(gamma), np.nan), np.empty((n_boot, len(gamma)))
     unsettled = unsettled_draws = 0
     for layer in depths:
-        x = vectors_at(int(layer))
-        if np.ndim(x) != 2 or len(x) != len(groups):
-            raise InvalidInputError(
-                f"The sample at depth {layer} has shape {np.shape(x)}: give (n, d) vectors, one per prompt id "
-                f"({len(groups)} of them), the same tokens at every depth."
-            )
+        x = at(int(layer))
         count, settled = _spike_count(sample_eigvals(x), len(x) - 1, alpha)
         counts[layer], unsettled = count, unsettled + (not settled)
         gram = x @ x.T
