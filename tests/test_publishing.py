@@ -143,6 +143,8 @@ def test_every_chapter_opens_as_a_notebook_through_jupytext():
         if "```{code-cell}" in path.read_text():
             assert notebook.metadata["kernelspec"]["name"] == "python3", page
             assert any(c.cell_type == "code" for c in notebook.cells), page
+        else:  # a page of prose: its shell commands must stay text, not Python cells that fail on "Run all"
+            assert not any(c.cell_type == "code" for c in notebook.cells), page
 
 
 def test_launch_buttons_offer_colab_nowhere_it_cannot_open_the_page():
