@@ -262,9 +262,11 @@ def test_measure_and_rows_on_a_planted_transition_and_its_null(planted, null):
     assert jump["ci_low"] > 0.2 and flat["ci_low"] < 0 < flat["ci_high"]
     # ratios after / before: 1 in the null; the effective rank of the one-hot sample falls, its PR does not
     assert got.loc[("effective_rank", "planted"), "ci_high"] < 1
-    assert got.loc[("spectral_concentration", "planted"), "ci_low"] < 1 < got.loc[
-        ("spectral_concentration", "planted"), "ci_high"
-    ]
+    assert (
+        got.loc[("spectral_concentration", "planted"), "ci_low"]
+        < 1
+        < got.loc[("spectral_concentration", "planted"), "ci_high"]
+    )
     for claim in ("spectral_concentration", "effective_rank"):
         null_row = got.loc[(claim, "random:planted")]
         assert null_row["ci_low"] < 1 < null_row["ci_high"]
