@@ -15,6 +15,12 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+def label_key(label: str) -> str:
+    """Glue-name stem of a model label: ``smollm2-135m`` is ``smollm2``, ``random:gemma3-270m``
+    ``random_gemma3`` (chapter 3's ``omega.label_key`` also names the shuffled-words runs)."""
+    return label.replace("random:", "random_").split("-")[0]
+
+
 def glue_keys(prefix: str, values: Mapping[str, object] | pd.Series | pd.DataFrame) -> dict[str, object]:
     """``{f"{prefix}_{key}": value}`` for a mapping or a Series (its index the keys); for a DataFrame, one key
     ``f"{prefix}_{row}_{column}"`` per cell. Numpy scalars become Python numbers (so the glued text is a plain

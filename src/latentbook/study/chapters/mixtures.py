@@ -13,14 +13,10 @@ import numpy as np
 import pandas as pd
 
 from ...analysis import classes, synthetic, tco, verdict
+from . import label_key
 
 if TYPE_CHECKING:
     from ...analysis.tco import TCOScores
-
-
-def label_key(label: str) -> str:
-    """Glue-name stem of a model label: ``smollm2-135m`` is ``smollm2``, ``random:gemma3-270m`` ``random_gemma3``."""
-    return label.replace("random:", "random_").split("-")[0]
 
 
 def spike_table(n: int, d: int, ks: Iterable[int], separations: Iterable[float]) -> pd.DataFrame:

@@ -12,15 +12,11 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from ...analysis import contraction
+from . import label_key
 
 if TYPE_CHECKING:
     from ...analysis.contraction import ContractionFit, GainFit
     from ...capturing import Capture
-
-
-def label_key(label: str) -> str:
-    """Glue-name stem of a model label: ``smollm2-135m`` is ``smollm2``, ``random:gemma3-270m`` ``random_gemma3``."""
-    return label.replace("random:", "random_").split("-")[0]
 
 
 def q_table(fits: Mapping[str, ContractionFit]) -> pd.DataFrame:

@@ -13,16 +13,12 @@ import numpy as np
 import pandas as pd
 
 from ...analysis import layer_spectra, spectra
+from . import label_key
 
 if TYPE_CHECKING:
     from ...analysis.layer_spectra import Contrast, TokenSample
     from ...analysis.spectra import MPFit
     from ...capturing import Capture
-
-
-def label_key(label: str) -> str:
-    """Glue-name stem of a model label: ``smollm2-135m`` is ``smollm2``, ``random:gemma3-270m`` ``random_gemma3``."""
-    return label.replace("random:", "random_").split("-")[0]
 
 
 def mid_depth(cap: Capture) -> int:

@@ -15,6 +15,7 @@ import pandas as pd
 from scipy import stats
 
 from ...analysis import thermo
+from . import label_key
 
 if TYPE_CHECKING:
     from ...capturing import Capture
@@ -31,12 +32,6 @@ TREND_COLUMNS = {  # trend_table's columns -> glue-name suffix
     "H/log n, last layer": "entropy_last",
     "rho(beta_eff, |q||k|)": "rho_beta_qk",
 }
-
-
-def label_key(label: str) -> str:
-    """Glue-name stem of a capture label: ``smollm2-135m`` is ``smollm2``, ``random:smollm2-135m``
-    ``random_smollm2``."""
-    return label.replace("random:", "random_").split("-")[0]
 
 
 def row_check_table(
