@@ -366,3 +366,5 @@ def test_cross_prompt_pr_is_unbiased_where_the_plug_in_pr_falls():
     assert np.mean(cross) / truth == pytest.approx(1.0, abs=0.05)
     with pytest.raises(lb.InvalidInputError, match="3 or more"):
         layer_spectra.cross_prompt_participation_ratio(x[:8], np.repeat([0, 1], 4))
+    with pytest.raises(lb.InvalidInputError, match="one per prompt id"):
+        layer_spectra.cross_prompt_participation_ratio(x[:10], c.prompt_ids)

@@ -19,7 +19,8 @@ Usage:
 4. ``pr_contrast(cap)`` and ``effective_rank_contrast(cap)``: the PR (effective rank) after a depth against
    before it, with a leave-prompts-out jackknife interval (``jackknife_contrast``; used by the verdict,
    chapter 8), the PR from pairs of tokens of different prompts (``cross_prompt_participation_ratio``: the
-   plug-in PR of a sample with ``n ~ d`` is biased low); ``participation_ratio_draws`` and ``depth_contrast`` keep the prompt bootstrap of the PR;
+   plug-in PR of a sample with ``n ~ d`` is biased low); ``participation_ratio_draws`` and ``depth_contrast``
+   keep the prompt bootstrap of the plug-in PR;
 5. ``spike_contrast(cap)``: median spike counts before and after the split with prompt-bootstrap intervals.
 
 Introduced in: chapter 4 (PAPER.md, "Spectral density" and claim 3).
@@ -446,8 +447,12 @@ def cross_prompt_participation_ratio(x: np.ndarray, prompt_ids: np.ndarray, cent
     correlated tokens of one prompt add more. Leaving same-prompt pairs out removes both.
     """
     groups = _jackknife_groups(prompt_ids, None)
-    x = _depth_sample(np.asarray(x, dtype=np.float64)[None], len(groups))(0)
-    return float(_cross_prompt_pr(x, groups, centered)[0])
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2 or len(x) != len(groups):
+        raise InvalidInputError(
+            f"x has shape {x.shape}: give (n, d) vectors, one per prompt id ({len(groups)})."
+        )
+    return _cross_prompt_pr(x, groups, centered)[0]
 
 
 def _cross_prompt_pr(x: np.ndarray, groups: np.ndarray, centered: bool) -> tuple[float, np.ndarray]:
