@@ -28,7 +28,42 @@ def _diff(removed: str, added: str) -> str:
 def test_every_module_and_its_own_tests_exist(tool):
     for source, tests in tool.MODULES.values():
         assert (tool.ROOT / source).is_file() and all((tool.ROOT / t).is_file() for t in tests), source
-    assert "contraction" in tool.PENDING and "contraction" not in tool.MODULES
+    assert "contraction" in tool.MODULES and not set(tool.PENDING) & set(tool.MODULES)
+
+
+def test_a_survivors_rerun_takes_the_survivors_and_todays_tests_and_refuses_a_changed_source(
+    tool, tmp_path, monkeypatch
+):
+    source, tests = tool.MODULES["flow"]
+    monkeypatch.setattr(tool, "WORK", tmp_path / "work")
+    with pytest.raises(SystemExit, match="run it in full first"):
+        tool.survivors_to_rerun("flow")
+    work = tmp_path / "work" / "flow"
+    (work / "mutants").mkdir(parents=True)
+    (work / "tests").mkdir()
+    (work / tests[0]).write_text("# the test file as it was")
+    mutants = {
+        "m.x_f__mutmut_1": {"status": "killed", "diff": None},
+        "m.x_f__mutmut_2": {"status": "survived", "diff": "-a\n+b"},
+        "m.x_f__mutmut_3": {"status": "no tests", "diff": "-a\n+c"},
+        "m.x_f__mutmut_4": {"status": "timeout", "diff": None},
+    }
+    result = {
+        "fingerprint": {source: tool.sha256(tool.ROOT / source)},
+        "mutants": mutants,
+        "date": "2026-12-01",
+    }
+    tool.RESULTS.mkdir(parents=True)
+    (tool.RESULTS / "flow.json").write_text(json.dumps(result))
+    got, names, previous = tool.survivors_to_rerun("flow")
+    assert (
+        got == work and names == ["m.x_f__mutmut_2", "m.x_f__mutmut_3"] and previous["date"] == "2026-12-01"
+    )
+    assert (work / tests[0]).read_text() == (tool.ROOT / tests[0]).read_text()  # today's tests
+    result["fingerprint"][source] = "0" * 64
+    (tool.RESULTS / "flow.json").write_text(json.dumps(result))
+    with pytest.raises(SystemExit, match="changed since the last run"):
+        tool.survivors_to_rerun("flow")
 
 
 def test_names_equivalence_and_message_text(tool):

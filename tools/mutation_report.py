@@ -623,16 +623,43 @@ json.dump(out, sys.stdout)
 """
 
 
-def run(module: str, max_children: int | None) -> Path:
+def survivors_to_rerun(module: str) -> tuple[Path, list[str], dict]:
+    """The scratch copy of the last run, refreshed with today's test files, and the mutants it left alive.
+
+    Tests only ever gain assertions between a run and its rerun, so a mutant they killed stays killed; only the
+    survivors (and mutants no test reached) are run again. Refused when the module's source changed since the
+    run (its mutants are then other mutants) or the scratch copy is gone: run the module in full."""
+    source, tests = MODULES[module]
+    path, work = RESULTS / f"{module}.json", WORK / module
+    if not path.is_file() or not (work / "mutants").is_dir():
+        raise SystemExit(f"no earlier run of {module} to rerun the survivors of: run it in full first")
+    previous = json.loads(path.read_text())
+    if previous["fingerprint"].get(source) != sha256(ROOT / source):
+        raise SystemExit(
+            f"{source} changed since the last run of {module}: its mutants differ; run it in full"
+        )
+    for test in tests:
+        shutil.copy2(ROOT / test, work / test)
+    names = [key for key, m in previous["mutants"].items() if m["status"] not in ("killed", "timeout")]
+    return work, names, previous
+
+
+def run(module: str, max_children: int | None, survivors: bool = False) -> Path:
+    """Run mutmut over ``module`` in a fresh scratch copy; with ``survivors``, rerun only the last run's survivors
+    against the test files as they are now (``survivors_to_rerun``)."""
     # the sources as copied, before mutmut starts: an edit made while it runs must leave this result stale
     fingerprinted = fingerprint(module)
     commit = git_commit([MODULES[module][0], *MODULES[module][1]])
-    work = prepare(module)
+    previous = None
+    if survivors:
+        work, names, previous = survivors_to_rerun(module)
+    else:
+        work, names = prepare(module), []
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     mutmut = Path(sys.executable).with_name("mutmut")
-    command = [str(mutmut), "run"] + ([f"--max-children={max_children}"] if max_children else [])
+    command = [str(mutmut), "run"] + ([f"--max-children={max_children}"] if max_children else []) + names
     started = time.monotonic()
-    with open(work / "mutmut.log", "w") as log:
+    with open(work / ("mutmut-survivors.log" if survivors else "mutmut.log"), "w") as log:
         code = subprocess.run(command, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
     wall = time.monotonic() - started
     if code != 0:
@@ -651,9 +678,11 @@ def run(module: str, max_children: int | None) -> Path:
         "commit": commit,
         "fingerprint": fingerprinted,
         "mutmut": version("mutmut"),
-        "wall_seconds": round(wall, 1),
+        "wall_seconds": round(wall + (previous["wall_seconds"] if previous else 0.0), 1),
         "load_average": os.getloadavg()[0],
         "mutants": mutants,
+        # a rerun of survivors: the full run it continues (its date), whose killed mutants stand
+        "continues": (previous.get("continues") or previous["date"]) if previous else None,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{module}.json"
@@ -779,7 +808,8 @@ def report() -> Path:
         "are run against each mutant: a mutant is *killed* when they fail. *Equivalent* mutants change no value",
         "(listed with the reason); the kill rate is killed / (mutants - equivalent). Target (issue #20): at least",
         f"{TARGET:.0%} killed on every estimator module. Regenerate one module with "
-        "`make mutation MODULES=<module>` (all: `make mutation`); the report alone with",
+        "`make mutation MODULES=<module>` (all: `make mutation`); only the last run's survivors, against today's",
+        "tests, with `python tools/mutation_report.py run <module> --survivors`; the report alone with",
         "`python tools/mutation_report.py report`. Results are kept per module in `results/bench/mutation/`;",
         "a result is *stale* when its module or test files changed since it ran.",
         "",
@@ -819,6 +849,12 @@ def report() -> Path:
             f"Run {result['date']} at commit {result['commit']} with mutmut {result['mutmut']}, "
             f"{result['wall_seconds'] / 60:.1f} min wall (load average {result['load_average']:.1f}); "
             f"tests: {', '.join(result['tests'])}."
+            + (
+                f" The survivors of the full run of {result['continues'][:10]} rerun against these tests (the source"
+                " unchanged; tests only gain assertions, so a mutant once killed stays killed)."
+                if result.get("continues")
+                else ""
+            )
         )
         if s["equivalent"]:
             lines += ["", f"Equivalent ({len(s['equivalent'])}):", ""]
@@ -860,6 +896,11 @@ def main(argv: list[str] | None = None) -> None:
     run_parser = sub.add_parser("run", help="run mutmut over modules (default: all) and write the report")
     run_parser.add_argument("modules", nargs="*", help=f"of: {', '.join(MODULES)}")
     run_parser.add_argument("--max-children", type=int, default=None, help="mutmut's parallel workers")
+    run_parser.add_argument(
+        "--survivors",
+        action="store_true",
+        help="rerun only the last run's survivors against today's tests (the module's source unchanged)",
+    )
     sub.add_parser("report", help="write results/bench/mutation.md from the results kept so far")
     sub.add_parser("list", help="the modules and their test files")
     args = parser.parse_args(argv)
@@ -873,7 +914,7 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(f"unknown modules {unknown}; choose from {', '.join(MODULES)}")
         for module in args.modules or list(MODULES):
             print(f"mutation: {module} ...", flush=True)
-            print(f"mutation: {run(module, args.max_children).relative_to(ROOT)}", flush=True)
+            print(f"mutation: {run(module, args.max_children, args.survivors).relative_to(ROOT)}", flush=True)
     print(f"mutation: {report().relative_to(ROOT)}")
 
 
