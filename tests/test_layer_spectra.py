@@ -323,6 +323,13 @@ def test_spike_contrast_of_samples_refuses_samples_that_do_not_match_their_promp
 # --- the cross-prompt participation ratio ------------------------------------------------------------------
 
 
+def _pair_sums_cross_prompt_pr(x: np.ndarray, ids: np.ndarray) -> float:
+    """``_brute_cross_prompt_pr`` with the pair sums as masked array sums."""
+    different = ids[:, None] != ids[None, :]
+    norms = np.sum(x * x, axis=1)
+    return float(np.sum(np.outer(norms, norms)[different]) / np.sum(((x @ x.T) ** 2)[different]))
+
+
 def _brute_cross_prompt_pr(x: np.ndarray, ids: np.ndarray) -> float:
     """The two sums over pairs of tokens of different prompts, one pair at a time."""
     numerator = denominator = 0.0
@@ -368,3 +375,500 @@ def test_cross_prompt_pr_is_unbiased_where_the_plug_in_pr_falls():
         layer_spectra.cross_prompt_participation_ratio(x[:8], np.repeat([0, 1], 4))
     with pytest.raises(lb.InvalidInputError, match="one per prompt id"):
         layer_spectra.cross_prompt_participation_ratio(x[:10], c.prompt_ids)
+
+
+# --- explicit recomputations and validation boundaries ------------------------------------------------------
+
+
+def _small_capture(seed: int = 0, n_prompts: int = 12, per_prompt: int = 4, d: int = 6, n_depths: int = 5):
+    """Gaussian tokens with a mean offset, positions 0..per_prompt-1, position 0 ten times larger."""
+    rng = np.random.default_rng(seed)
+    n = n_prompts * per_prompt
+    states = rng.standard_normal((n_depths, n, d)) * np.linspace(0.5, 2.0, d) + 1.5
+    positions = np.tile(np.arange(per_prompt), n_prompts)
+    states[:, positions == 0] *= 10.0
+    return synthetic.as_capture(states, np.repeat(np.arange(n_prompts), per_prompt), positions, n_vectors=n)
+
+
+def _explicit_summary(lam: np.ndarray, n_samples: float, alpha: float) -> dict:
+    fit = spectra.mp_fit(lam, n_samples, alpha=alpha)
+    return {
+        "settled": bool(fit.settled),
+        "n_eff": float(fit.n_samples),
+        "kn_spikes": int(spectra.kritchman_nadler(lam, fit.n_samples, alpha).n_spikes),
+        "effective_rank": spectra.effective_rank(lam),
+        "participation_ratio": spectra.participation_ratio(lam),
+        "stable_rank": spectra.stable_rank(lam),
+        "n_spikes": int(fit.n_spikes),
+        "ks": float(fit.ks),
+        "sigma2": float(fit.sigma2),
+        "edge": float(fit.edges[1]),
+        "top_over_edge": float(lam.max() / fit.edges[1]),
+    }
+
+
+def test_spectrum_summary_reports_the_fit_and_the_ranks_under_their_names():
+    planted = synthetic.spiked_covariance(200, 60, [6.0, 3.0, 2.2], seed=2)
+    lam = layer_spectra.sample_eigvals(planted.x)
+    for alpha in (0.01, 0.3):
+        got = layer_spectra.spectrum_summary(lam, 150.0, alpha)
+        assert got == _explicit_summary(lam, 150.0, alpha)
+    assert layer_spectra.spectrum_summary(lam, 150.0) == _explicit_summary(lam, 150.0, 0.01)
+    got = layer_spectra.spectrum_summary(lam, 150.0)
+    assert got["n_eff"] <= 150.0 and got["top_over_edge"] > 1.0
+    assert got["top_over_edge"] == pytest.approx(lam[0] / got["edge"], rel=1e-12)
+
+
+def test_gaussian_reference_is_the_summary_of_independent_gaussian_samples():
+    n, d = 120, 30
+    for centered in (True, False):
+        for alpha in (0.01, 0.3):
+            frame = layer_spectra.gaussian_reference(n, d, n_rep=2, centered=centered, alpha=alpha, seed=7)
+            assert list(frame.columns[:3]) == ["rep", "n", "d"] and len(frame) == 2
+            for rep in range(2):
+                x = synthetic.gaussian(n, d, seed=7 + rep)
+                expected = _explicit_summary(
+                    layer_spectra.sample_eigvals(x, centered), n - 1 if centered else n, alpha
+                )
+                row = frame.iloc[rep]
+                assert (row["rep"], row["n"], row["d"]) == (rep, n, d)
+                for key, value in expected.items():
+                    assert row[key] == pytest.approx(value, rel=1e-12), (centered, alpha, key)
+    default = layer_spectra.gaussian_reference(n, d)
+    explicit = layer_spectra.gaussian_reference(n, d, n_rep=5, centered=True, alpha=0.01)  # seed: any
+    assert len(default) == 5 and default.equals(explicit)
+    assert default["ks"].nunique() == 5  # each replicate its own sample
+    assert len(layer_spectra.gaussian_reference(n, d, n_rep=1)) == 1
+    for bad in (0, 1.5):
+        with pytest.raises(lb.InvalidInputError, match="n_rep must be a positive integer"):
+            layer_spectra.gaussian_reference(n, d, n_rep=bad)
+
+
+def test_gaussian_reference_uses_the_degrees_of_freedom_of_the_covariance():
+    """Uncentred a sample's covariance has n degrees of freedom, centred n - 1: fits bounded by them."""
+    n, d = 60, 50
+    frame = layer_spectra.gaussian_reference(n, d, n_rep=3, seed=1)
+    raw = layer_spectra.gaussian_reference(n, d, n_rep=3, centered=False, seed=1)
+    assert (frame["n_eff"] <= n - 1 + 1e-9).all() and (raw["n_eff"] <= n + 1e-9).all()
+    for rep in range(3):
+        x = synthetic.gaussian(n, d, seed=1 + rep)
+        assert frame["n_eff"].iloc[rep] == spectra.mp_fit(layer_spectra.sample_eigvals(x), n - 1).n_samples
+        assert frame["sigma2"].iloc[rep] == spectra.mp_fit(layer_spectra.sample_eigvals(x), n - 1).sigma2
+
+
+def test_token_sample_spectrum_profile_rows_are_explicit_summaries_of_the_sink_free_sample():
+    cap = _small_capture(3, n_prompts=30, per_prompt=4, d=8, n_depths=3)
+    keep = cap.vectors.positions != 0
+    for centered in (True, False):
+        for alpha in (0.01, 0.4):
+            profile = layer_spectra.token_sample_spectrum_profile(cap, centered=centered, alpha=alpha)
+            assert list(profile.columns[:4]) == ["layer", "gamma", "n", "d"]
+            for index in range(3):
+                x = np.asarray(cap.token_vectors(index), dtype=np.float64)[keep]
+                lam = layer_spectra.sample_eigvals(x, centered)
+                expected = _explicit_summary(lam, len(x) - 1 if centered else len(x), alpha)
+                row = profile.iloc[index]
+                assert (row["layer"], row["gamma"], row["n"], row["d"]) == (index, index / 2, 90, 8)
+                for key, value in expected.items():
+                    assert row[key] == pytest.approx(value, rel=1e-9), (centered, alpha, key)
+                variances = x.var(axis=0)
+                assert row["top_coordinate"] == pytest.approx(
+                    variances.max() / np.median(variances), rel=1e-9
+                )
+                second = x.T @ x / len(x)
+                assert row["pr_uncentred"] == pytest.approx(
+                    np.trace(second) ** 2 / np.sum(second**2), rel=1e-9
+                )
+
+
+def test_token_sample_keeps_prompt_ids_and_layer():
+    cap = _small_capture(1)
+    sample = layer_spectra.token_sample(cap, 2)
+    keep = cap.vectors.positions != 0
+    np.testing.assert_array_equal(sample.prompt_ids, np.asarray(cap.vectors.prompt_ids)[keep])
+    assert sample.layer == 2 and sample.n_dof == sample.n - 1 == keep.sum() - 1
+
+
+def test_sample_mask_accepts_three_tokens_and_refuses_two():
+    positions = np.array([0, 1, 2, 3, 4, 5])
+    cap = synthetic.as_capture(
+        np.random.default_rng(0).standard_normal((2, 6, 3)), np.arange(6), positions, n_vectors=6
+    )
+    keep = layer_spectra.sample_mask(cap, (0, 1, 2))
+    np.testing.assert_array_equal(keep, cap.vectors.positions > 2)  # the reservoir's order
+    with pytest.raises(
+        lb.InvalidInputError,
+        match=r"^Only 2 sampled tokens remain after excluding positions \[0, 1, 2, 3\]: "
+        r"capture with a larger n_vectors or exclude fewer positions\.$",
+    ):
+        layer_spectra.sample_mask(cap, (0, 1, 2, 3))
+
+
+def test_position_share_is_the_explicit_variance_share():
+    cap = _small_capture(4)
+    x = np.asarray(cap.token_vectors(1), dtype=np.float64)
+    spread = np.sum((x - x.mean(0)) ** 2, axis=1)
+    positions = cap.vectors.positions
+    for chosen in ((0,), (1, 3), ()):
+        expected = spread[np.isin(positions, chosen)].sum() / spread.sum()
+        assert layer_spectra.position_share(cap, 1, chosen) == pytest.approx(expected, rel=1e-12, abs=0)
+
+
+def test_depth_windows_put_the_split_depth_before():
+    before, after = layer_spectra.depth_windows(np.array([0.0, 0.25, 0.5, 0.75, 1.0]), 0.5)
+    np.testing.assert_array_equal(before, [1, 2])
+    np.testing.assert_array_equal(after, [3])
+
+
+def test_depth_contrast_with_one_depth_each_side_and_its_validation():
+    gamma = np.array([0.0, 0.25, 0.75, 1.0])
+    values = np.array([5.0, 2.0, 3.0, 7.0])
+    contrast = layer_spectra.depth_contrast(gamma, values, split=0.5, level=0.8)
+    assert contrast.ratio == pytest.approx(1.5) and (contrast.n_before, contrast.n_after) == (1, 1)
+    assert contrast.split == 0.5 and contrast.level == 0.8
+    for bad in (np.array([5.0, 0.0, 3.0, 7.0]), np.array([5.0, -2.0, 3.0, 7.0]), np.ones(3)):
+        with pytest.raises(lb.InvalidInputError, match="values must be positive, one per depth"):
+            layer_spectra.depth_contrast(gamma, bad, split=0.5)
+    gamma = np.arange(7) / 6
+    values = np.exp(np.random.default_rng(1).normal(size=7))
+    draws = values * np.exp(np.random.default_rng(2).normal(0, 0.3, (50, 7)))
+    before, after = gamma <= 0.42, gamma > 0.42
+    before[0], after[-1] = False, False
+    ratios = np.exp(np.log(draws[:, after]).mean(1) - np.log(draws[:, before]).mean(1))
+    got = layer_spectra.depth_contrast(gamma, values, draws, level=0.9)
+    assert got.ci == pytest.approx(tuple(np.percentile(ratios, [5, 95])), rel=1e-12)
+    assert got.ratio == pytest.approx(np.exp(np.log(values[after]).mean() - np.log(values[before]).mean()))
+
+
+def _jackknife_by_hand(gamma, values, leave_out, split, level):
+    from scipy import stats
+
+    before = (gamma > 0) & (gamma < gamma.max()) & (gamma <= split)
+    after = (gamma > 0) & (gamma < gamma.max()) & (gamma > split)
+    theta = np.log(values[after]).mean() - np.log(values[before]).mean()
+    thetas = np.log(leave_out[:, after]).mean(1) - np.log(leave_out[:, before]).mean(1)
+    g = len(thetas)
+    se = np.sqrt((g - 1) / g * np.sum((thetas - thetas.mean()) ** 2))
+    half = stats.t.ppf((1 + level) / 2, g - 1) * se
+    return np.exp(theta), (np.exp(theta - half), np.exp(theta + half))
+
+
+def test_jackknife_contrast_equals_the_interval_computed_by_hand():
+    rng = np.random.default_rng(5)
+    gamma = np.arange(9) / 8
+    values = np.exp(rng.normal(size=9))
+    for g, level, split in ((3, 0.95, 0.42), (4, 0.8, 0.6)):
+        leave_out = values * np.exp(rng.normal(0, 0.2, (g, 9))) * 0.1  # values below 1 are fine
+        got = layer_spectra.jackknife_contrast(gamma, values, leave_out, split, level)
+        ratio, ci = _jackknife_by_hand(gamma, values, leave_out, split, level)
+        assert got.ratio == pytest.approx(ratio, rel=1e-12) and got.ci == pytest.approx(ci, rel=1e-12)
+        assert (got.split, got.level) == (split, level)
+        assert (got.n_before, got.n_after) == (
+            int(np.sum((gamma > 0) & (gamma <= split))),
+            8 - 1 - (int(np.sum((gamma > 0) & (gamma <= split)))),
+        )
+
+
+def test_jackknife_contrast_refuses_bad_levels_and_leave_out_values():
+    gamma = np.arange(9) / 8
+    values = np.full(9, 2.0)
+    leave_out = np.full((4, 9), 2.0)
+    for level in (0.0, 1.0, 1.5):
+        with pytest.raises(lb.InvalidInputError, match="Need 0 < level < 1 and positive leave-out"):
+            layer_spectra.jackknife_contrast(gamma, values, leave_out, level=level)
+    for bad in (0.0, -1.0):
+        zero = leave_out.copy()
+        zero[1, 3] = bad
+        with pytest.raises(lb.InvalidInputError, match="Need 0 < level < 1 and positive leave-out"):
+            layer_spectra.jackknife_contrast(gamma, values, zero)
+    with pytest.raises(lb.InvalidInputError, match="leave_out must be"):
+        layer_spectra.jackknife_contrast(gamma, values, np.full((4, 8), 2.0))
+    with pytest.raises(lb.InvalidInputError, match="leave_out must be"):
+        layer_spectra.jackknife_contrast(gamma, values, np.full((2, 9), 2.0))
+
+
+def test_participation_ratio_draws_equal_explicit_weighted_prs():
+    cap = _small_capture(6, n_prompts=10, per_prompt=4, d=5, n_depths=3)
+    for exclude, centered in (((0,), True), ((), False), ((0, 2), True)):
+        keep = ~np.isin(cap.vectors.positions, exclude)
+        result = layer_spectra.participation_ratio_draws(cap, exclude, centered, n_boot=20, seed=4)
+        ids = np.asarray(cap.vectors.prompt_ids)[keep]
+        _, groups = np.unique(ids, return_inverse=True)
+        counts = np.random.default_rng(4).multinomial(10, np.full(10, 0.1), size=20)
+        assert result.n_prompts == 10 and result.draws.shape == (20, 3)
+        np.testing.assert_array_equal(result.gamma, [0.0, 0.5, 1.0])
+        for depth in range(3):
+            x = np.asarray(cap.token_vectors(depth), dtype=np.float64)[keep]
+            y = x - x.mean(0) if centered else x
+            c = y.T @ y
+            assert result.estimate[depth] == pytest.approx(np.trace(c) ** 2 / np.sum(c * c), rel=1e-10)
+            for row in range(20):
+                w = counts[row][groups].astype(float)
+                mean = w @ x / w.sum() if centered else np.zeros(x.shape[1])
+                cw = (x - mean).T @ ((x - mean) * w[:, None])
+                assert result.draws[row, depth] == pytest.approx(
+                    np.trace(cw) ** 2 / np.sum(cw * cw), rel=1e-9
+                )
+
+
+def test_participation_ratio_draws_validation_boundaries():
+    cap = _small_capture(7, n_prompts=2, per_prompt=4, d=3, n_depths=2)
+    assert layer_spectra.participation_ratio_draws(cap, n_boot=20).n_prompts == 2
+    for bad in (19, 20.5):
+        with pytest.raises(lb.InvalidInputError, match="n_boot must be an integer >= 20"):
+            layer_spectra.participation_ratio_draws(cap, n_boot=bad)
+    one = _small_capture(7, n_prompts=1, per_prompt=6, d=3, n_depths=2)
+    with pytest.raises(
+        lb.InvalidInputError,
+        match="^The token sample comes from one prompt: resampling prompts is impossible",
+    ):
+        layer_spectra.participation_ratio_draws(one, n_boot=20)
+
+
+def test_weighted_eigvals_equal_the_explicit_weighted_covariance():
+    """Fractional weights summing below 1, fewer and more tokens than dimensions."""
+    rng = np.random.default_rng(13)
+    for n, d in ((12, 5), (6, 9)):
+        x = rng.standard_normal((n, d)) * np.linspace(0.5, 2, d) + 2.0
+        w = rng.random(n) * 0.05
+        w[1] = 0.0
+        for centered in (True, False):
+            total = w.sum()
+            m = np.diag(w) / total - (np.outer(w, w) / total**2 if centered else 0.0)
+            expected = np.clip(np.linalg.eigvalsh(x.T @ m @ x)[::-1], 0, None)
+            got = layer_spectra.weighted_eigvals(x @ x.T, w, d, centered)
+            assert got.shape == (d,) and (got >= 0).all()
+            np.testing.assert_allclose(got, expected, atol=1e-12 * expected[0])
+        np.testing.assert_array_equal(
+            layer_spectra.weighted_eigvals(x @ x.T, w, d), layer_spectra.weighted_eigvals(x @ x.T, w, d, True)
+        )
+
+
+def test_jackknife_groups_boundaries():
+    ids = np.array([5, 5, 9, 7, 7, 7])
+    np.testing.assert_array_equal(layer_spectra._jackknife_groups(ids, None), [0, 0, 2, 1, 1, 1])
+    np.testing.assert_array_equal(layer_spectra._jackknife_groups(ids, 3), [0, 0, 2, 1, 1, 1])
+    ids = np.repeat(np.arange(7), 2)
+    np.testing.assert_array_equal(
+        layer_spectra._jackknife_groups(ids, 3), np.repeat([0, 1, 2, 0, 1, 2, 0], 2)
+    )
+    np.testing.assert_array_equal(layer_spectra._jackknife_groups(ids, 7), np.repeat(np.arange(7), 2))
+    for bad in (2, 8, 3.0):
+        with pytest.raises(lb.InvalidInputError, match=r"n_groups must be an integer between 3 and .*\(7\)"):
+            layer_spectra._jackknife_groups(ids, bad)
+    with pytest.raises(lb.InvalidInputError, match="from 0 prompts"):
+        layer_spectra._jackknife_groups(np.array([], dtype=int), None)
+    with pytest.raises(lb.InvalidInputError, match="from 2 prompts"):
+        layer_spectra._jackknife_groups(np.array([1, 1, 4]), None)
+
+
+def _paired_samples(seed: int = 0, n_prompts: int = 22, per_prompt: int = 3, d: int = 5):
+    rng = np.random.default_rng(seed)
+    gamma = np.arange(5) / 4
+    x = rng.standard_normal((5, n_prompts * per_prompt, d)) * np.linspace(0.3, 2.0, d) + 1.0
+    x[3] *= np.linspace(2.0, 0.5, d)
+    ids = np.repeat(np.arange(n_prompts), per_prompt)
+    return x, ids, gamma
+
+
+def test_pr_contrast_of_samples_is_the_jackknife_of_cross_prompt_prs_by_hand():
+    x, ids, gamma = _paired_samples(1)
+    for centered, level in ((True, 0.95), (False, 0.8)):
+        values = np.array([layer_spectra.cross_prompt_participation_ratio(v, ids, centered) for v in x])
+        leave_out = np.empty((22, 5))
+        for depth in range(5):
+            y = x[depth] - x[depth].mean(0) if centered else x[depth]
+            for g in range(22):
+                leave_out[g, depth] = _pair_sums_cross_prompt_pr(y[ids != g], ids[ids != g])
+        ratio, ci = _jackknife_by_hand(gamma, values, leave_out, 0.42, level)
+        got = layer_spectra.pr_contrast_of_samples(x, ids, gamma, centered=centered, level=level)
+        assert got.ratio == pytest.approx(ratio, rel=1e-10) and got.ci == pytest.approx(ci, rel=1e-10)
+        assert got.level == level
+        float32 = layer_spectra.pr_contrast_of_samples(
+            x.astype(np.float32), ids, gamma, 0.42, centered, level
+        )
+        exact = layer_spectra.pr_contrast_of_samples(
+            x.astype(np.float32).astype(np.float64), ids, gamma, 0.42, centered, level
+        )
+        assert float32.ratio == pytest.approx(exact.ratio, rel=1e-12)
+        assert float32.ci == pytest.approx(exact.ci, rel=1e-12)
+        called = layer_spectra.pr_contrast_of_samples(
+            x.astype(np.float32).__getitem__, ids, gamma, 0.42, centered, level
+        )
+        assert called.ratio == pytest.approx(exact.ratio, rel=1e-12)
+        assert called.ci == pytest.approx(exact.ci, rel=1e-12)
+    assert layer_spectra.pr_contrast_of_samples(x, ids, gamma) == layer_spectra.pr_contrast_of_samples(
+        x, ids, gamma, 0.42, True, 0.95
+    )
+
+
+def test_cross_prompt_pr_of_float32_vectors_is_computed_in_float64():
+    rng = np.random.default_rng(8)
+    ids = np.repeat(np.arange(6), 3)
+    x = (rng.standard_normal((18, 4)) + 30.0).astype(np.float32)
+    y = x.astype(np.float64)
+    assert layer_spectra.cross_prompt_participation_ratio(x, ids) == pytest.approx(
+        layer_spectra.cross_prompt_participation_ratio(y, ids), rel=1e-12
+    )
+
+
+def test_effective_rank_contrast_of_samples_is_the_group_jackknife_by_hand():
+    x, ids, gamma = _paired_samples(2)
+    for centered, n_groups, level in ((True, 20, 0.95), (False, 3, 0.8), (True, None, 0.9)):
+        values = np.array([spectra.effective_rank(layer_spectra.sample_eigvals(v, centered)) for v in x])
+        labels = ids if n_groups is None else ids % n_groups
+        leave_out = np.array(
+            [
+                [spectra.effective_rank(layer_spectra.sample_eigvals(v[labels != g], centered)) for v in x]
+                for g in np.unique(labels)
+            ]
+        )
+        ratio, ci = _jackknife_by_hand(gamma, values, leave_out, 0.42, level)
+        got = layer_spectra.effective_rank_contrast_of_samples(x, ids, gamma, 0.42, centered, n_groups, level)
+        assert got.ratio == pytest.approx(ratio, rel=1e-10) and got.ci == pytest.approx(ci, rel=1e-10)
+        assert got.level == level
+    assert layer_spectra.effective_rank_contrast_of_samples(
+        x, ids, gamma
+    ) == layer_spectra.effective_rank_contrast_of_samples(x, ids, gamma, 0.42, True, 20, 0.95)
+
+
+def test_capture_contrasts_are_those_of_the_capture_token_sample():
+    cap = _small_capture(9, n_prompts=22, per_prompt=3, d=4, n_depths=5)
+    for exclude in ((0,), ()):
+        keep = ~np.isin(cap.vectors.positions, exclude)
+        x = np.stack([np.asarray(cap.token_vectors(depth), dtype=np.float64)[keep] for depth in range(5)])
+        ids = np.asarray(cap.vectors.prompt_ids)[keep]
+        gamma = np.arange(5) / 4
+        assert layer_spectra.pr_contrast(
+            cap, 0.42, False, 0.8, exclude
+        ) == layer_spectra.pr_contrast_of_samples(x, ids, gamma, 0.42, False, 0.8)
+        assert layer_spectra.pr_contrast(
+            cap, exclude_positions=exclude
+        ) == layer_spectra.pr_contrast_of_samples(x, ids, gamma, 0.42, True, 0.95)
+        assert layer_spectra.effective_rank_contrast(
+            cap, 0.42, False, 3, 0.8, exclude
+        ) == layer_spectra.effective_rank_contrast_of_samples(x, ids, gamma, 0.42, False, 3, 0.8)
+        assert layer_spectra.effective_rank_contrast(
+            cap, exclude_positions=exclude
+        ) == layer_spectra.effective_rank_contrast_of_samples(x, ids, gamma, 0.42, True, 20, 0.95)
+
+
+def _spiked_samples(seed: int, n_prompts: int = 12, per_prompt: int = 4, d: int = 10):
+    """Five depths (gamma = l / 4): one spike of 8 at depth 1, two of 9 and 5 at depths 2 and 3."""
+    rng = np.random.default_rng(seed)
+    n = n_prompts * per_prompt
+    x = rng.standard_normal((5, n, d))
+    for depth, spikes in ((1, [8.0]), (2, [9.0, 5.0]), (3, [9.0, 5.0])):
+        u = synthetic.random_orthonormal(d, len(spikes), rng)
+        x[depth] += (rng.standard_normal((n, len(spikes))) * np.sqrt(spikes)) @ u.T
+    return x, np.repeat(np.arange(n_prompts), per_prompt), np.arange(5) / 4
+
+
+def _spike_contrast_by_hand(x, ids, gamma, split, n_boot, level, alpha, seed):
+    """The docstring's recipe, one step at a time: repeated rows for the weights, Kish's bound, medians."""
+    interior = (gamma > 0) & (gamma < gamma.max())
+    before, after = np.flatnonzero(interior & (gamma <= split)), np.flatnonzero(interior & (gamma > split))
+    _, groups = np.unique(ids, return_inverse=True)
+    n_prompts = groups.max() + 1
+    drawn = np.random.default_rng(seed).multinomial(n_prompts, np.full(n_prompts, 1 / n_prompts), size=n_boot)
+    counts, draws = np.full(len(gamma), np.nan), np.full((n_boot, len(gamma)), np.nan)
+    unsettled = unsettled_draws = 0
+    for depth in np.r_[before, after]:
+        fit = spectra.mp_fit(layer_spectra.sample_eigvals(x[depth]), len(ids) - 1, alpha=alpha)
+        counts[depth], unsettled = fit.n_spikes, unsettled + (not fit.settled)
+        for row in range(n_boot):
+            w = drawn[row][groups]
+            kish = w.sum() ** 2 / np.sum(w**2) - 1
+            fit = spectra.mp_fit(
+                layer_spectra.sample_eigvals(np.repeat(x[depth], w, axis=0)), kish, alpha=alpha
+            )
+            draws[row, depth], unsettled_draws = fit.n_spikes, unsettled_draws + (not fit.settled)
+    q = [(1 - level) / 2 * 100, 50, (1 + level) / 2 * 100]
+
+    def recentred(point, values):
+        low, mid, high = np.percentile(values, q)
+        return max(0.0, point + low - mid), point + high - mid, point + low - mid
+
+    point_before, point_after = np.median(counts[before]), np.median(counts[after])
+    draws_before, draws_after = np.median(draws[:, before], 1), np.median(draws[:, after], 1)
+    low, mid, high = np.percentile(draws_after - draws_before, q)
+    shift = point_after - point_before - mid
+    return {
+        "before": point_before,
+        "after": point_after,
+        "before_ci": recentred(point_before, draws_before),
+        "after_ci": recentred(point_after, draws_after),
+        "difference_ci": (low + shift, high + shift),
+        "counts": counts,
+        "counts_ci": [recentred(counts[depth], draws[:, depth]) for depth in range(len(gamma))],
+        "unsettled": unsettled,
+        "unsettled_draws": unsettled_draws,
+        "n_before": len(before),
+        "n_after": len(after),
+    }
+
+
+def test_spike_contrast_of_samples_equals_its_recipe_by_hand():
+    unfloored, unsettled = [], []
+    cases = [(0, 0.42, 0.95, 0.01), (5, 0.42, 0.8, 0.2), (3, 0.6, 0.9, 0.01), (-1, 0.42, 0.95, 0.01)]
+    for seed, split, level, alpha in cases + [(1, 0.42, 0.95, 0.01), (2, 0.42, 0.95, 0.01)]:
+        if seed == -1:  # the depths of seed 0 in reverse order: the spikes before the split
+            x, ids, gamma = _spiked_samples(0)
+            x = x[::-1].copy()
+        elif seed in (1, 2):  # 40 dimensions with variances 2^-i at the two interior depths: unsettled fits
+            x = np.random.default_rng(seed).standard_normal((4, 48, 40))
+            x[1:3] *= np.sqrt(0.5 ** np.arange(40))
+            ids, gamma = np.repeat(np.arange(12), 4), np.arange(4) / 3
+        else:
+            x, ids, gamma = _spiked_samples(seed)
+        got = layer_spectra.spike_contrast_of_samples(x, ids, gamma, split, 10, level, alpha, abs(seed) + 1)
+        expected = _spike_contrast_by_hand(x, ids, gamma, split, 10, level, alpha, abs(seed) + 1)
+        assert (got.before, got.after) == (expected["before"], expected["after"])
+        assert got.before_ci == pytest.approx(expected["before_ci"][:2], abs=1e-12)
+        assert got.after_ci == pytest.approx(expected["after_ci"][:2], abs=1e-12)
+        assert got.difference_ci == pytest.approx(expected["difference_ci"], abs=1e-12)
+        np.testing.assert_array_equal(got.counts, expected["counts"])
+        inside = ~np.isnan(expected["counts"])
+        np.testing.assert_allclose(
+            got.counts_ci[inside], np.array(expected["counts_ci"])[inside][:, :2], atol=1e-12
+        )
+        assert np.isnan(got.counts_ci[~inside]).all()
+        assert (got.unsettled, got.unsettled_draws) == (expected["unsettled"], expected["unsettled_draws"])
+        assert got.settled == (expected["unsettled"] + expected["unsettled_draws"] == 0)
+        assert (got.n_before, got.n_after) == (expected["n_before"], expected["n_after"])
+        assert (got.split, got.level, got.n_boot) == (split, level, 10)
+        unfloored += [expected["before_ci"][2], expected["after_ci"][2]]
+        if seed == -1:
+            assert expected["before_ci"][2] < 0 == got.before_ci[0]  # the floor of the before interval
+        unsettled.append((got.unsettled, got.unsettled_draws))
+        unfloored += [ci[2] for ci in np.array(expected["counts_ci"])[inside]]
+    assert min(unfloored) < 0  # the floor at 0 is at work somewhere in these cases
+    assert unsettled[-2:] == [(2, 2), (1, 4)]  # unsettled fits of the sample and of the draws are counted
+
+
+def test_spike_contrast_of_samples_validation_boundaries():
+    x, ids, gamma = _spiked_samples(4, n_prompts=3, per_prompt=8, d=4)
+    result = layer_spectra.spike_contrast_of_samples(x, ids, gamma, n_boot=10)
+    assert result.n_boot == 10 and (result.n_before, result.n_after) == (1, 2)
+    for level in (0.0, 1.0, 1.5):
+        with pytest.raises(lb.InvalidInputError, match="Need an integer n_boot >= 10 and 0 < level < 1"):
+            layer_spectra.spike_contrast_of_samples(x, ids, gamma, n_boot=10, level=level)
+    with pytest.raises(lb.InvalidInputError, match="Need an integer n_boot >= 10"):
+        layer_spectra.spike_contrast_of_samples(x, ids, gamma, n_boot=10.0)
+
+
+def test_spike_contrast_is_that_of_the_capture_token_sample():
+    cap = _small_capture(10, n_prompts=12, per_prompt=4, d=5, n_depths=5)
+    for exclude, seed in (((0,), 3), ((), 5)):
+        keep = ~np.isin(cap.vectors.positions, exclude)
+        x = np.stack([np.asarray(cap.token_vectors(depth), dtype=np.float64)[keep] for depth in range(5)])
+        ids = np.asarray(cap.vectors.prompt_ids)[keep]
+        got = layer_spectra.spike_contrast(cap, 0.42, 10, 0.9, 0.2, seed, exclude)
+        expected = _spike_contrast_by_hand(x, ids, np.arange(5) / 4, 0.42, 10, 0.9, 0.2, seed)
+        assert (got.before, got.after) == (expected["before"], expected["after"])
+        assert got.before_ci + got.after_ci == pytest.approx(
+            expected["before_ci"][:2] + expected["after_ci"][:2], abs=1e-12
+        )
+        assert got.difference_ci == pytest.approx(expected["difference_ci"], abs=1e-12)
+        inside = ~np.isnan(expected["counts"])
+        np.testing.assert_allclose(got.counts_ci[inside], np.array(expected["counts_ci"])[inside][:, :2])
