@@ -118,3 +118,15 @@ def test_report_counts_kill_rate_without_equivalents_and_lists_modules_not_run(t
     assert "`y = x + 1` -> `y = x - 1`" in text and "| contraction |" in text
     result["fingerprint"] = {source: "0" * 64}
     assert tool.summarise(result)["stale"]
+    # a stopped run: mutants not yet run are neither caught nor survivors, and the row says it is partial
+    result["fingerprint"] = tool.fingerprint("thermo")
+    result["mutants"]["latentbook.analysis.thermo.x_g__mutmut_3"] = {"status": "not checked", "diff": None}
+    result["partial"] = True
+    summary = tool.summarise(result)
+    assert summary["not_checked"] == 1 and summary["rate"] == pytest.approx(9 / 10)
+    assert all(key != "latentbook.analysis.thermo.x_g__mutmut_3" for key, _ in summary["survivors"])
+    (tool.RESULTS / "thermo.json").write_text(json.dumps(result))
+    assert (
+        "| 90.0% | partial: 1 of 12 not run yet (`run thermo --survivors` goes on) |"
+        in tool.report().read_text()
+    )

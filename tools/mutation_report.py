@@ -623,6 +623,14 @@ json.dump(out, sys.stdout)
 """
 
 
+ENV = {
+    **os.environ,
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}  # mutmut and its workers: one thread each
+
+
 def survivors_to_rerun(module: str) -> tuple[Path, list[str], dict]:
     """The scratch copy of the last run, refreshed with today's test files, and the mutants it left alive.
 
@@ -655,38 +663,58 @@ def run(module: str, max_children: int | None, survivors: bool = False) -> Path:
         work, names, previous = survivors_to_rerun(module)
     else:
         work, names = prepare(module), []
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    (work / "run.json").write_text(json.dumps({"fingerprint": fingerprinted, "commit": commit}))
     mutmut = Path(sys.executable).with_name("mutmut")
     command = [str(mutmut), "run"] + ([f"--max-children={max_children}"] if max_children else []) + names
     started = time.monotonic()
-    with open(work / ("mutmut-survivors.log" if survivors else "mutmut.log"), "w") as log:
-        code = subprocess.run(command, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
-    wall = time.monotonic() - started
+    log_path = work / ("mutmut-survivors.log" if survivors else "mutmut.log")
+    with open(log_path, "w") as log:
+        code = subprocess.run(command, cwd=work, env=ENV, stdout=log, stderr=subprocess.STDOUT).returncode
     if code != 0:
-        raise SystemExit(f"mutmut failed on {module} (exit {code}); see {work / 'mutmut.log'}")
-    dumped = subprocess.run([sys.executable, "-c", _DUMP], cwd=work, env=env, capture_output=True, text=True)
+        raise SystemExit(
+            f"mutmut failed on {module} (exit {code}); see {log_path}. What it finished is kept: "
+            f"`python tools/mutation_report.py collect {module}` records it as a partial run"
+        )
+    return collect(module, time.monotonic() - started, previous)
+
+
+def collect(module: str, wall: float | None = None, previous: dict | None = None) -> Path:
+    """Record the scratch copy's results as ``results/bench/mutation/<module>.json``: after ``run``, or after a
+    run that was stopped (``wall`` unknown: None), whose mutants not yet run stay "not checked" and make the
+    result *partial*; ``run <module> --survivors`` goes on from it."""
+    work = WORK / module
+    if not (work / "run.json").is_file():
+        raise SystemExit(f"no mutmut run of {module} in {work}: nothing to collect")
+    started = json.loads((work / "run.json").read_text())
+    dumped = subprocess.run([sys.executable, "-c", _DUMP], cwd=work, env=ENV, capture_output=True, text=True)
     if dumped.returncode != 0:
         raise SystemExit(f"could not read mutmut's results for {module}:\n{dumped.stderr}")
     mutants = json.loads(dumped.stdout)
     from importlib.metadata import version
 
+    if wall is None:  # a stopped run: the time from its start to its last result
+        logs = [p for p in (work / "mutmut.log", work / "mutmut-survivors.log") if p.is_file()]
+        wall = max(p.stat().st_mtime for p in logs) - (work / "run.json").stat().st_mtime
     result = {
         "module": module,
         "source": MODULES[module][0],
         "tests": list(MODULES[module][1]),
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "commit": commit,
-        "fingerprint": fingerprinted,
+        "commit": started["commit"],
+        "fingerprint": started["fingerprint"],
         "mutmut": version("mutmut"),
         "wall_seconds": round(wall + (previous["wall_seconds"] if previous else 0.0), 1),
         "load_average": os.getloadavg()[0],
         "mutants": mutants,
         # a rerun of survivors: the full run it continues (its date), whose killed mutants stand
         "continues": (previous.get("continues") or previous["date"]) if previous else None,
+        "partial": any(m["status"] == "not checked" for m in mutants.values()),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{module}.json"
-    path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)  # never a half-written result
     return path
 
 
@@ -775,7 +803,9 @@ def summarise(result: dict) -> dict:
                 counts["survived"] += 1
                 counts["message"] += is_message(mutant["diff"] or "")
                 survivors.append((key, mutant))
-        else:  # suspicious, segfault, skipped, not checked
+        elif status == "not checked":  # a stopped run's mutants not yet run: neither caught nor survived
+            counts["other"] += 1
+        else:  # suspicious, segfault, skipped
             counts["other"] += 1
             survivors.append((key, mutant))
     total = len(result["mutants"])
@@ -791,6 +821,7 @@ def summarise(result: dict) -> dict:
         "equivalent": equivalent,
         "survivors": survivors,
         "stale": stale,
+        "not_checked": sum(m["status"] == "not checked" for m in result["mutants"].values()),
     }
 
 
@@ -826,6 +857,8 @@ def report() -> Path:
         s = summaries[module] = summarise(result)
         c = s["counts"]
         met = "met" if s["rate"] >= TARGET else "**not met**"
+        if result.get("partial"):
+            met = f"partial: {s['not_checked']} of {s['total']} not run yet (`run {module} --survivors` goes on)"
         when = f"{result['date'][:10]}, {result['commit']}, {result['wall_seconds'] / 60:.0f} min"
         when += ", **stale**" if s["stale"] else ""
         lines.append(
@@ -901,6 +934,10 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="rerun only the last run's survivors against today's tests (the module's source unchanged)",
     )
+    collect_parser = sub.add_parser(
+        "collect", help="record a stopped run's results so far (a partial result)"
+    )
+    collect_parser.add_argument("module", choices=list(MODULES))
     sub.add_parser("report", help="write results/bench/mutation.md from the results kept so far")
     sub.add_parser("list", help="the modules and their test files")
     args = parser.parse_args(argv)
@@ -908,6 +945,8 @@ def main(argv: list[str] | None = None) -> None:
         for module, (source, tests) in MODULES.items():
             print(f"{module}: {source} <- {' '.join(tests)}")
         return
+    if args.command == "collect":
+        print(f"mutation: {collect(args.module).relative_to(ROOT)}", flush=True)
     if args.command == "run":
         unknown = [m for m in args.modules if m not in MODULES]
         if unknown:
