@@ -524,3 +524,539 @@ def test_kritchman_nadler_counts_iid_spikes_and_needs_the_effective_n_for_correl
 def test_mp_fit_refuses_an_n_samples_that_is_not_a_number_of_tokens(bad):
     with pytest.raises(lb.InvalidInputError, match="n_samples must be None"):
         lb.spectra.mp_fit(np.linspace(1.0, 2.0, 50), n_samples=bad)
+
+
+# --- mutation-guided checks: the law's bulk CDF and quantile, Kritchman-Nadler, effective sample size -------
+
+
+def _exactly(message: str) -> str:
+    """A ``match`` pattern for the whole message and nothing else."""
+    import re
+
+    return "^" + re.escape(message) + "$"
+
+
+def test_mp_density_defaults_to_unit_scale_is_zero_off_its_support_and_quiet_there():
+    q = 0.25
+    x = np.array([0.5, 1.0, 2.0])
+    lo, hi = (1 - 0.5) ** 2, (1 + 0.5) ** 2  # sigma2 = 1 by default
+    expected = np.sqrt((hi - x) * (x - lo)) / (2 * np.pi * q * x)
+    np.testing.assert_allclose(spectra.mp_density(x, q), expected, rtol=1e-12)
+    assert spectra.mp_density(0.0, 1.0) == 0.0  # q = 1: the lower edge is 0, the density has a pole there
+    with np.errstate(all="raise"):  # outside the support: zero, without an invalid value on the way
+        np.testing.assert_array_equal(spectra.mp_density(np.array([-1.0, 0.0, 0.1, 3.0, 9.0]), q), 0.0)
+
+
+@pytest.mark.parametrize("q", [0.01, 0.3, 0.97, 1.0, 1.5, 4.0])
+def test_bulk_cdf_integrates_the_normalised_density_and_bulk_quantile_inverts_it(q):
+    """``_bulk_cdf``: the law of the nonzero eigenvalues (the continuous part over its mass ``min(1, 1/q)``),
+    checked by quadrature of ``mp_density``; ``_bulk_quantile`` its inverse (interpolated, ~1e-5)."""
+    sigma2 = 2.0
+    lo, hi = spectra.mp_edges(q, sigma2)
+    mass = min(1.0, 1.0 / q)
+    xs = np.linspace(lo, hi, 9)[1:-1]
+    integral = np.array([quad(lambda t: spectra.mp_density(t, q, sigma2), lo, x, limit=200)[0] for x in xs])
+    np.testing.assert_allclose(spectra._bulk_cdf(xs, q, sigma2), integral / mass, atol=1e-8)
+    assert spectra._bulk_cdf(np.array([hi]), q, sigma2)[0] == pytest.approx(1.0, abs=1e-12)
+    p = np.linspace(0.02, 0.98, 13)
+    x = spectra._bulk_quantile(p, q, sigma2)
+    assert np.all(np.diff(x) > 0) and np.all((lo < x) & (x < hi))
+    np.testing.assert_allclose(spectra._bulk_cdf(x, q, sigma2), p, atol=1e-4)
+    np.testing.assert_allclose(
+        spectra._bulk_quantile(spectra._bulk_cdf(xs, q, sigma2), q, sigma2), xs, rtol=1e-4
+    )
+    np.testing.assert_allclose(
+        spectra._bulk_quantile(np.array([0.0, 1.0]), q, sigma2), [lo, hi], rtol=1e-9, atol=1e-12
+    )
+
+
+def _kn_noise_reference(lam: np.ndarray, n: float, k: int) -> float:
+    """Kritchman & Nadler's noise estimate with ``k`` signals, iterated to convergence (typed from the paper):
+    ``sigma2 = (sum_{j>k} lam_j + sum_{j<=k} (lam_j - rho_j)) / (d - k)``, ``rho_j`` the larger root of
+    ``rho^2 - (lam_j + sigma2 - (d - k) sigma2 / n) rho + lam_j sigma2``."""
+    d = len(lam)
+    sigma2 = np.sum(lam[k:]) / (d - k) / (1 - k / n)
+    for _ in range(2000):
+        b = lam[:k] + sigma2 * (1 - (d - k) / n)
+        rho = (b + np.sqrt(b * b - 4 * lam[:k] * sigma2)) / 2
+        sigma2 = (np.sum(lam[k:]) + np.sum(lam[:k] - rho)) / (d - k)
+    return float(sigma2)
+
+
+def test_kn_noise_solves_its_fixed_point_equation_at_every_scale():
+    s = synthetic.spiked_covariance(60, 40, [30.0, 12.0, 6.0], seed=0)
+    lam, n = _sample_eigvals(s.x), 59.0
+    d = len(lam)
+    for k in (1, 2, 3):
+        start = np.sum(lam[k:]) / (d - k) / (1 - k / n)
+        reference = _kn_noise_reference(lam, n, k)
+        assert (
+            abs(reference / start - 1) > 5e-4
+        )  # the iteration moves the estimate by more than the tolerance
+        for scale in (1e-3, 1.0, 1e3):  # sigma2 scales with the spectrum; the stopping rule is relative
+            assert spectra._kn_noise(scale * lam, n, k) == pytest.approx(scale * reference, rel=5e-5)
+        # the fixed point: rho_j solves its quadratic and sigma2 is the mean of the corrected eigenvalues
+        b = lam[:k] + reference * (1 - (d - k) / n)
+        rho = (b + np.sqrt(b**2 - 4 * lam[:k] * reference)) / 2
+        np.testing.assert_allclose(rho**2 - b * rho + lam[:k] * reference, 0.0, atol=1e-9 * np.max(lam) ** 2)
+        assert reference == pytest.approx((np.sum(lam[k:]) + np.sum(lam[:k] - rho)) / (d - k), rel=1e-10)
+
+
+def test_kn_noise_keeps_its_start_when_the_quadratic_has_no_real_root():
+    """``d - k = n``: ``b = lam_1``, and ``b^2 - 4 lam_1 sigma2 < 0`` for ``lam_1 < 4 sigma2``: no population
+    value behind ``lam_1``, so the estimate stays at the start ``sum_{j>1} lam_j / ((d - 1)(1 - 1/n))``."""
+    lam, n = np.r_[2.0, np.ones(50)], 50.0
+    start = 50.0 / 50 / (1 - 1 / 50)
+    assert 2.0**2 - 4 * 2.0 * start < 0
+    for scale in (1e-3, 1.0):
+        assert spectra._kn_noise(scale * lam, n, 1) == pytest.approx(scale * start, rel=1e-12)
+
+
+def _kn_reference_count(lam: np.ndarray, n: float, alpha: float) -> int:
+    """The sequential test of Kritchman & Nadler, typed from the docstring with their ``mu`` and ``sigma``."""
+    d, s_alpha, k = len(lam), spectra.tracy_widom1_quantile(1 - alpha), 0
+    for candidate in range(1, int(min(n, d)) - 1):
+        p = d - candidate
+        mu = (np.sqrt(n - 0.5) + np.sqrt(p - 0.5)) ** 2
+        sigma = np.sqrt(mu) * (1 / np.sqrt(n - 0.5) + 1 / np.sqrt(p - 0.5)) ** (1 / 3)
+        if not n * lam[candidate - 1] > spectra._kn_noise(lam, n, candidate) * (mu + s_alpha * sigma):
+            break
+        k = candidate
+    return k
+
+
+def test_kritchman_nadler_decides_the_first_signal_by_its_tracy_widom_cut_on_both_sides_of_it():
+    """One spike placed 1e-7 (relative) either side of ``sigma2_1 (mu_{n,d-1} + s_alpha sigma_{n,d-1}) / n``:
+    counted above, not below; any change to ``mu``, ``sigma`` or the quantile moves the cut by far more."""
+    from scipy.optimize import brentq
+
+    n, alpha = 60.0, 0.05
+    bulk = _sample_eigvals(synthetic.gaussian(61, 40, seed=3))[1:]
+
+    def margin(top: float) -> float:
+        d, lam = 40, np.r_[top, bulk]
+        mu = (np.sqrt(n - 0.5) + np.sqrt(d - 1.5)) ** 2
+        sigma = np.sqrt(mu) * (1 / np.sqrt(n - 0.5) + 1 / np.sqrt(d - 1.5)) ** (1 / 3)
+        return n * top - spectra._kn_noise(lam, n, 1) * (
+            mu + spectra.tracy_widom1_quantile(1 - alpha) * sigma
+        )
+
+    cut = brentq(margin, bulk[0], 20.0, xtol=1e-13)
+    above, below = cut * (1 + 1e-7), cut * (1 - 1e-7)
+    assert margin(above) > 0 > margin(below)
+    assert spectra.kritchman_nadler(np.r_[above, bulk], n, alpha).n_spikes == 1
+    low = spectra.kritchman_nadler(np.r_[below, bulk], n, alpha)
+    assert low.n_spikes == 0 and low.sigma2 == np.mean(np.r_[below, bulk])  # no signal: the mean eigenvalue
+
+
+def test_kritchman_nadler_matches_the_sequential_test_and_counts_planted_spikes():
+    for spikes, seed in (([30.0, 12.0, 6.0], 0), ([8.0], 1)):
+        s = synthetic.spiked_covariance(200, 60, spikes, seed=seed)
+        lam = _sample_eigvals(s.x)
+        estimate = spectra.kritchman_nadler(lam, 199, alpha=0.05)
+        assert estimate.n_spikes == len(spikes) == _kn_reference_count(lam, 199.0, 0.05)
+        assert estimate.sigma2 == spectra._kn_noise(lam, 199.0, len(spikes))
+        assert estimate.alpha == 0.05 and estimate.n_samples == 199.0
+    # a steep spectrum passes every test the estimator runs: k stops at min(n, d) - 2
+    steep = 10.0 ** -np.arange(6.0)
+    assert spectra.kritchman_nadler(steep, 1000).n_spikes == 4 == _kn_reference_count(steep, 1000.0, 0.01)
+
+
+def test_kritchman_nadler_validates_n_samples_and_alpha_at_their_bounds():
+    lam = _sample_eigvals(synthetic.gaussian(50, 10, seed=0))
+    at_two = spectra.kritchman_nadler(lam, 2)
+    assert at_two.n_spikes == 0 and at_two.sigma2 == pytest.approx(lam.mean()) and at_two.n_samples == 2.0
+    assert spectra.kritchman_nadler(lam, 2.5).n_spikes == 0
+    for bad in (1.999, float("nan"), float("inf")):
+        message = f"n_samples must be a number >= 2 (the effective number of tokens), got {bad!r}."
+        with pytest.raises(lb.InvalidInputError, match=_exactly(message)):
+            spectra.kritchman_nadler(lam, bad)
+    assert spectra.kritchman_nadler(lam, 49, alpha=0.5).alpha == 0.5
+    for bad in (0.0, 1.0, 1.5):
+        with pytest.raises(lb.InvalidInputError, match=_exactly(f"alpha must lie in (0, 1), got {bad!r}.")):
+            spectra.kritchman_nadler(lam, 49, alpha=bad)
+
+
+def test_design_effect_by_its_formula_and_its_bounds():
+    ess = spectra.design_effect(400, 10, 0.5)  # m = 40: deff = 1 + 39 / 4
+    assert ess.design_effect == pytest.approx(10.75) and ess.n_eff == pytest.approx(400 / 10.75)
+    assert (ess.n_tokens, ess.n_prompts, ess.rho) == (400, 10, 0.5) and isinstance(ess.rho, float)
+    one = spectra.design_effect(5, 1, 0.3)  # one prompt: m = 5
+    assert one.design_effect == pytest.approx(1 + 4 * 0.09) and one.n_eff == pytest.approx(5 / 1.36)
+    assert spectra.design_effect(7, 7, 0.9).design_effect == 1.0  # one token per prompt: no clustering
+    assert spectra.design_effect(30, 10, 1.0).n_eff == pytest.approx(10.0)  # rho = 1: the prompts
+    assert spectra.design_effect(30, 10, 0.0).n_eff == 30.0
+    assert spectra.design_effect(30, 10, 1).rho == 1.0 and isinstance(
+        spectra.design_effect(30, 10, 1).rho, float
+    )
+    for tokens, prompts, rho in ((5, 0, 0.5), (9, 10, 0.5), (30, 10, 1.0001), (30, 10, -0.01), (30, 10, 2.0)):
+        message = f"Need n_tokens >= n_prompts >= 1 and 0 <= rho <= 1; got {tokens}, {prompts}, {rho!r}."
+        with pytest.raises(lb.InvalidInputError, match=_exactly(message)):
+            spectra.design_effect(tokens, prompts, rho)
+
+
+def _icc_by_hand(values: np.ndarray, groups: np.ndarray) -> float:
+    """One-way random-effects ANOVA ICC of one coordinate, by loops over the prompts."""
+    labels = sorted(set(groups.tolist()))
+    n, g, grand = len(values), len(labels), values.mean()
+    members = [values[groups == label] for label in labels]
+    ssb = sum(len(m) * (m.mean() - grand) ** 2 for m in members)
+    ssw = sum(((m - m.mean()) ** 2).sum() for m in members)
+    msb, msw = ssb / (g - 1), ssw / (n - g)
+    n0 = (n - sum(len(m) ** 2 for m in members) / n) / (g - 1)
+    return (msb - msw) / (msb + (n0 - 1) * msw)
+
+
+def test_intra_prompt_correlation_is_the_anova_icc_of_unbalanced_prompts_without_degenerate_coordinates():
+    rng = np.random.default_rng(5)
+    sizes = [1, 2, 3, 5, 8, 2, 4]  # unbalanced, one prompt seen once
+    groups = np.repeat(np.arange(len(sizes)), sizes)
+    a = 0.5 * rng.standard_normal(len(sizes))[groups] + rng.standard_normal(len(groups))
+    expected = _icc_by_hand(a, groups)
+    assert 0.05 < expected < 0.95
+    assert spectra.intra_prompt_correlation(a[:, None], groups) == pytest.approx(expected, rel=1e-12)
+    # a huge real coordinate, a numerically zero one and a constant one: only the real one counts
+    x = np.column_stack([1e4 * a, 1e-6 * rng.standard_normal(len(groups)), np.full(len(groups), 3.0)])
+    assert spectra.intra_prompt_correlation(x, groups) == pytest.approx(expected, rel=1e-12)
+
+
+def test_intra_prompt_correlation_validates_its_input_at_the_bounds():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 3))
+    assert 0.0 <= spectra.intra_prompt_correlation(x, np.array([0, 0, 1, 1])) <= 1.0  # 2 prompts, 2 repeats
+    with pytest.raises(
+        lb.InvalidInputError,
+        match=_exactly("Expected vectors (n, d) and one prompt id per vector; got (4, 3) and (3,)."),
+    ):
+        spectra.intra_prompt_correlation(x, np.array([0, 0, 1]))
+    with pytest.raises(lb.InvalidInputError, match="Expected vectors"):
+        spectra.intra_prompt_correlation(x[:, 0], np.array([0, 0, 1, 1]))
+    for ids, n, g in (([0, 0, 0, 0], 4, 1), ([0, 0, 1], 3, 2)):
+        message = (
+            f"Need at least 2 prompts and 2 repeated tokens to estimate a correlation; got {n} tokens in {g} "
+            "prompts. Capture with a larger n_vectors or fewer prompts."
+        )
+        with pytest.raises(lb.InvalidInputError, match=_exactly(message)):
+            spectra.intra_prompt_correlation(x[:n], np.array(ids))
+
+
+def _offset_capture():
+    """Tokens with a large mean (so centred and uncentred spectra differ), two depths of different scale."""
+    c = synthetic.clustered_tokens(60, 20, 30, 0.2, seed=3)
+    x = c.x + 3.0
+    return synthetic.as_capture(
+        np.stack([x, 2 * x]), c.prompt_ids, c.positions, n_vectors=400, n_omega_samples=16
+    )
+
+
+def test_streamed_spectrum_profile_rows_are_fit_layer_and_effective_sample_size_of_each_depth():
+    cap = _offset_capture()
+    table = spectra.streamed_spectrum_profile(cap)
+    assert list(table["layer"]) == [0, 1]
+    for row in table.itertuples():
+        ess = spectra.effective_sample_size(cap, row.layer)
+        fit = spectra.fit_layer(cap, row.layer)
+        assert row.n_eff == ess.n_eff and row.rho == ess.rho
+        assert row.sigma2 == pytest.approx(fit.sigma2, rel=1e-9) and row.n_spikes == fit.n_spikes == 0
+        assert row.ks == pytest.approx(fit.ks, rel=1e-9)
+        assert row.effective_rank == pytest.approx(spectra.effective_rank(cap.eigvals(row.layer)), rel=1e-9)
+    assert table["sigma2"][1] == pytest.approx(4 * table["sigma2"][0], rel=1e-6)
+    uncentred = spectra.streamed_spectrum_profile(cap, centered=False)
+    assert (uncentred["n_spikes"] >= 1).all()  # the mean is a direction of variance 9 d: a spike
+    with pytest.raises(lb.InvalidInputError, match="alpha=1.5"):  # alpha reaches the fit
+        spectra.streamed_spectrum_profile(cap, alpha=1.5)
+
+
+def test_fit_layer_is_mp_fit_of_the_layers_spectrum_with_its_options():
+    cap = _offset_capture()
+    n_eff = spectra.effective_sample_size(cap, 1).n_eff
+    for centered in (True, False):
+        fit = spectra.fit_layer(cap, 1, centered=centered)
+        same = spectra.mp_fit(cap.eigvals(1, centered=centered), n_eff)
+        assert (fit.sigma2, fit.n_spikes, fit.ks) == (same.sigma2, same.n_spikes, same.ks)
+    assert spectra.fit_layer(cap, 1).n_spikes == 0 and spectra.fit_layer(cap, 1, centered=False).n_spikes >= 1
+    assert spectra.fit_layer(cap, 1, fit_ratio=False).n_samples == n_eff  # kwargs reach mp_fit
+    assert spectra.fit_layer(cap, 1, n_samples=500, fit_ratio=False).n_samples == 500
+
+
+def test_the_number_of_prompts_comes_from_the_provenance():
+    cap = _offset_capture()
+    expected = spectra.effective_sample_size(cap, 1)
+    cap.provenance.pop("prompts_done")
+    cap.provenance["n_prompts"] = 60  # older captures
+    assert spectra.effective_sample_size(cap, 1) == expected
+    cap.provenance.pop("n_prompts")
+    message = (
+        "This capture's provenance does not say how many prompts it saw ('prompts_done'); "
+        "pass n_samples to mp_fit yourself."
+    )
+    with pytest.raises(lb.InvalidInputError, match=_exactly(message)):
+        spectra.effective_sample_size(cap, 1)
+
+
+def test_mp_density_stays_quiet_where_the_placeholder_lies_outside_the_support():
+    with np.errstate(all="raise"):  # sigma2 = 0.1: the bulk is (0.025, 0.225), both 1.0 and 2.0 lie above it
+        values = spectra.mp_density(np.array([0.01, 0.1, 0.5, 3.0]), 0.25, 0.1)
+    assert values[0] == values[2] == values[3] == 0.0 and values[1] > 0
+
+
+def test_block_permutation_lays_out_whole_prompts_in_their_token_order():
+    sizes = np.array([3, 1, 4, 2, 5, 3])  # prompts already sorted, as parallel_analysis passes them
+    groups = np.repeat(np.arange(len(sizes)), sizes)
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    within = np.arange(len(groups)) - np.repeat(starts, sizes)
+    rows = spectra._block_permutation(groups, within, len(sizes), 7, np.random.default_rng(0))
+    assert rows.shape == (len(groups), 7)
+    orders = set()
+    for column in rows.T:
+        assert sorted(column) == list(range(len(groups)))
+        blocks, i = [], 0
+        while i < len(column):  # each run is one prompt, all of it, its tokens in their order
+            g = groups[column[i]]
+            np.testing.assert_array_equal(column[i : i + sizes[g]], starts[g] + np.arange(sizes[g]))
+            blocks.append(int(g))
+            i += sizes[g]
+        assert sorted(blocks) == list(range(len(sizes)))
+        orders.add(tuple(blocks))
+    assert len(orders) > 1  # every coordinate draws its own order
+
+
+def test_parallel_analysis_is_the_observed_spectrum_against_block_permuted_copies():
+    """Rebuilt by hand from ``_block_permutation`` with the same generator: tokens sorted by prompt (given
+    shuffled here), each copy permuted by whole prompts, both spectra centred (the tokens' mean is large)."""
+    rng = np.random.default_rng(1)
+    sizes = [4, 2, 6, 3, 5]
+    ids = np.repeat(np.arange(5), sizes)
+    x = rng.standard_normal((len(ids), 6)) + rng.standard_normal((5, 6))[ids] + 5.0
+    shuffle = rng.permutation(len(ids))
+    x, ids = x[shuffle], ids[shuffle] * 10 + 3  # any labels, in any order
+    result = spectra.parallel_analysis(x, ids, n_perm=20, alpha=0.1, seed=7)
+    order = np.argsort(ids, kind="stable")
+    xs, groups = x[order], np.repeat(np.arange(5), sizes)
+    within = np.arange(len(ids)) - np.repeat(np.r_[0, np.cumsum(sizes)[:-1]], sizes)
+    np.testing.assert_allclose(result.eigvals, spectra.sample_eigvals(x), rtol=1e-10, atol=1e-12)
+    generator = np.random.default_rng(7)
+    null = [
+        spectra.sample_eigvals(xs[spectra._block_permutation(groups, within, 5, 6, generator), np.arange(6)])
+        for _ in range(20)
+    ]
+    np.testing.assert_allclose(result.null, null, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(result.null.sum(1), result.eigvals.sum(), rtol=1e-10)  # variances are kept
+    assert result.null_quantile == np.quantile(result.null[:, 0], 0.9)
+    assert result.n_spikes == np.sum(result.eigvals > result.null_quantile)
+    assert result.alpha == 0.1 and result.n_prompts == 5
+    assert spectra.parallel_analysis(x, ids).null.shape == (100, 6)  # 100 copies by default
+    raw = spectra.parallel_analysis(x, ids, n_perm=20, centered=False)
+    np.testing.assert_allclose(raw.eigvals, spectra.sample_eigvals(x, centered=False), rtol=1e-10)
+    np.testing.assert_allclose(raw.null.sum(1), np.sum(x**2) / len(x), rtol=1e-10)  # uncentred copies too
+
+
+def test_parallel_analysis_validates_its_input_at_the_bounds():
+    rng = np.random.default_rng(2)
+    x, ids = rng.standard_normal((12, 3)), np.repeat([0, 1, 2], 4)
+    assert spectra.parallel_analysis(x, ids, n_perm=20, alpha=0.99).n_prompts == 3  # 3 prompts, 20 copies
+    shape_message = "Expected finite vectors (n, d) and one prompt id per vector; got {} and {}."
+    for bad_x, bad_ids in ((x, ids[:-1]), (x[:, 0], ids), (np.where(x > 1.5, np.nan, x), ids)):
+        message = shape_message.format(np.shape(bad_x), np.shape(bad_ids))
+        with pytest.raises(lb.InvalidInputError, match=_exactly(message)):
+            spectra.parallel_analysis(bad_x, bad_ids, n_perm=20)
+    for n_perm, alpha in ((19, 0.05), (20.0, 0.05), (20, 0.0), (20, 1.0), (20, 1.5)):
+        message = f"Need an integer n_perm >= 20 and 0 < alpha < 1; got {n_perm!r}, {alpha!r}."
+        with pytest.raises(lb.InvalidInputError, match=_exactly(message)):
+            spectra.parallel_analysis(x, ids, n_perm=n_perm, alpha=alpha)
+    message = "The tokens come from 2 prompts: permuting prompts needs at least 3."
+    with pytest.raises(lb.InvalidInputError, match=_exactly(message)):
+        spectra.parallel_analysis(x, np.repeat([0, 1], 6), n_perm=20)
+
+
+def test_sample_eigvals_of_centred_and_raw_tokens_and_its_bounds():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((9, 4)) + 2.0
+    centred = x - x.mean(0)
+    np.testing.assert_allclose(spectra.sample_eigvals(x), np.linalg.eigvalsh(centred.T @ centred / 9)[::-1])
+    np.testing.assert_allclose(
+        spectra.sample_eigvals(x, centered=False), np.linalg.eigvalsh(x.T @ x / 9)[::-1]
+    )
+    wide = rng.standard_normal((3, 6))  # n < d: the Gram matrix, padded with zeros
+    lam = spectra.sample_eigvals(wide, centered=False)
+    np.testing.assert_allclose(lam, np.clip(np.linalg.eigvalsh(wide.T @ wide / 3)[::-1], 0, None), atol=1e-12)
+    assert spectra.sample_eigvals(x[:2]).shape == (4,)  # n = 2 is enough
+    assert spectra.sample_eigvals(x[:, :1]).shape == (1,)  # so is d = 1
+    for bad in (x[:1], x[:, 0], np.where(x > 3.0, np.inf, x)):
+        message = f"Expected a finite (n >= 2, d) array of token vectors, got shape {bad.shape}."
+        with pytest.raises(lb.InvalidInputError, match=_exactly(message)):
+            spectra.sample_eigvals(bad)
+
+
+def test_edge_statistic_accepts_k_up_to_d_minus_the_edge_window():
+    lam = np.linspace(2.0, 1.0, 30)
+    assert np.isfinite(spectra.edge_statistic(lam, 30 - spectra.EDGE_POINTS))
+    for k in (0, 31 - spectra.EDGE_POINTS):
+        message = f"Need 1 <= k <= d - {spectra.EDGE_POINTS}, got k={k!r} for d=30."
+        with pytest.raises(lb.InvalidInputError, match=_exactly(message)):
+            spectra.edge_statistic(lam, k)
+
+
+def test_the_ratio_and_scale_are_checked_at_their_bounds():
+    assert spectra.mp_edges(1e-12, 1e-12)[1] == pytest.approx(1e-12 * (1 + 1e-6) ** 2)
+    assert spectra.bbp_threshold(4.0, 0.25) == pytest.approx(6.0)
+    for q, sigma2 in (
+        (0.0, 1.0),
+        (-0.5, 1.0),
+        (np.nan, 1.0),
+        (np.inf, 1.0),
+        (0.5, 0.0),
+        (0.5, np.inf),
+        (0.5, -1.0),
+    ):
+        message = f"Need a ratio q = d/N > 0 and a scale sigma2 > 0, got q={q!r}, sigma2={sigma2!r}."
+        with pytest.raises(lb.InvalidInputError, match=_exactly(message)):
+            spectra.mp_edges(q, sigma2)
+
+
+def test_tracy_widom_scale_and_spike_threshold_by_johnstones_formula():
+    sigma2, q, n = 2.0, 0.09, 1000.0
+    scale = sigma2 * n ** (-2 / 3) * 1.3 * (1 + 1 / 0.3) ** (1 / 3)
+    assert spectra.tracy_widom_scale(sigma2, q, n) == pytest.approx(scale, rel=1e-12)
+    edge = sigma2 * 1.3**2
+    assert spectra.spike_threshold(sigma2, q, n) == pytest.approx(edge + 2.0234 * scale, rel=1e-5)
+    assert spectra.spike_threshold(sigma2, q, n, alpha=0.05) == pytest.approx(edge + 0.9793 * scale, rel=1e-5)
+
+
+def test_spike_population_is_the_larger_root_and_nan_up_to_the_edge():
+    sigma2, q = 2.0, 0.25
+    hi = spectra.mp_edges(q, sigma2)[1]
+    theta = np.array([0.6, 1.0, 4.0])  # above sqrt(q) = 0.5
+    lam = sigma2 * (1 + theta) * (1 + q / theta)
+    np.testing.assert_allclose(spectra.spike_population(lam, sigma2, q), sigma2 * (1 + theta), rtol=1e-12)
+    out = spectra.spike_population(np.array([hi, 0.5 * hi, 0.0]), sigma2, q)
+    assert np.all(np.isnan(out))  # the edge itself and the bulk: no population value
+    just_above = spectra.spike_population(hi * (1 + 1e-6), sigma2, q)
+    assert just_above == pytest.approx(sigma2 * 1.5, rel=1e-2)  # just above the edge: the BBP threshold
+    assert spectra.spike_population(10.0, 1.0, 4.0) == pytest.approx(5.0, rel=1e-12)  # q = 4, theta = 4
+
+
+def test_the_parabola_vertex_and_its_flat_cases():
+    x = np.array([0.5, 1.0, 1.5])
+    assert spectra._vertex(x, (x - 1.2) ** 2) == pytest.approx(1.2)
+    assert spectra._vertex(x, 3 * (x - 0.7) ** 2 + 1) == pytest.approx(0.7)
+    for y in (np.ones(3), -((x - 1.2) ** 2), np.array([1.0, np.inf, 2.0])):
+        assert spectra._vertex(x, y) == 1.0
+
+
+def test_edge_quantile_interpolates_its_table_in_log_alpha_and_covers_its_range():
+    assert spectra.edge_quantile(0.001) == pytest.approx(4.323)
+    assert spectra.edge_quantile(0.05) == pytest.approx(1.513)
+    assert spectra.edge_quantile(0.1) == spectra.edge_quantile(0.5) == spectra.edge_quantile(0.999) == 0.935
+    assert spectra.edge_quantile(np.sqrt(0.01 * 0.005)) == pytest.approx((2.705 + 3.208) / 2)
+    for bad in (0.0009, 1.0, 0.0):
+        message = f"The edge test's table covers alpha >= 0.001, got {bad!r}."
+        with pytest.raises(lb.InvalidInputError, match=_exactly(message)):
+            spectra.edge_quantile(bad)
+
+
+def test_spectra_are_checked_sorted_and_clipped():
+    assert spectra.stable_rank([1.0, 4.0, 2.0]) == pytest.approx(7 / 4)  # sorted: the largest is 4
+    assert spectra.stable_rank([2.0, -1e-9]) == 1.0  # a rounding error below zero is a zero
+    assert spectra.participation_ratio(np.zeros(2) + 1.0) == pytest.approx(2.0)
+    message = (
+        "Eigenvalues must be >= 0 (a covariance spectrum); the smallest is -2e-08. "
+        "Pass eigenvalues of a covariance or second-moment matrix, not of an arbitrary matrix."
+    )
+    with pytest.raises(lb.InvalidInputError, match=_exactly(message)):
+        spectra.stable_rank([1.0, -2e-8])
+    for bad in (np.array([1.0]), np.eye(2), np.array([1.0, np.nan]), np.array([np.inf, 1.0])):
+        message = (
+            f"Expected a 1-D array of at least 2 finite eigenvalues, got shape {bad.shape}. "
+            "Pass one layer's spectrum, e.g. cap.eigvals(l)."
+        )
+        with pytest.raises(lb.InvalidInputError, match=_exactly(message)):
+            spectra.stable_rank(bad)
+
+
+def test_mp_fit_options_are_checked_at_their_bounds():
+    lam = _sample_eigvals(synthetic.gaussian(400, 60, seed=0))
+    # n_samples = 2 passes the check (at d = 60 the bound then puts the fit's window on the atom)
+    assert spectra._check_fit_options(2, 0.01, 0.1, 0.5, 1e-6, 0.1) is None
+    for options in (
+        {"n_samples": np.int64(400)},
+        {"n_samples": np.float32(400.0)},
+        {"trim": 0.0},
+        {"trim": 0.89},
+        {"min_bulk": 1.0},
+        {"zero_tol": 0.0},
+        {"edge_window": 1.0},
+        {"alpha": 0.999},
+    ):
+        assert spectra.mp_fit(lam, **{"n_samples": 400, **options}).settled is not None
+    for bad in (1.99, np.inf, -3):
+        message = (
+            "n_samples must be None (fit the effective number of tokens) or a number >= 2 (an upper bound on "
+            f"it), got {bad!r}."
+        )
+        with pytest.raises(lb.InvalidInputError, match=_exactly(message)):
+            spectra.mp_fit(lam, bad)
+    defaults = {"alpha": 0.01, "trim": 0.1, "min_bulk": 0.5, "zero_tol": 1e-6, "edge_window": 0.1}
+    for name, value in (
+        ("alpha", 0.0),
+        ("alpha", 1.0),
+        ("trim", -0.01),
+        ("trim", 0.9),
+        ("min_bulk", 0.0),
+        ("min_bulk", 1.01),
+        ("zero_tol", -1e-9),
+        ("zero_tol", 1.0),
+        ("edge_window", 0.0),
+        ("edge_window", 1.01),
+    ):
+        o = {**defaults, name: value}
+        message = (
+            "Need 0 < alpha < 1, 0 <= trim < 0.9, 0 < min_bulk <= 1, 0 <= zero_tol < 1, "
+            "0 < edge_window <= 1; "
+            f"got alpha={o['alpha']!r}, trim={o['trim']!r}, min_bulk={o['min_bulk']!r}, "
+            f"zero_tol={o['zero_tol']!r}, edge_window={o['edge_window']!r}."
+        )
+        with pytest.raises(lb.InvalidInputError, match=_exactly(message)):
+            spectra.mp_fit(lam, 400, **{name: value})
+    message = "fit_ratio=False needs n_samples (the i.i.d. law's N); pass it or fit the ratio."
+    with pytest.raises(lb.InvalidInputError, match=_exactly(message)):
+        spectra.mp_fit(lam, None, fit_ratio=False)
+    message = "Only 2 eigenvalues are nonzero: there is no bulk to fit. Check the covariance."
+    with pytest.raises(lb.InvalidInputError, match=_exactly(message)):
+        spectra.mp_fit(np.r_[1.0, 0.5, np.zeros(10)], 100)
+    assert spectra.mp_fit(np.r_[1.0, 0.5, 0.4, np.zeros(10)], 100).bulk.size >= 1  # 3 nonzero: a bulk
+
+
+@pytest.mark.parametrize("q", [0.3, 2.5])
+def test_ks_is_the_sup_distance_to_the_full_law_with_its_atom_and_ties(q):
+    rng = np.random.default_rng(4)
+    lo, hi = spectra.mp_edges(q, 1.5)
+    values = np.sort(np.r_[np.zeros(5 if q > 1 else 0), rng.uniform(lo, hi, 12), [lo + 0.1 * (hi - lo)] * 3])
+    grid = np.unique(np.r_[values, values - 1e-9, values + 1e-9, np.linspace(-1.0, hi + 1, 4001)])
+    empirical = np.searchsorted(values, grid, side="right") / len(values)
+    expected = np.max(np.abs(empirical - spectra.mp_cdf(grid, q, 1.5)))
+    assert spectra._ks(values, q, 1.5) == pytest.approx(expected, abs=1e-6)
+    assert spectra.mp_cdf(0.0, q, 1.5) == pytest.approx(max(0.0, 1 - 1 / q))  # the atom counts at 0
+
+
+def test_unit_scale_defaults_and_the_negative_tolerance_is_relative_to_the_top():
+    assert spectra.mp_edges(0.25) == pytest.approx((0.25, 2.25))
+    assert spectra.mp_cdf(1.0, 0.25) == pytest.approx(spectra.mp_cdf(1.0, 0.25, 1.0))
+    assert spectra.mp_cdf(1.0, 0.25) != pytest.approx(spectra.mp_cdf(1.0, 0.25, 2.0))
+    assert spectra.stable_rank([1e4, -1e-5]) == 1.0  # -1e-9 of the top: rounding, clipped to 0
+    with pytest.raises(lb.InvalidInputError, match="must be >= 0"):
+        spectra.stable_rank([1e-6, -1e-13])  # -1e-7 of the top: refused, however small in absolute terms
+
+
+def test_ks_of_a_well_fitting_rank_deficient_spectrum_counts_the_atom_on_both_sides_of_zero():
+    q, sigma2 = 2.5, 1.5  # 60 % of the law at 0: 30 zeros and 20 bulk quantiles
+    values = np.r_[np.zeros(30), spectra._bulk_quantile((np.arange(20) + 0.5) / 20, q, sigma2)]
+    assert spectra._ks(values, q, sigma2) < 0.02  # a near-perfect fit, the atom included
+
+
+def test_sample_eigvals_are_never_negative():
+    rng = np.random.default_rng(0)
+    for _ in range(5):  # a singular covariance: its zero eigenvalues come out of eigvalsh as +-1e-17
+        a = rng.standard_normal((10, 2))
+        lam = spectra.sample_eigvals(np.column_stack([a, a @ [1.0, 2.0], a @ [0.3, -1.0]]))
+        assert np.all(lam >= 0.0) and lam[-1] < 1e-12
