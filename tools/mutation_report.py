@@ -663,10 +663,11 @@ def run(module: str, max_children: int | None, survivors: bool = False) -> Path:
         work, names, previous = survivors_to_rerun(module)
     else:
         work, names = prepare(module), []
-    (work / "run.json").write_text(json.dumps({"fingerprint": fingerprinted, "commit": commit}))
+    started = {"fingerprint": fingerprinted, "commit": commit, "previous": _carried(previous)}
+    (work / "run.json").write_text(json.dumps(started))
     mutmut = Path(sys.executable).with_name("mutmut")
     command = [str(mutmut), "run"] + ([f"--max-children={max_children}"] if max_children else []) + names
-    started = time.monotonic()
+    started_at = time.monotonic()
     log_path = work / ("mutmut-survivors.log" if survivors else "mutmut.log")
     with open(log_path, "w") as log:
         code = subprocess.run(command, cwd=work, env=ENV, stdout=log, stderr=subprocess.STDOUT).returncode
@@ -675,10 +676,17 @@ def run(module: str, max_children: int | None, survivors: bool = False) -> Path:
             f"mutmut failed on {module} (exit {code}); see {log_path}. What it finished is kept: "
             f"`python tools/mutation_report.py collect {module}` records it as a partial run"
         )
-    return collect(module, time.monotonic() - started, previous)
+    return collect(module, time.monotonic() - started_at)
 
 
-def collect(module: str, wall: float | None = None, previous: dict | None = None) -> Path:
+def _carried(previous: dict | None) -> dict | None:
+    """What a survivors rerun carries over from the run it continues: its wall time and its date."""
+    if previous is None:
+        return None
+    return {"wall_seconds": previous["wall_seconds"], "date": previous.get("continues") or previous["date"]}
+
+
+def collect(module: str, wall: float | None = None) -> Path:
     """Record the scratch copy's results as ``results/bench/mutation/<module>.json``: after ``run``, or after a
     run that was stopped (``wall`` unknown: None), whose mutants not yet run stay "not checked" and make the
     result *partial*; ``run <module> --survivors`` goes on from it."""
@@ -686,6 +694,7 @@ def collect(module: str, wall: float | None = None, previous: dict | None = None
     if not (work / "run.json").is_file():
         raise SystemExit(f"no mutmut run of {module} in {work}: nothing to collect")
     started = json.loads((work / "run.json").read_text())
+    previous = started.get("previous")
     dumped = subprocess.run([sys.executable, "-c", _DUMP], cwd=work, env=ENV, capture_output=True, text=True)
     if dumped.returncode != 0:
         raise SystemExit(f"could not read mutmut's results for {module}:\n{dumped.stderr}")
@@ -707,7 +716,7 @@ def collect(module: str, wall: float | None = None, previous: dict | None = None
         "load_average": os.getloadavg()[0],
         "mutants": mutants,
         # a rerun of survivors: the full run it continues (its date), whose killed mutants stand
-        "continues": (previous.get("continues") or previous["date"]) if previous else None,
+        "continues": previous["date"] if previous else None,
         "partial": any(m["status"] == "not checked" for m in mutants.values()),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
