@@ -42,6 +42,8 @@ def test_a_survivors_rerun_takes_the_survivors_and_todays_tests_and_refuses_a_ch
     (work / "mutants").mkdir(parents=True)
     (work / "tests").mkdir()
     (work / tests[0]).write_text("# the test file as it was")
+    (work / source).parent.mkdir(parents=True)
+    (work / source).write_bytes((tool.ROOT / source).read_bytes())
     mutants = {
         "m.x_f__mutmut_1": {"status": "killed", "diff": None},
         "m.x_f__mutmut_2": {"status": "survived", "diff": "-a\n+b"},
@@ -62,6 +64,11 @@ def test_a_survivors_rerun_takes_the_survivors_and_todays_tests_and_refuses_a_ch
     assert (work / tests[0]).read_text() == (tool.ROOT / tests[0]).read_text()  # today's tests
     result["fingerprint"][source] = "0" * 64
     (tool.RESULTS / "flow.json").write_text(json.dumps(result))
+    with pytest.raises(SystemExit, match="changed since the last run"):
+        tool.survivors_to_rerun("flow")
+    result["fingerprint"][source] = tool.sha256(tool.ROOT / source)
+    (tool.RESULTS / "flow.json").write_text(json.dumps(result))
+    (work / source).write_text("# a scratch copy of another version")
     with pytest.raises(SystemExit, match="changed since the last run"):
         tool.survivors_to_rerun("flow")
 

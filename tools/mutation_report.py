@@ -636,13 +636,18 @@ def survivors_to_rerun(module: str) -> tuple[Path, list[str], dict]:
 
     Tests only ever gain assertions between a run and its rerun, so a mutant they killed stays killed; only the
     survivors (and mutants no test reached) are run again. Refused when the module's source changed since the
-    run (its mutants are then other mutants) or the scratch copy is gone: run the module in full."""
+    run (its mutants are then other mutants), or the scratch copy is gone or of another version: run in full."""
     source, tests = MODULES[module]
     path, work = RESULTS / f"{module}.json", WORK / module
     if not path.is_file() or not (work / "mutants").is_dir():
         raise SystemExit(f"no earlier run of {module} to rerun the survivors of: run it in full first")
     previous = json.loads(path.read_text())
-    if previous["fingerprint"].get(source) != sha256(ROOT / source):
+    copied = work / source  # the scratch copy must be the run the result records, not an older one
+    if (
+        previous["fingerprint"].get(source) != sha256(ROOT / source)
+        or not copied.is_file()
+        or (sha256(copied) != sha256(ROOT / source))
+    ):
         raise SystemExit(
             f"{source} changed since the last run of {module}: its mutants differ; run it in full"
         )
