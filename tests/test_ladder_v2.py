@@ -321,3 +321,44 @@ def test_a_killed_run_goes_on_from_its_last_evaluation_to_the_same_weights(ladde
     monkeypatch.setattr(train, "training_batch", lambda *a: steps.append(a[2]) or real_batch(*a))
     train.train(DEEP, V2, other, progress=False, resume_file=state)
     assert steps[0] == 0
+
+
+def test_a_checkpointed_rung_has_its_checkpoints_measured_once_and_remeasured_when_they_change(
+    ladder, monkeypatch, tmp_path
+):
+    root, _, _ = ladder
+    monkeypatch.setenv("LATENTBOOK_LADDER_DIR", str(root))
+    calls = []
+
+    def fake_measure(loaded, spec):
+        calls.append(loaded.name)
+        return {"name": loaded.name, "tco": {}}
+
+    monkeypatch.setattr(report, "measure", fake_measure)
+    monkeypatch.setattr(report, "correlations", lambda m: {})
+    out = tmp_path / "measurements.json"
+    rungs = ["l2-d32-s0", "l1-d32-s0"]
+    report.measure_ladder(out, rungs=rungs, progress=False, checkpoint_stride=10)
+    assert calls == [
+        "ladder:l2-d32-s0",
+        "ladder:l2-d32-s0:init",
+        "ladder:l2-d32-s0@10",  # step 20 is the final model, measured as the rung
+        "ladder:l1-d32-s0",
+        "ladder:l1-d32-s0:init",
+    ]
+    m = json.loads(out.read_text())
+    measured = m["models"]["l2-d32-s0"]["checkpoints"]
+    assert list(measured) == ["10"] and measured["10"]["name"] == "ladder:l2-d32-s0@10"
+    assert measured["10"]["sha256"] == store.checkpoint_sha("l2-d32-s0", 10)
+    assert "checkpoints" not in m["models"]["l1-d32-s0"]
+    calls.clear()
+    report.measure_ladder(out, rungs=rungs, progress=False, checkpoint_stride=10)
+    assert calls == []  # the same weights: everything reused
+    m["models"]["l2-d32-s0"]["checkpoints"]["10"]["sha256"] = "0" * 64  # as if step 10 had been retrained
+    out.write_text(json.dumps(m))
+    report.measure_ladder(out, rungs=rungs, progress=False, checkpoint_stride=10)
+    assert calls == ["ladder:l2-d32-s0@10"]
+    report.measure_ladder(out, rungs=rungs, progress=False, checkpoint_stride=20)
+    assert "checkpoints" not in json.loads(out.read_text())["models"]["l2-d32-s0"]
+    with pytest.raises(LatentbookError, match="checkpoint_stride"):
+        report.measure_ladder(out, rungs=rungs, progress=False, checkpoint_stride=0)

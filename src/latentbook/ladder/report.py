@@ -24,12 +24,13 @@ from pathlib import Path
 import numpy as np
 
 from .._files import atomic_write
-from ..errors import CaptureFileError
+from ..errors import CaptureFileError, InvalidInputError
 from .measure import measure, partial_spearman_ci, partial_verdict, spearman_ci, verdict
-from .store import REPO_LADDER, ladder_dir, trained_rungs, training_log
+from .store import REPO_LADDER, checkpoint_sha, checkpoints, ladder_dir, trained_rungs, training_log
 from .task import TaskSpec
 
 MEASUREMENTS = "measurements.json"
+CHECKPOINT_STRIDE = 1000  # the checkpoints measured along training: every this many steps
 COMMAND = "latentbook train-ladder --measure"
 PLATEAU = REPO_LADDER.parent / "bench" / "ladder_plateau.json"
 PLATEAU_COMMAND = "python benchmarks/ladder_plateau.py"
@@ -66,14 +67,25 @@ def diagnostic_values(entry: dict) -> dict[str, float]:
 
 
 def measure_ladder(
-    out: str | Path | None = None, rungs: list[str] | None = None, progress: bool = True, reuse: bool = True
+    out: str | Path | None = None,
+    rungs: list[str] | None = None,
+    progress: bool = True,
+    reuse: bool = True,
+    checkpoint_stride: int = CHECKPOINT_STRIDE,
 ) -> Path:
     """Measure every trained rung and its null; write ``measurements.json`` (atomically) and return its path.
 
-    With ``reuse``, a rung already in the file with the same weights (sha256) is not measured again, except for
-    a TCO block (``measure.tco_diagnostics``) it lacks, which is added (``tco_provenance`` says when); the file
-    is rewritten after each rung, so an interrupted run loses nothing it already measured.
+    A rung with checkpoints also gets those at every ``checkpoint_stride`` steps measured (``"checkpoints"``:
+    step -> ``measure.measure`` and the checkpoint's sha256; the final model stands for the last step), for
+    ``along_training``. With ``reuse``, a rung or checkpoint already in the file with the same weights (sha256)
+    is not measured again, except for a TCO block (``measure.tco_diagnostics``) a rung lacks, which is added
+    (``tco_provenance`` says when); the file is rewritten after each rung, so an interrupted run loses nothing
+    it already measured.
     """
+    if checkpoint_stride < 1:
+        raise InvalidInputError(
+            f"checkpoint_stride must be a positive number of steps, got {checkpoint_stride}."
+        )
     from tqdm.auto import tqdm
 
     from ..capturing.capture import _versions
@@ -93,30 +105,53 @@ def measure_ladder(
         trained = load_model(f"ladder:{rung}", device="cpu")
         result["spec"], result["config"] = log["spec"], log["config"]
         if rung in done and done[rung].get("sha256") == trained.sha:
-            result["models"][rung] = done[rung]
+            result["models"][rung] = {k: v for k, v in done[rung].items() if k != "checkpoints"}
             if any("tco" not in done[rung][kind] for kind in ("trained", "null")):  # from before the TCO test
                 null = load_model(f"ladder:{rung}:init", device="cpu")
                 for kind, loaded in (("trained", trained), ("null", null)):
                     done[rung][kind]["tco"] = tco_of(loaded, spec)
                 result["tco_provenance"] = _provenance(_versions)
-                partial = {**result, "rungs": list(result["models"])}
-                atomic_write(path, lambda tmp, data=partial: tmp.write_text(json.dumps(data, indent=1)))
-            continue
-        null = load_model(f"ladder:{rung}:init", device="cpu")
-        result["tco_provenance"] = _provenance(_versions)
-        result["models"][rung] = {
-            "trained": measure(trained, spec),
-            "null": measure(null, spec),
-            "sha256": trained.sha,
-            "train_seconds": log["seconds"],
-            "train_steps": log["config"]["steps"],
-        }
+        else:
+            null = load_model(f"ladder:{rung}:init", device="cpu")
+            result["tco_provenance"] = _provenance(_versions)
+            result["models"][rung] = {
+                "trained": measure(trained, spec),
+                "null": measure(null, spec),
+                "sha256": trained.sha,
+                "train_seconds": log["seconds"],
+                "train_steps": log["config"]["steps"],
+            }
+        previous_checkpoints = done.get(rung, {}).get("checkpoints", {})
+        measured = _measure_checkpoints(
+            rung, spec, checkpoint_stride, log["config"]["steps"], previous_checkpoints
+        )
+        if measured:
+            result["models"][rung]["checkpoints"] = measured
         partial = {**result, "rungs": list(result["models"])}
         atomic_write(path, lambda tmp, data=partial: tmp.write_text(json.dumps(data, indent=1)))
     result["correlations"] = correlations(result)
     result["provenance"] = _provenance(_versions)
     atomic_write(path, lambda tmp: tmp.write_text(json.dumps(result, indent=1)))
     return path
+
+
+def _measure_checkpoints(rung: str, spec: TaskSpec, stride: int, final_step: int, previous: dict) -> dict:
+    """``{step: measurement}`` of the checkpoints of ``rung`` at multiples of ``stride`` before ``final_step``
+    (the final model is measured as the rung), reusing ``previous`` entries with the same sha256."""
+    from ..models import load_model
+
+    out = {}
+    for step in checkpoints(rung):
+        if step % stride or step >= final_step:
+            continue
+        sha = checkpoint_sha(rung, step)
+        old = previous.get(str(step))
+        if old is not None and old.get("sha256") == sha:
+            out[str(step)] = old
+            continue
+        loaded = load_model(f"ladder:{rung}@{step}", device="cpu")
+        out[str(step)] = measure(loaded, spec) | {"sha256": loaded.sha}
+    return out
 
 
 def _provenance(versions) -> dict:

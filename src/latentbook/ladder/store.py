@@ -99,6 +99,11 @@ def checkpoint_info(rung: str, step: int) -> dict:
     return json.loads((_checkpoint_folder(rung, step) / CHECKPOINT_FILE).read_text())
 
 
+def checkpoint_sha(rung: str, step: int) -> str:
+    """The id of a checkpoint (``verify`` of its folder: the sha256 of its sums file, every file checked)."""
+    return verify(_checkpoint_folder(rung, step))
+
+
 def _checkpoint_folder(rung: str, step: int) -> Path:
     folder = _folder(rung) / CHECKPOINTS / f"step-{step}"
     if not (folder / SUMS_FILE).is_file():
