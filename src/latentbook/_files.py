@@ -29,6 +29,16 @@ def sha256_file(path: str | Path, block: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+def repository_root(start: str | Path | None = None) -> Path | None:
+    """The repository at or above ``start`` (the working directory by default): the first folder with a
+    ``_toc.yml`` (the book's root) or a ``pyproject.toml``; None outside a checkout."""
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "_toc.yml").is_file() or (folder / "pyproject.toml").is_file():
+            return folder
+    return None
+
+
 def cache_dir() -> Path:
     """Root of latentbook's cache: ``$LATENTBOOK_CACHE``, else ``$XDG_CACHE_HOME/latentbook``, else ``~/.cache/latentbook``."""
     root = os.environ.get("LATENTBOOK_CACHE")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from .._files import inside
+from .._files import inside, repository_root
 from ..errors import UnknownModelError
 from ..models.anatomy import anatomy_of
 from ..models.zoo import LoadedModel, load_weights_strictly
@@ -30,7 +30,9 @@ from .folders import CHECKPOINT_FILE, CHECKPOINTS, LOG_FILE, SUMS_FILE, verify_f
 from .task import TaskSpec
 from .train import Rung, init_model
 
-REPO_LADDER = Path(__file__).resolve().parents[3] / "results" / "ladder"
+REPO_LADDER = (
+    (repository_root(Path(__file__).parent) or Path.cwd()) / "results" / "ladder"
+)  # the source's checkout
 REPO_LADDER_V2 = REPO_LADDER.with_name("ladder-v2")
 INIT_SUFFIX = ":init"
 STEP_MARK = "@"

@@ -1,5 +1,5 @@
-"""Where the experiment's files live: the repository (``repository_root``) and its ``results/`` folder of captures
-from elsewhere (``find_results_dir``).
+"""Where the experiment's files live: the ``results/`` folder of captures from elsewhere (``find_results_dir``) in
+the repository (``_files.repository_root``, also how the ladder finds ``results/ladder``).
 
 The captures the book makes itself are cached by ``capturing.cache`` (``$LATENTBOOK_CAPTURE_CACHE``, else
 ``_files.cache_dir() / "captures"``); the trained ladder lives in ``results/ladder`` (``ladder.store.ladder_dir``).
@@ -11,15 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-
-def repository_root(start: str | Path | None = None) -> Path | None:
-    """The repository at or above ``start`` (the working directory by default): the first folder with a
-    ``_toc.yml`` (the book's root) or a ``pyproject.toml``; None outside a checkout."""
-    here = Path(start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / "_toc.yml").is_file() or (folder / "pyproject.toml").is_file():
-            return folder
-    return None
+from .._files import repository_root
 
 
 def find_results_dir(start: str | Path | None = None) -> Path | None:
