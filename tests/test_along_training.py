@@ -163,3 +163,27 @@ def test_a_name_without_a_seed_is_refused():
     assert at.architecture_of("l4-d64-s12") == ("l4-d64", 12)
     with pytest.raises(InvalidInputError, match="<rung>-s<seed>"):
         at.architecture_of("l4-d64")
+
+
+def test_the_correlation_table_and_figure_show_every_architecture_and_diagnostic():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from latentbook.ladder import figures
+
+    m = _measurements(np.random.default_rng(10))
+    correlations = at.training_correlations(m, n_boot=200)
+    table = at.correlation_table(correlations)
+    assert len(table) == 2 * len(DIAGNOSTICS)
+    row = table[(table.architecture == "l8-d64") & (table.diagnostic == DIAGNOSTICS["stability"][0])].iloc[0]
+    entry = correlations["l8-d64"]["stability"]
+    assert (row.rho, row["p (Holm)"], row.verdict) == (entry["rho"], entry["p_holm"], entry["verdict"])
+    assert row["95% CI"] == f"[{entry['ci'][0]:+.2f}, {entry['ci'][1]:+.2f}]"
+    fig = figures.along_training(at.training_table(m), correlations)
+    axes = np.array(fig.axes).reshape(len(DIAGNOSTICS), 2)
+    assert axes[0, 1].get_title().startswith("l8-d64\nrho = ")
+    stability = axes[list(DIAGNOSTICS).index("stability"), 1]
+    lines = [line for line in stability.get_lines() if len(line.get_xdata()) == 10]
+    assert len(lines) == 3  # one line per seed through its ten checkpoints
+    run = at.training_table(m).query("run == 'l8-d64-s1'")
+    assert any(np.allclose(line.get_ydata(), run.stability) for line in lines)

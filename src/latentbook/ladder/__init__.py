@@ -4,7 +4,8 @@
 rung's training), ``folders`` (a rung's or checkpoint's folder, written atomically with its ``SHA256SUMS``),
 ``jobs`` (the whole ladder, rung-seed by rung-seed), ``store`` (``ladder:<rung>`` names, sha256-checked),
 ``measure`` (capability and the diagnostics of one model), ``report`` (the whole ladder: measurements, rank
-correlations, TCO judgements), ``figures``; the verdict table reads its measurements in ``study.ladder_rows``.
+correlations, TCO judgements), ``along_training`` (capability against the diagnostics along the checkpoints of one
+architecture, size held fixed), ``figures``; the verdict table reads its measurements in ``study.ladder_rows``.
 """
 
 from __future__ import annotations

@@ -176,3 +176,25 @@ def training_correlations(m: dict, n_boot: int = 4000) -> dict:
             "reason": reason,
         }
     return out
+
+
+def correlation_table(correlations: dict):
+    """``training_correlations``'s results as one row per (architecture, diagnostic): the partial rho of the
+    changes given the step, its interval, the Holm-adjusted p and the verdict."""
+    import pandas as pd
+
+    rows = [
+        {
+            "architecture": architecture,
+            "diagnostic": entry["label"],
+            "rho": entry["rho"],
+            "95% CI": f"[{entry['ci'][0]:+.2f}, {entry['ci'][1]:+.2f}]",
+            "p (Holm)": entry["p_holm"],
+            "changes": entry["n"],
+            "runs": entry["n_runs"],
+            "verdict": entry["verdict"],
+        }
+        for architecture, by_name in correlations.items()
+        for entry in by_name.values()
+    ]
+    return pd.DataFrame(rows)

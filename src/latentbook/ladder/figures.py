@@ -10,6 +10,14 @@ import numpy as np
 
 from .report import DIAGNOSTICS, capability_of, diagnostic_values
 
+SHORT_LABELS = {  # the diagnostics of report.DIAGNOSTICS, short enough for an axis
+    "omega_rise": "Omega rise m(1) - m(0)",
+    "bimodality": "bimodality coefficient",
+    "spikes": "spikes above MP",
+    "contraction": "contraction factor q",
+    "stability": "TCO stability",
+}
+
 
 def _sns():
     import matplotlib.pyplot as plt
@@ -220,5 +228,46 @@ def tco_decoding(m: dict, rungs: list[str] | None = None):
         ax.title.set_size(9)
     axes[0, 0].set_ylabel("two-way accuracy (fraction)")
     fig.legend(loc="lower center", ncol=4, frameon=False, fontsize=7, bbox_to_anchor=(0.5, -0.08))
+    fig.tight_layout()
+    return fig
+
+
+def along_training(table, correlations: dict | None = None):
+    """Each diagnostic (rows) against capability along the training of each checkpointed architecture (columns):
+    one line per run (seed) through its checkpoints in step order, the first checkpoint hollow; a panel's title
+    gives ``along_training.training_correlations``'s partial rho of the changes given the step, when passed.
+    ``table`` is ``along_training.training_table(m)``."""
+    plt, sns = _sns()
+    architectures = sorted(set(table["architecture"]))
+    names = list(DIAGNOSTICS)
+    fig, axes = plt.subplots(
+        len(names), len(architectures), figsize=(3.4 * len(architectures), 2.2 * len(names)), squeeze=False
+    )
+    seeds = sorted(set(table["seed"]))
+    colours = dict(zip(seeds, sns.color_palette("colorblind", len(seeds))))
+    for column, architecture in enumerate(architectures):
+        rows = table[table["architecture"] == architecture]
+        for row, name in enumerate(names):
+            ax = axes[row, column]
+            for seed, run in rows.groupby("seed"):
+                run = run.sort_values("step")
+                ax.plot(
+                    run["capability"], run[name], "-o", ms=3, lw=1, color=colours[seed], label=f"seed {seed}"
+                )
+                ax.plot(
+                    run["capability"].iloc[:1], run[name].iloc[:1], "o", ms=7, mfc="none", color=colours[seed]
+                )
+            ax.set_xlabel("capability (mean held-out accuracy)" if row == len(names) - 1 else "", fontsize=8)
+            ax.set_ylabel(SHORT_LABELS[name] if column == 0 else "", fontsize=8)
+            title = architecture if row == 0 else ""
+            if correlations is not None:
+                c = correlations[architecture][name]
+                title = (
+                    f"{title}\n" * bool(title)
+                    + f"rho = {c['rho']:+.2f} [{c['ci'][0]:+.2f}, {c['ci'][1]:+.2f}]"
+                )
+            ax.set_title(title, fontsize=8)
+            ax.tick_params(labelsize=7)
+    axes[0, 0].legend(frameon=False, fontsize=7)
     fig.tight_layout()
     return fig
