@@ -1,0 +1,133 @@
+"""Chapter 7's tables of the seeded ladder (v2: ``<rung>-s<seed>`` models, ``ladder.report.measure_ladder``'s
+``measurements.json``): one row per model, the seeds of each architecture pooled, the TCO test of every model, and
+the partial correlations across the models.
+Introduced in: chapter 7.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from ...ladder.along_training import architecture_of
+from ...ladder.report import capability_of, tco_judgements
+
+
+def model_table(m: dict, logs: Mapping[str, dict]) -> pd.DataFrame:
+    """One row per trained model of ``m``: its architecture and seed, size, how far its curriculum got (from its
+    training log in ``logs``), training minutes, capability (mean held-out accuracy over hop counts) and held-out
+    accuracy at each hop count."""
+    rows = []
+    for name in m["rungs"]:
+        entry = m["models"][name]["trained"]
+        architecture, seed = architecture_of(name)
+        log = logs[name]
+        row = {
+            "model": name,
+            "architecture": architecture,
+            "seed": seed,
+            "layers": entry["n_layers"],
+            "d_model": entry["d_model"],
+            "parameters": entry["n_parameters"],
+            "longest chain trained on": log["stages"][-1]["hops"],
+            "train minutes": log["seconds"] / 60,
+            "capability": capability_of(entry),
+        }
+        row |= {f"{hops}-hop": float(a) for hops, a in entry["capability"]["accuracy"].items()}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def architecture_table(models: pd.DataFrame) -> pd.DataFrame:
+    """``model_table`` with the seeds of each architecture pooled (ordered by size): seeds, parameters, the mean,
+    lowest and highest capability over the seeds, the mean accuracy at each hop count and the mean training
+    minutes."""
+    hops = [c for c in models.columns if c.endswith("-hop")]
+    grouped = models.groupby("architecture", sort=False)
+    table = pd.DataFrame(
+        {
+            "seeds": grouped["seed"].count(),
+            "parameters": grouped["parameters"].first(),
+            "capability": grouped["capability"].mean(),
+            "lowest": grouped["capability"].min(),
+            "highest": grouped["capability"].max(),
+        }
+    )
+    table = table.join(grouped[hops].mean()).join(grouped["train minutes"].mean())
+    return table.sort_values("parameters")
+
+
+def tco_table(m: dict) -> pd.DataFrame:
+    """One row per model with a TCO block: capability, the positive control (two-way decoding within the query
+    step) and its interval, the bar (the stronger decoder that binds nothing), stability at the hops and its
+    interval, the untrained null's control and stability, and ``verdict.judge_tco``'s word for the model (against
+    its null) and for the null alone (``ladder.report.tco_judgements``)."""
+    from ...analysis.tco import TCOScores
+
+    judged = tco_judgements(m)
+    rows = []
+    for name, words in judged.items():
+        trained, null = (
+            TCOScores.from_dict(m["models"][name][k]["tco"]["scores"]) for k in ("trained", "null")
+        )
+        architecture, seed = architecture_of(name)
+        rows.append(
+            {
+                "model": name,
+                "architecture": architecture,
+                "seed": seed,
+                "capability": capability_of(m["models"][name]["trained"]),
+                "control": trained.control.accuracy,
+                "control 95% CI": "[{:.2f}, {:.2f}]".format(*trained.control.ci),
+                "bar (bag, first value)": trained.control_bar,
+                "stability": trained.stability.accuracy,
+                "stability 95% CI": "[{:.2f}, {:.2f}]".format(*trained.stability.ci),
+                "null control": null.control.accuracy,
+                "null stability": null.stability.accuracy,
+                "verdict": words["trained"][0],
+                "null alone": words["null"][0],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def tco_counts(tco: pd.DataFrame) -> pd.DataFrame:
+    """Per architecture (rows, in ``tco``'s order), how many of its seeds get each TCO verdict (columns
+    "holds", "does not hold", "inconclusive")."""
+    words = ["holds", "does not hold", "inconclusive"]
+    counts = pd.crosstab(tco["architecture"], tco["verdict"]).reindex(columns=words, fill_value=0)
+    return counts.reindex(list(dict.fromkeys(tco["architecture"])))
+
+
+def partial_table(correlations: Mapping[str, dict]) -> pd.DataFrame:
+    """One row per diagnostic of ``ladder.report.correlations``: the expected sign, the plain Spearman rho and its
+    permutation p, the partial rho given log parameters, its interval, permutation and Holm-adjusted p, and the
+    verdicts (partial, plain, and of the trained-minus-null shift)."""
+    rows = []
+    for c in correlations.values():
+        level, partial = c["level"], c["partial"]
+        rows.append(
+            {
+                "diagnostic": c["label"],
+                "expected sign": "+" if c["expected_sign"] > 0 else "-",
+                "rho": level["rho"],
+                "p": level["p_value"],
+                "partial rho | size": partial["rho"],
+                "95% CI": f"[{partial['ci'][0]:+.2f}, {partial['ci'][1]:+.2f}]",
+                "permutation p": partial["p_value"],
+                "Holm p": partial["p_holm"],
+                "verdict": partial["verdict"],
+                "plain verdict": level["verdict"],
+                "shift verdict": c["shift"]["verdict"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def seed_spread(models: pd.DataFrame) -> float:
+    """The widest range of capability over the seeds of one architecture: how much capability varies at a
+    fixed size, the variation that lets the partial correlation tell capability from size."""
+    spans = models.groupby("architecture")["capability"].agg(lambda c: float(np.ptp(c.to_numpy())))
+    return float(spans.max())

@@ -1,0 +1,151 @@
+"""Chapter 7's tables of the seeded ladder (``study.chapters.controlled_test``) on a synthetic
+``measurements.json``: two architectures of two seeds, each with known capability and TCO scores."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from latentbook.analysis import verdict
+from latentbook.analysis.tco import TCOScores
+from latentbook.study.chapters import controlled_test as ct
+
+
+def _rate(accuracy, n=800):
+    low, high = verdict.wilson_interval(accuracy, n)
+    return {"accuracy": accuracy, "ci": [low, high], "n": n}
+
+
+def _scores(control, stability, bag=0.55, first=0.5):
+    return {
+        "control": _rate(control),
+        "stability": _rate(stability),
+        "control_bag": _rate(bag),
+        "control_first": _rate(first),
+        "stability_bag": _rate(bag),
+        "stability_first": _rate(first),
+        "control_kway": _rate(control - 0.1),
+        "stability_kway": _rate(stability - 0.1),
+        "control_kway_bag": _rate(0.4),
+        "control_kway_first": _rate(0.35),
+        "depths": [3],
+        "best_depth_control": control,
+    }
+
+
+def _entry(layers, parameters, accuracy, tco):
+    return {
+        "n_layers": layers,
+        "d_model": 64,
+        "n_parameters": parameters,
+        "capability": {
+            "mean": float(np.mean(accuracy)),
+            "accuracy": {str(h + 1): a for h, a in enumerate(accuracy)},
+        },
+        "tco": {"scores": tco},
+    }
+
+
+# (name, layers, parameters, accuracy by hops, control, stability): l4-d64-s1 answers but its value does not
+# reach the hops in the query's code; l2-d64-s1 cannot even decode it within the query step
+MODELS = [
+    ("l2-d64-s0", 2, 96_000, [0.9, 0.6, 0.5, 0.45], 0.75, 0.85),
+    ("l2-d64-s1", 2, 96_000, [0.7, 0.5, 0.45, 0.4], 0.56, 0.55),
+    ("l4-d64-s0", 4, 178_000, [1.0, 0.98, 0.97, 0.93], 0.95, 0.98),
+    ("l4-d64-s1", 4, 178_000, [0.99, 0.95, 0.9, 0.86], 0.95, 0.54),
+]
+
+
+@pytest.fixture
+def measurements():
+    models = {
+        name: {
+            "trained": _entry(layers, p, acc, _scores(control, stability)),
+            "null": _entry(layers, p, [0.4] * 4, _scores(0.52, 0.51)),
+        }
+        for name, layers, p, acc, control, stability in MODELS
+    }
+    logs = {
+        name: {
+            "stages": [{"step": 0, "hops": 1}, {"step": 900, "hops": 1 + layers // 2}],
+            "seconds": 60.0 * layers,
+        }
+        for name, layers, *_ in MODELS
+    }
+    return {"rungs": [name for name, *_ in MODELS], "models": models}, logs
+
+
+def test_one_row_per_model_with_its_seed_curriculum_and_accuracy_by_hops(measurements):
+    m, logs = measurements
+    table = ct.model_table(m, logs).set_index("model")
+    assert list(table.index) == m["rungs"]
+    assert table.loc["l4-d64-s1", "seed"] == 1 and table.loc["l4-d64-s1", "architecture"] == "l4-d64"
+    assert table.loc["l4-d64-s1", "longest chain trained on"] == 3
+    assert table.loc["l4-d64-s1", "train minutes"] == pytest.approx(4.0)
+    assert table.loc["l2-d64-s1", "capability"] == pytest.approx(np.mean([0.7, 0.5, 0.45, 0.4]))
+    assert table.loc["l2-d64-s1", "3-hop"] == 0.45
+
+
+def test_the_seeds_of_an_architecture_are_pooled_and_their_spread_kept(measurements):
+    m, logs = measurements
+    models = ct.model_table(m, logs)
+    pooled = ct.architecture_table(models)
+    assert list(pooled.index) == ["l2-d64", "l4-d64"]  # by size
+    row = pooled.loc["l2-d64"]
+    caps = [np.mean(acc) for name, _, _, acc, *_ in MODELS if name.startswith("l2-d64")]
+    assert row.seeds == 2 and row.parameters == 96_000
+    assert (row.capability, row.lowest, row.highest) == pytest.approx((np.mean(caps), min(caps), max(caps)))
+    assert row["1-hop"] == pytest.approx(0.8) and row["train minutes"] == pytest.approx(2.0)
+    assert ct.seed_spread(models) == pytest.approx(max(caps) - min(caps))  # the l2 seeds differ most
+
+
+def test_the_tco_table_judges_every_model_against_its_null(measurements):
+    m, _ = measurements
+    tco = ct.tco_table(m).set_index("model")
+    for name, *_, control, stability in MODELS:
+        scores = TCOScores.from_dict(m["models"][name]["trained"]["tco"]["scores"])
+        null = TCOScores.from_dict(m["models"][name]["null"]["tco"]["scores"])
+        assert tco.loc[name, "verdict"] == verdict.judge_tco(scores, null)[0]
+        assert tco.loc[name, "null alone"] == verdict.judge_tco(null)[0]
+        assert (tco.loc[name, "control"], tco.loc[name, "stability"]) == (control, stability)
+        assert tco.loc[name, "bar (bag, first value)"] == 0.55
+    assert tco.loc["l4-d64-s0", "verdict"] == "holds"
+    assert tco.loc["l4-d64-s1", "verdict"] == "does not hold"  # the control passes, stability does not
+    assert tco.loc["l2-d64-s1", "verdict"] == "inconclusive"  # no positive control
+    counts = ct.tco_counts(ct.tco_table(m))
+    assert counts.loc["l4-d64"].tolist() == [1, 1, 0] and counts.loc["l2-d64"].tolist() == [1, 0, 1]
+    assert list(counts.columns) == ["holds", "does not hold", "inconclusive"]
+
+
+def test_the_partial_table_carries_the_correlations_numbers():
+    c = {
+        "stability": {
+            "label": "TCO stability",
+            "expected_sign": 1,
+            "level": {"rho": 0.5, "p_value": 0.04, "verdict": "predicts capability"},
+            "partial": {
+                "rho": 0.2,
+                "ci": [-0.1, 0.45],
+                "p_value": 0.2,
+                "p_holm": 0.8,
+                "verdict": "inconclusive",
+            },
+            "shift": {"verdict": "inconclusive"},
+        },
+        "contraction": {
+            "label": "q",
+            "expected_sign": -1,
+            "level": {"rho": -0.7, "p_value": 0.01, "verdict": "predicts capability"},
+            "partial": {"rho": -0.6, "ci": [-0.8, -0.3], "p_value": 0.002, "p_holm": 0.01, "verdict": "x"},
+            "shift": {"verdict": "does not"},
+        },
+    }
+    table = ct.partial_table(c)
+    assert isinstance(table, pd.DataFrame) and list(table.diagnostic) == ["TCO stability", "q"]
+    row = table.iloc[1]
+    assert row["expected sign"] == "-" and row["95% CI"] == "[-0.80, -0.30]"
+    assert (row.rho, row.p, row["partial rho | size"], row["Holm p"]) == (-0.7, 0.01, -0.6, 0.01)
+    assert (row.verdict, row["plain verdict"], row["shift verdict"]) == (
+        "x",
+        "predicts capability",
+        "does not",
+    )
