@@ -471,3 +471,184 @@ def test_the_same_profile_gives_the_same_answer_and_intervals_stay_in_range():
     assert (
         transition.critical_depth(gamma, m, draws=draws, n_boot=20).ci_method == "prompt bootstrap + misfit"
     )
+
+
+# --- mutation testing, second round (issue #20): what the first round's tests left unchecked ------------
+
+
+def test_the_ar1_misfit_has_the_corrected_correlation_between_every_two_depths():
+    """``_ar1_noise`` on 8 depths: the draws' covariance is ``sd^2 rho^|i - j|``, the first depth's included, with
+    ``rho = raw + (1 + 3 raw) / n`` (Kendall's correction, computed here by hand) clipped to ``[0, 0.95]``:
+    alternating residuals (corrected ``rho`` -1.08) give white draws and a trend (0.98) gives 0.95, never NaN."""
+    n = 8
+    lags = np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
+    wiggle = 0.2 + 0.01 * np.array([3.0, 4.0, 1.0, 2.0, -2.0, -1.0, -5.0, -3.0])  # offset 0.2, unseen
+    r = wiggle - wiggle.mean()
+    raw = np.sum(r[1:] * r[:-1]) / np.sum(r**2)
+    assert raw == pytest.approx(0.5206, abs=1e-4)
+    for residuals, rho in (
+        (wiggle, raw + (1 + 3 * raw) / n),  # 0.841
+        (0.01 * (-1.0) ** np.arange(n), 0.0),  # raw -7/8, corrected -1.08: clipped at 0
+        (np.linspace(0.0, 0.01, n), 0.95),  # raw 5/8, corrected 0.98: clipped at 0.95
+    ):
+        draws = transition._ar1_noise(residuals, 40000, np.random.default_rng(0), dof=3)
+        sd2 = np.sum((residuals - residuals.mean()) ** 2) / 3
+        cov = draws.T @ draws / len(draws) / sd2
+        assert np.all(np.isfinite(draws))
+        np.testing.assert_allclose(cov, rho**lags, atol=0.04)
+        assert np.mean(np.diag(cov, 1)) / np.mean(np.diag(cov)) == pytest.approx(rho, abs=0.02)
+        assert np.mean(np.diag(cov)) == pytest.approx(1.0, abs=0.03)
+
+
+def test_draws_weights_are_the_inverse_of_the_bootstrap_variance_plus_the_cubics_excess_misfit():
+    """``_weights`` by hand, up to the scale that the fits cancel: ``1 / (se_l^2 + tau^2)``, ``se_l^2`` the draws'
+    variance (ddof 1), ``tau^2 = RSS_cubic / (n - 4) - mean se^2`` where the cubic misfits beyond the draws'
+    spread, else a floor of ``1e-6`` of it; a profile without spread or misfit weighs every depth the same."""
+    g = np.arange(20) / 19
+    rng = np.random.default_rng(11)
+    se = 0.002 * (1 + np.arange(20) % 4)
+    for y, misfit in ((0.5 + 0.02 * np.sin(9 * g), True), (0.5 + 0.1 * g**3 - 0.05 * g, False)):
+        draws = y + se * rng.standard_normal((25, 20))
+        se2 = np.var(draws, axis=0, ddof=1)
+        rss = np.sum((np.polyval(np.polyfit(g, y, 3), g) - y) ** 2)
+        tau2 = rss / (20 - 4) - se2.mean()
+        assert (tau2 > 0.5 * se2.mean()) == misfit
+        want = 1 / (se2 + (tau2 if misfit else 1e-6 * se2.mean()))
+        w = transition._weights(g, y, draws)
+        np.testing.assert_allclose(w / w.sum(), want / want.sum(), rtol=1e-9)
+    w = transition._weights(g, np.zeros(20), np.zeros((20, 20)))
+    assert np.all(np.isfinite(w)) and np.all(w == w[0])
+    t = transition.critical_depth(g[:14], np.full(14, 0.5), draws=np.full((20, 14), 0.5), n_boot=20)
+    assert np.isfinite(t.bic["jump"]) and not t.has_transition and "constant" in t.reason
+
+
+def test_a_single_precision_profile_is_fitted_in_double_precision():
+    """gamma, m and draws in float32 (as activations often are) give the answer of their float64 values."""
+    p = _planted(3, 0.2, 0.5)
+    single = [np.asarray(a, dtype=np.float32) for a in (p.gamma, p.m, p.draws)]
+    double = [a.astype(np.float64) for a in single]
+    a, b = (transition.critical_depth(x[0], x[1], draws=x[2], n_boot=30) for x in (single, double))
+    assert a.bic == b.bic and (a.gamma_c, a.ci, a.amplitude_ci) == (b.gamma_c, b.ci, b.amplitude_ci)
+    assert a.fitted_gamma.dtype == np.float64 and a.fitted.dtype == np.float64
+    m = double[1].astype(np.longdouble)  # extended precision where the platform has it: float64 too
+    extended = transition.critical_depth(double[0], m, draws=double[2], n_boot=30)
+    assert extended.bic == b.bic and extended.amplitude_ci == b.amplitude_ci
+
+
+def test_a_capture_is_resampled_with_the_callers_seed():
+    """A Capture's prompt-bootstrap draws come from ``seed`` too: the answer of its profile drawn with that seed."""
+    rng = np.random.default_rng(1)
+    n_depths, n_prompts, per_prompt, d = 13, 24, 4, 16
+    ids = np.repeat(np.arange(n_prompts), per_prompt)
+    states = rng.standard_normal((n_depths, len(ids), d))
+    states[7:, :, :2] *= 6.0
+    cap = lb.synthetic.as_capture(states, prompt_ids=ids, positions=np.tile(np.arange(per_prompt), n_prompts))
+    t = transition.critical_depth(cap, n_boot=30, seed=3)
+    prof = omega.profile(cap, n_boot=100, seed=3)
+    same = transition.critical_depth(prof.gamma, prof.m, draws=prof.draws, n_boot=30, seed=3)
+    assert (t.gamma_c, t.ci, t.amplitude_ci) == (same.gamma_c, same.ci, same.amplitude_ci)
+
+
+def test_refusals_of_the_profile_say_what_to_pass_in_full():
+    """The whole message, not a word of it: what was wrong and what to pass instead."""
+    with pytest.raises(
+        lb.InvalidInputError, match=r"^Pass gamma and m \(one value per depth\), or a Capture alone\.$"
+    ):
+        transition.critical_depth(np.linspace(0, 1, 12))
+    with pytest.raises(
+        lb.InvalidInputError, match=r"^gamma and m must be finite; drop depths with NaN before fitting\.$"
+    ):
+        transition.critical_depth(np.r_[np.linspace(0, 1, 11), np.inf], np.zeros(12))
+
+
+def test_local_gaps_leave_out_the_depths_at_two_widths_from_the_centre_and_use_those_beyond():
+    """On whole-number depths: at centre 9.5 and width 0.25 the depths 9 and 10 are exactly 2 w away, inside the
+    switch; at width 0.2 they are 0.5 > 2 w = 0.4 away and used (and depth 10 is within 3 w)."""
+    g = np.arange(20.0)
+    y = 0.01 * g**2 + (g > 9.5) + 0.01 * np.random.default_rng(4).standard_normal(20)
+
+    def gap(left, right, degree, centre=9.5):
+        ends = [np.polyval(np.polyfit(g[s], y[s], degree), centre) for s in (left, right)]
+        return ends[1] - ends[0]
+
+    inside = [gap([5, 6, 7, 8], [11, 12, 13, 14], 1), gap(list(range(3, 9)), list(range(11, 17)), 1)]
+    inside.append(gap(list(range(1, 9)), list(range(11, 19)), 2))
+    assert transition.local_gaps(g, y, 9.5, 0.25) == pytest.approx(inside, rel=1e-12)
+    used = [gap([6, 7, 8, 9], [10, 11, 12, 13], 1), gap(list(range(4, 10)), list(range(10, 16)), 1)]
+    used.append(gap(list(range(2, 10)), list(range(10, 18)), 2))
+    assert transition.local_gaps(g, y, 9.5, 0.2) == pytest.approx(used, rel=1e-12)
+
+
+def _switch_nodes(g: np.ndarray, max_width: float = transition.MAX_WIDTH):
+    """The switch grid of the module: centres equally spaced strictly inside ``(g_1, g_{n-2})``, ``2n - 1`` of them,
+    and 4 widths geometrically spaced from a tenth of the depth spacing to ``max_width``."""
+    centres = np.linspace(g[1], g[-2], 2 * len(g) + 1)[1:-1]
+    return centres, np.geomspace(np.min(np.diff(g)) / 10, max_width, 4)
+
+
+def test_a_switch_on_the_grid_is_found_at_its_node_and_located_to_its_depth_gap():
+    """A clean switch planted at a node of the grid (the first, a middle and the last centre; the second width,
+    narrower than half a depth gap): the fit finds that node exactly, and every refit too, so the interval is the
+    depth gap around the centre, ``gamma_c -+ max(w, gap / 2)``."""
+    g = np.arange(28) / 27
+    centres, widths = _switch_nodes(g)
+    assert len(centres) == 55 and widths[1] < (g[1] - g[0]) / 2
+    for centre in centres[[0, 27, 54]]:
+        s = 1 / (1 + np.exp(-(g - centre) / widths[1]))
+        m = (
+            (1 - s) * (0.3 + 0.1 * g)
+            + s * (0.6 - 0.1 * g)
+            + 1e-5 * np.random.default_rng(0).standard_normal(28)
+        )
+        t = transition.critical_depth(g, m, n_boot=30, skip=(0, 0))
+        assert t.has_transition and (t.gamma_c, t.width) == pytest.approx((centre, widths[1]), abs=1e-12)
+        assert t.ci == pytest.approx((centre - 0.5 / 27, centre + 0.5 / 27), abs=1e-12)
+        assert t.amplitude == pytest.approx(0.3 - 0.2 * centre, abs=1e-3)
+
+
+def test_a_max_width_at_the_narrowest_switch_fits_steps_only():
+    """Switches are narrower than ``max_width`` but at least a tenth of the depth spacing: ``max_width`` equal to
+    that tenth leaves steps only, even for a switch of that very width."""
+    g = np.arange(28) / 27
+    narrowest = float(np.min(np.diff(g))) / 10
+    centre = _switch_nodes(g)[0][20]
+    m = (
+        0.4
+        + 0.2 / (1 + np.exp(-(g - centre) / narrowest))
+        + 1e-5 * np.random.default_rng(1).standard_normal(28)
+    )
+    wide = transition.critical_depth(g, m, n_boot=30, skip=(0, 0), max_width=narrowest * 1.01)
+    assert wide.width == pytest.approx(narrowest) and wide.gamma_c == pytest.approx(centre)
+    t = transition.critical_depth(g, m, n_boot=30, skip=(0, 0), max_width=narrowest)
+    assert t.width == 0.0 and t.bic["jump"] > wide.bic["jump"]
+
+
+def test_the_parametric_amplitude_interval_has_the_spread_of_the_misfit():
+    """A step 25 s.d. high (every refit finds its gap): the refit amplitude is linear in the profile, ``b + a'e``, so
+    the percentile interval is ``b -+ 1.96 sd (a' R a)^(1/2)``, ``sd^2 = RSS / (n - 5)`` and ``R`` the AR(1)
+    correlation of the misfit (Kendall-corrected, by hand); the local gaps fall inside it."""
+    for seed in (1, 3):
+        g, m = _step_in_orthogonal_noise(31, 25.0, seed)
+        t = transition.critical_depth(g, m, n_boot=4000, max_width=0.0, skip=(0, 0), seed=seed)
+        s = (g > t.gamma_c).astype(float)
+        design = np.column_stack([1 - s, (1 - s) * g, s, s * g])
+        a = np.array([-1, -t.gamma_c, 1, t.gamma_c]) @ np.linalg.pinv(design)
+        r = m - design @ np.linalg.lstsq(design, m, rcond=None)[0]
+        r = r - r.mean()
+        raw = np.sum(r[1:] * r[:-1]) / np.sum(r**2)
+        rho = np.clip(raw + (1 + 3 * raw) / 31, 0.0, 0.95)
+        corr = rho ** np.abs(np.subtract.outer(np.arange(31), np.arange(31)))
+        half = 1.959964 * np.sqrt(np.sum(r**2) / (31 - 5) * (a @ corr @ a))
+        assert t.gamma_c == pytest.approx(15.5 / 30) and t.amplitude == pytest.approx(0.1, abs=1e-12)
+        assert all(abs(gap - 0.1) < 0.8 * half for gap in transition.local_gaps(g, m, t.gamma_c, 0.0))
+        low, high = t.amplitude_ci  # measured: 0.999 and 1.009 half-widths (seed 1), 1.009 and 1.008 (seed 3)
+        assert (0.1 - low) / half == pytest.approx(1.0, abs=0.07)  # RSS / (n + 5) would give 0.85
+        assert (high - 0.1) / half == pytest.approx(1.0, abs=0.07)
+
+
+def test_a_fall_of_almost_the_whole_range_has_its_interval_clipped_at_minus_one():
+    """m falls by 0.99 (to 0.005, noise 0.02): the refits' amplitudes reach below -1, the interval stops there."""
+    gamma = np.arange(31) / 30
+    m = 0.995 - 0.99 * (gamma > 0.5) + 0.02 * np.random.default_rng(1).standard_normal(31)
+    t = transition.critical_depth(gamma, m, n_boot=60, seed=4)
+    assert t.has_transition and t.amplitude_ci[0] == -1.0 < t.amplitude < t.amplitude_ci[1] < -0.9
