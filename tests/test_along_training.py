@@ -187,3 +187,23 @@ def test_the_correlation_table_and_figure_show_every_architecture_and_diagnostic
     assert len(lines) == 3  # one line per seed through its ten checkpoints
     run = at.training_table(m).query("run == 'l8-d64-s1'")
     assert any(np.allclose(line.get_ydata(), run.stability) for line in lines)
+
+
+def test_the_verdict_table_gets_one_row_per_architecture_and_diagnostic_along_training():
+    from latentbook.study import ladder_rows
+
+    m = _measurements(np.random.default_rng(11))
+    correlations = at.training_correlations(m)
+    rows = ladder_rows.training_rows(m)
+    assert len(rows) == 2 * len(DIAGNOSTICS)
+    assert {r.run for r in rows} == {"ladder, along training"} and {r.claim for r in rows} == {
+        "reasoning_diagnostics"
+    }
+    by = {(r.model.split(",")[0], r.measured.split(" changes")[0]): r for r in rows}
+    stability = by["ladder:l8-d64", DIAGNOSTICS["stability"][0]]
+    entry = correlations["l8-d64"]["stability"]
+    assert (stability.value, stability.ci_low, stability.ci_high) == (entry["rho"], *entry["ci"])
+    assert stability.verdict == "holds" and stability.reason == entry["reason"]
+    flat = by["ladder:l8-d64", DIAGNOSTICS["bimodality"][0]]
+    assert flat.verdict == "does not hold" and np.isnan(flat.value)
+    assert ladder_rows.training_rows({"rungs": [], "models": {}}) == []

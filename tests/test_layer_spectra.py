@@ -533,7 +533,7 @@ def test_depth_contrast_with_one_depth_each_side_and_its_validation():
     assert got.ratio == pytest.approx(np.exp(np.log(values[after]).mean() - np.log(values[before]).mean()))
 
 
-def _jackknife_by_hand(gamma, values, leave_out, split, level):
+def _jackknife_by_hand(gamma, values, leave_out, split, level, bias_corrected=False):
     from scipy import stats
 
     before = (gamma > 0) & (gamma < gamma.max()) & (gamma <= split)
@@ -543,6 +543,8 @@ def _jackknife_by_hand(gamma, values, leave_out, split, level):
     g = len(thetas)
     se = np.sqrt((g - 1) / g * np.sum((thetas - thetas.mean()) ** 2))
     half = stats.t.ppf((1 + level) / 2, g - 1) * se
+    if bias_corrected:
+        theta = g * theta - (g - 1) * thetas.mean()
     return np.exp(theta), (np.exp(theta - half), np.exp(theta + half))
 
 
@@ -555,11 +557,37 @@ def test_jackknife_contrast_equals_the_interval_computed_by_hand():
         got = layer_spectra.jackknife_contrast(gamma, values, leave_out, split, level)
         ratio, ci = _jackknife_by_hand(gamma, values, leave_out, split, level)
         assert got.ratio == pytest.approx(ratio, rel=1e-12) and got.ci == pytest.approx(ci, rel=1e-12)
+        corrected = layer_spectra.jackknife_contrast(
+            gamma, values, leave_out, split, level, bias_corrected=True
+        )
+        ratio, ci = _jackknife_by_hand(gamma, values, leave_out, split, level, bias_corrected=True)
+        assert corrected.ratio == pytest.approx(ratio, rel=1e-12) and corrected.ci == pytest.approx(
+            ci, rel=1e-12
+        )
+        assert corrected.ratio != pytest.approx(got.ratio, rel=1e-3)  # the leave-outs are far from the values
+        assert np.log(corrected.ci[1] / corrected.ci[0]) == pytest.approx(np.log(got.ci[1] / got.ci[0]))
         assert (got.split, got.level) == (split, level)
         assert (got.n_before, got.n_after) == (
             int(np.sum((gamma > 0) & (gamma <= split))),
             8 - 1 - (int(np.sum((gamma > 0) & (gamma <= split)))),
         )
+
+
+def test_the_bias_correction_removes_a_bias_that_falls_like_one_over_n_exactly():
+    """A statistic whose log reads ``theta_l + c_l / n`` on ``n`` tokens: the plain ratio carries the bias,
+    Quenouille's ``G theta - (G - 1) mean theta_(-)`` over leave-a-group-out samples of ``n (G - 1) / G`` removes it."""
+    gamma = np.arange(9) / 8
+    truth = np.log(np.where(gamma > 0.42, 12.0, 30.0))
+    c = np.linspace(-4.0, 9.0, 9)  # a bias of another size at every depth, so it does not cancel in the ratio
+    n, g = 200, 10
+    leave_n = np.full((g, 1), n * (g - 1) / g)  # equal groups
+    values = np.exp(truth + c / n)
+    leave_out = np.exp(truth + c / leave_n)
+    plain = layer_spectra.jackknife_contrast(gamma, values, leave_out)
+    corrected = layer_spectra.jackknife_contrast(gamma, values, leave_out, bias_corrected=True)
+    assert corrected.ratio == pytest.approx(12.0 / 30.0, rel=1e-12)
+    assert plain.ratio != pytest.approx(12.0 / 30.0, rel=1e-2)
+    assert corrected.ci == pytest.approx((corrected.ratio, corrected.ratio))  # equal leave-outs: no spread
 
 
 def test_jackknife_contrast_refuses_bad_levels_and_leave_out_values():
@@ -705,7 +733,7 @@ def test_cross_prompt_pr_of_float32_vectors_is_computed_in_float64():
     )
 
 
-def test_effective_rank_contrast_of_samples_is_the_group_jackknife_by_hand():
+def test_effective_rank_contrast_of_samples_is_the_bias_corrected_group_jackknife_by_hand():
     x, ids, gamma = _paired_samples(2)
     for centered, n_groups, level in ((True, 20, 0.95), (False, 3, 0.8), (True, None, 0.9)):
         values = np.array([spectra.effective_rank(layer_spectra.sample_eigvals(v, centered)) for v in x])
@@ -716,7 +744,7 @@ def test_effective_rank_contrast_of_samples_is_the_group_jackknife_by_hand():
                 for g in np.unique(labels)
             ]
         )
-        ratio, ci = _jackknife_by_hand(gamma, values, leave_out, 0.42, level)
+        ratio, ci = _jackknife_by_hand(gamma, values, leave_out, 0.42, level, bias_corrected=True)
         got = layer_spectra.effective_rank_contrast_of_samples(x, ids, gamma, 0.42, centered, n_groups, level)
         assert got.ratio == pytest.approx(ratio, rel=1e-10) and got.ci == pytest.approx(ci, rel=1e-10)
         assert got.level == level

@@ -149,3 +149,25 @@ def test_the_partial_table_carries_the_correlations_numbers():
         "predicts capability",
         "does not",
     )
+
+
+def test_a_seeded_ladder_gets_one_tco_row_per_architecture_agreeing_seeds_or_inconclusive(measurements):
+    from latentbook.study import ladder_rows
+
+    m, _ = measurements
+    rows = {row.model: row for row in ladder_rows.tco_rows(m)}
+    assert set(rows) == {"ladder:l2-d64 (2 seeds)", "ladder:l4-d64 (2 seeds)"}
+    mixed = rows["ladder:l4-d64 (2 seeds)"]  # one seed holds, the other does not: the seeds disagree
+    assert mixed.verdict == "inconclusive" and "disagree" in mixed.reason
+    assert "l4-d64-s0: holds" in mixed.reason and "l4-d64-s1: does not hold" in mixed.reason
+    assert mixed.value == pytest.approx((0.98 + 0.54) / 2)
+    s0, s1 = (m["models"][f"l4-d64-s{k}"]["trained"]["tco"]["scores"]["stability"]["ci"] for k in (0, 1))
+    assert (mixed.ci_low, mixed.ci_high) == (min(s0[0], s1[0]), max(s0[1], s1[1]))
+    assert mixed.parameters == 178_000 and mixed.claim == "tco"
+    for k in (0, 1):  # make both seeds of l2-d64 pass
+        m["models"][f"l2-d64-s{k}"]["trained"]["tco"]["scores"] = _scores(0.9, 0.9)
+    agreed = {row.model: row for row in ladder_rows.tco_rows(m)}["ladder:l2-d64 (2 seeds)"]
+    assert agreed.verdict == "holds" and agreed.reason.startswith("all 2 seeds agree")
+    unseeded = {"rungs": ["l4-d64"], "models": {"l4-d64": m["models"]["l4-d64-s0"]}}
+    (row,) = ladder_rows.tco_rows(unseeded)  # ladder v1: one row per rung, as before
+    assert row.model == "ladder:l4-d64" and row.verdict == "holds"

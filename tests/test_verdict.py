@@ -240,9 +240,11 @@ def test_measure_and_rows_on_a_planted_transition_and_its_null(planted, null):
         # The plug-in PR fell here (its tr(C^2) carries E|x|^4, which one-hot tokens raise); the cross-prompt
         # PR reads the covariance: 1.01 [0.96, 1.07]
         "spectral_concentration": ("does not hold", "does not hold"),
-        # one-hot tokens over all 48 coordinates keep the spectrum spread: the effective rank falls by 0.905
-        # [0.883, 0.926], astride the minimum fall of MAX_CONCENTRATION = 0.9
-        "effective_rank": ("inconclusive", "does not hold"),
+        # one-hot tokens over all 48 coordinates keep the covariance isotropic in 47 of them (effective rank 47
+        # of 48): bias-corrected, the ratio is 0.991 [0.968, 1.015], no fall to MAX_CONCENTRATION = 0.9 (the
+        # uncorrected 0.905 [0.883, 0.926] was the sample's bias: one-hot tokens spread the eigenvalues unlike
+        # Gaussian ones)
+        "effective_rank": ("does not hold", "does not hold"),
         "mp_spikes": ("holds", "does not hold"),
         "attention_cooling": ("not testable here", "not testable here"),  # no attention statistics
     }
@@ -260,8 +262,11 @@ def test_measure_and_rows_on_a_planted_transition_and_its_null(planted, null):
     )
     jump, flat = got.loc[("omega_jump", "planted")], got.loc[("omega_jump", "random:planted")]
     assert jump["ci_low"] > 0.2 and flat["ci_low"] < 0 < flat["ci_high"]
-    # ratios after / before: 1 in the null; the effective rank of the one-hot sample falls, its PR does not
-    assert got.loc[("effective_rank", "planted"), "ci_high"] < 1
+    # ratios after / before: 1 in the null; in the planted run the population's effective rank goes from 48
+    # (isotropic Gaussian) to 47 (one-hot over 48 coordinates: isotropic off the mean), which the bias-corrected
+    # interval covers, well clear of a 10 % fall; the PR does not fall either
+    rank = got.loc[("effective_rank", "planted")]
+    assert rank["ci_low"] <= 47 / 48 <= rank["ci_high"] and rank["ci_low"] > verdict.MAX_CONCENTRATION
     assert (
         got.loc[("spectral_concentration", "planted"), "ci_low"]
         < 1

@@ -683,7 +683,7 @@ def coverage(n_seeds: int = 100, seed: int = 0) -> pd.DataFrame:
             True,
         ),
         (
-            "effective rank after / before: layer_spectra.effective_rank_contrast, group jackknife",
+            "effective rank after / before: layer_spectra.effective_rank_contrast, bias-corrected group jackknife",
             [c for _, c in spectra_cases],
             True,
         ),

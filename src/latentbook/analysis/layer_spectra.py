@@ -341,14 +341,20 @@ def jackknife_contrast(
     leave_out: np.ndarray,
     split: float = PAPER_GAMMA_C,
     level: float = 0.95,
+    bias_corrected: bool = False,
 ) -> Contrast:
     """``exp(theta)`` with ``theta = mean log v_after - mean log v_before`` (``depth_windows``), and the
     jackknife interval ``exp(theta -+ t_{G-1} se)``, ``se^2 = (G - 1) / G sum_g (theta_(-g) - mean theta_(-))^2``
     over the ``G`` rows of ``leave_out`` (``(G, n_depths)``: the per-depth values with group ``g`` left out).
 
-    Centred on the estimate, so the estimate is always inside (Efron & Stein 1981; Quenouille 1956 for the bias
-    it sees). Leaving prompts out duplicates no token, so the interval does not inherit the bootstrap's bias
-    (duplicated tokens lower the effective sample size, and with it a PR near ``n``). Introduced in: chapter 4.
+    ``bias_corrected``: ``theta`` is Quenouille's ``G theta - (G - 1) mean theta_(-)`` instead, which removes the
+    part of the bias that falls like ``1 / n`` (Quenouille 1956; Efron & Stein 1981): a functional of the sample
+    spectrum, such as the effective rank, is pulled by the Marchenko–Pastur spread of the eigenvalues by an amount
+    that depends on the spectrum's shape, so it does not cancel in the ratio (planted: 68 % coverage uncorrected,
+    93 % corrected). The cross-prompt PR needs no correction (it is built without the diagonal's bias).
+    The interval is centred on the estimate either way, so the estimate is always inside. Leaving prompts out
+    duplicates no token, so the interval does not inherit the bootstrap's bias (duplicated tokens lower the
+    effective sample size, and with it a PR near ``n``). Introduced in: chapter 4.
     """
     from scipy.special import stdtrit
 
@@ -368,8 +374,10 @@ def jackknife_contrast(
     se = float(np.sqrt((g - 1) / g * np.sum((thetas - thetas.mean()) ** 2)))
     half = float(stdtrit(g - 1, (1 + level) / 2)) * se
     theta = float(np.log(point.ratio))
+    if bias_corrected:
+        theta = g * theta - (g - 1) * float(thetas.mean())
     ci = (float(np.exp(theta - half)), float(np.exp(theta + half)))
-    return Contrast(point.ratio, ci, point.split, point.n_before, point.n_after, point.level)
+    return Contrast(float(np.exp(theta)), ci, point.split, point.n_before, point.n_after, point.level)
 
 
 def _sample_of(cap: Capture, exclude_positions: Sequence[int]):
@@ -500,9 +508,10 @@ def effective_rank_contrast_of_samples(
     n_groups: int | None = 20,
     level: float = 0.95,
 ) -> Contrast:
-    """``effective_rank_contrast`` of token samples (as ``pr_contrast_of_samples``), with a delete-a-group
-    jackknife interval (``jackknife_contrast``): the prompts are dealt into ``n_groups`` sets, each left out in
-    turn (``None``: one prompt at a time, one eigendecomposition per prompt and depth).
+    """``effective_rank_contrast`` of token samples (as ``pr_contrast_of_samples``), bias-corrected with a
+    delete-a-group jackknife and its interval (``jackknife_contrast(..., bias_corrected=True)``): the prompts are
+    dealt into ``n_groups`` sets, each left out in turn (``None``: one prompt at a time, one eigendecomposition per
+    prompt and depth).
     """
     gamma = np.asarray(gamma, dtype=np.float64)
     groups = _jackknife_groups(prompt_ids, n_groups)
@@ -514,7 +523,7 @@ def effective_rank_contrast_of_samples(
         estimate[layer] = spectra.effective_rank(sample_eigvals(x, centered))
         for row, label in enumerate(labels):
             leave_out[row, layer] = spectra.effective_rank(sample_eigvals(x[groups != label], centered))
-    return jackknife_contrast(gamma, estimate, leave_out, split, level)
+    return jackknife_contrast(gamma, estimate, leave_out, split, level, bias_corrected=True)
 
 
 # --- spike counts with a prompt bootstrap ------------------------------------------------------------------

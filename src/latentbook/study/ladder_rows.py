@@ -15,9 +15,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
+
 from ..analysis.verdict import CLAIMS, Row
 from ..errors import CaptureFileError, InvalidInputError
-from ..ladder.report import COMMAND, load_measurements, tco_judgements
+from ..ladder.along_training import architecture_of, training_correlations
+from ..ladder.report import COMMAND, DIAGNOSTICS, load_measurements, tco_judgements
 
 # The ladder's own verdict words (``ladder.measure.verdict``) in this table's words.
 LADDER_VERDICTS = {
@@ -113,12 +116,19 @@ def diagnostic_rows(m: dict) -> list[Row]:
 
 
 def tco_rows(m: dict) -> list[Row]:
-    """One ``tco`` row per trained rung with a TCO block (``measure.tco_diagnostics``): its value is the two-way
+    """The ``tco`` rows: one per trained rung with a TCO block (``measure.tco_diagnostics``), or, for a seeded
+    ladder (``<rung>-s<seed>`` models), one per architecture (``_pooled_tco_row``). A rung's value is the two-way
     stability at the last depth, judged by ``verdict.judge_tco`` against the rung's untrained null (whose own
     verdict, judged alone, ends the reason)."""
+    judged = tco_judgements(m)
+    if judged and all(_is_seeded(name) for name in judged):
+        by_architecture: dict[str, list[str]] = {}
+        for name in judged:
+            by_architecture.setdefault(architecture_of(name)[0], []).append(name)
+        return [_pooled_tco_row(m, judged, names) for names in by_architecture.values()]
     rows = []
-    for rung, judged in tco_judgements(m).items():
-        word, reason = judged["trained"]
+    for rung, words in judged.items():
+        word, reason = words["trained"]
         entry = m["models"][rung]["trained"]
         scores = entry["tco"]["scores"]
         stability, control = scores["stability"], scores["control"]
@@ -138,21 +148,104 @@ def tco_rows(m: dict) -> list[Row]:
                 ci_high=float(high),
                 paper=CLAIMS["tco"].paper,
                 verdict=word,
-                reason=f"{reason}; its untrained null alone: {judged['null'][0]}",
+                reason=f"{reason}; its untrained null alone: {words['null'][0]}",
                 command=COMMAND,
             )
         )
     return rows
 
 
+def _is_seeded(name: str) -> bool:
+    try:
+        architecture_of(name)
+    except InvalidInputError:
+        return False
+    return True
+
+
+def _pooled_tco_row(m: dict, judged: dict, names: list[str]) -> Row:
+    """The ``tco`` row of one architecture's seeds: the verdict they all share, else "inconclusive" (the seeds
+    disagree); the value is the mean two-way stability over the seeds, the interval the hull of their intervals."""
+    words = [judged[name]["trained"][0] for name in names]
+    stability = [m["models"][name]["trained"]["tco"]["scores"]["stability"] for name in names]
+    control = [m["models"][name]["trained"]["tco"]["scores"]["control"]["accuracy"] for name in names]
+    architecture = architecture_of(names[0])[0]
+    seeds = ", ".join(f"{name}: {word}" for name, word in zip(names, words))
+    word = words[0] if len(set(words)) == 1 else "inconclusive"
+    why = (
+        f"all {len(names)} seeds agree ({judged[names[0]]['trained'][1]} for {names[0]})"
+        if len(set(words)) == 1
+        else f"the seeds disagree ({seeds})"
+    )
+    return Row(
+        claim="tco",
+        model=f"ladder:{architecture} ({len(names)} seeds)",
+        run="ladder",
+        parameters=float(m["models"][names[0]]["trained"]["n_parameters"]),
+        measured=(
+            f"two-way stability {np.mean([s['accuracy'] for s in stability]):.3f} at the last depth, mean of "
+            f"{len(names)} seeds (within-step control {np.mean(control):.3f}, chance 0.5)"
+        ),
+        value=float(np.mean([s["accuracy"] for s in stability])),
+        ci_low=float(min(s["ci"][0] for s in stability)),
+        ci_high=float(max(s["ci"][1] for s in stability)),
+        paper=CLAIMS["tco"].paper,
+        verdict=word,
+        reason=f"{why}; by seed: {seeds}; the untrained nulls alone: "
+        + ", ".join(judged[name]["null"][0] for name in names),
+        command=COMMAND,
+    )
+
+
+# The along-training test's words (``ladder.along_training.along_training_verdict``) in this table's words.
+TRAINING_VERDICTS = {
+    "tracks capability": "holds",
+    "does not": "does not hold",
+    "inconclusive": "inconclusive",
+}
+
+
+def training_rows(m: dict) -> list[Row]:
+    """One ``reasoning_diagnostics`` row per checkpointed architecture and diagnostic
+    (``ladder.along_training.training_correlations``): does the diagnostic change with capability along the
+    training of one architecture (size fixed), beyond when in training the change happens? Its value is the
+    partial Spearman rho of the changes given the step, judged on its Holm-adjusted p; none without checkpoints."""
+    rows = []
+    for architecture, by_name in training_correlations(m).items():
+        for name, c in by_name.items():
+            sign = "+" if DIAGNOSTICS[name][1] > 0 else "-"
+            rows.append(
+                Row(
+                    claim="reasoning_diagnostics",
+                    model=f"ladder:{architecture}, {c['n_runs']} runs along training",
+                    run="ladder, along training",
+                    parameters=math.nan,
+                    measured=(
+                        f"{c['label']} changes with capability along training, size fixed "
+                        f"({DIAGNOSTICS[name][2]}): partial Spearman rho of the changes given the step = "
+                        f"{c['rho']:+.2f} (n = {c['n']}, Holm-adjusted p = {c['p_holm']:.3f} over "
+                        f"{c['n_tests']} tests)"
+                    ),
+                    value=_number(c["rho"]),
+                    ci_low=_number(c["ci"][0]),
+                    ci_high=_number(c["ci"][1]),
+                    paper=f"rises with reasoning capacity (expected sign {sign})",
+                    verdict=TRAINING_VERDICTS[c["verdict"]],
+                    reason=c["reason"],
+                    command=COMMAND,
+                )
+            )
+    return rows
+
+
 def ladder_rows(path: str | Path | None = None) -> list[Row]:
-    """``diagnostic_rows`` then ``tco_rows`` of the ladder's measurements (``ladder.report.load_measurements``,
+    """``diagnostic_rows``, ``training_rows`` and ``tco_rows`` of the ladder's measurements (``ladder.report.load_measurements``,
     default ``results/ladder/measurements.json``), or one "not yet run" row that says why there are none."""
     try:
         m = load_measurements(path)
     except CaptureFileError as exc:
         return [not_yet_run(f"the ladder has not been measured ({exc})")]
-    rows = diagnostic_rows(m) + tco_rows(m)
+    rows = diagnostic_rows(m) + training_rows(m) + tco_rows(m)
     return rows or [
         not_yet_run("the ladder's measurements give no rows (fewer than three rungs, no TCO blocks)")
     ]
