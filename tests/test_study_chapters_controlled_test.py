@@ -40,6 +40,8 @@ def _entry(layers, parameters, accuracy, tco):
         "capability": {
             "mean": float(np.mean(accuracy)),
             "accuracy": {str(h + 1): a for h, a in enumerate(accuracy)},
+            "guess_floor": {str(h + 1): 0.4 for h in range(len(accuracy))},
+            "first_value_floor": {str(h + 1): 0.42 for h in range(len(accuracy))},
         },
         "tco": {"scores": tco},
     }
@@ -171,3 +173,24 @@ def test_a_seeded_ladder_gets_one_tco_row_per_architecture_agreeing_seeds_or_inc
     unseeded = {"rungs": ["l4-d64"], "models": {"l4-d64": m["models"]["l4-d64-s0"]}}
     (row,) = ladder_rows.tco_rows(unseeded)  # ladder v1: one row per rung, as before
     assert row.model == "ladder:l4-d64" and row.verdict == "holds"
+
+
+def test_the_capability_figure_draws_the_mean_of_each_architectures_seeds_and_select_keeps_some(measurements):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from latentbook.errors import InvalidInputError
+    from latentbook.ladder import figures, report
+
+    m, _ = measurements
+    ax = figures.capability_by_architecture(m).axes[0]
+    means = {line.get_label(): line.get_ydata() for line in ax.get_lines() if "seeds" in line.get_label()}
+    assert set(means) == {"l2-d64 (2 seeds)", "l4-d64 (2 seeds)"}
+    assert means["l4-d64 (2 seeds)"] == pytest.approx([0.995, 0.965, 0.935, 0.895])
+    dots = [line for line in ax.get_lines() if line.get_marker() == "." and line.get_label().startswith("_")]
+    assert len(dots) == 4  # one per seed
+    some = report.select(m, ["l4-d64-s1", "l2-d64-s0"])
+    assert some["rungs"] == ["l4-d64-s1", "l2-d64-s0"] and set(some["models"]) == {"l4-d64-s1", "l2-d64-s0"}
+    assert some["models"]["l2-d64-s0"] is m["models"]["l2-d64-s0"] and len(m["rungs"]) == 4
+    with pytest.raises(InvalidInputError, match="l9-d64-s0"):
+        report.select(m, ["l9-d64-s0"])

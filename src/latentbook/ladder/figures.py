@@ -118,6 +118,49 @@ def accuracy_by_hops(m: dict):
     return fig
 
 
+def capability_by_architecture(m: dict):
+    """Held-out accuracy per hop count of each architecture of a seeded ladder: the mean over its seeds (solid),
+    each seed (small dots), the mean of the untrained nulls (dotted, grey), and the two baselines that bind
+    nothing."""
+    from .along_training import architecture_of
+
+    plt, sns = _sns()
+    by_architecture: dict[str, list[str]] = {}
+    for name in m["rungs"]:
+        by_architecture.setdefault(architecture_of(name)[0], []).append(name)
+    palette = dict(zip(by_architecture, sns.color_palette("viridis", len(by_architecture))))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for architecture, names in by_architecture.items():
+        hops = sorted(m["models"][names[0]]["trained"]["capability"]["accuracy"], key=int)
+        x = np.array([int(h) for h in hops])
+        seeds = np.array(
+            [[m["models"][n]["trained"]["capability"]["accuracy"][h] for h in hops] for n in names]
+        )
+        nulls = np.array([[m["models"][n]["null"]["capability"]["accuracy"][h] for h in hops] for n in names])
+        colour = palette[architecture]
+        ax.plot(x, seeds.mean(0), "-o", color=colour, label=f"{architecture} ({len(names)} seeds)")
+        for row in seeds:
+            ax.plot(x + 0.06, row, ".", color=colour, ms=4, alpha=0.7)
+        ax.plot(x, nulls.mean(0), ":", color="grey", lw=0.8)
+    cap = m["models"][m["rungs"][0]]["trained"]["capability"]
+    for key, ls, label in (
+        ("guess_floor", "--", "guess among written values"),
+        ("first_value_floor", "-.", "answer the first value"),
+    ):
+        ax.plot([int(h) for h in cap[key]], list(cap[key].values()), color="black", ls=ls, lw=1, label=label)
+    ax.set(
+        xlabel="hops from the query to the value",
+        ylabel="held-out accuracy",
+        ylim=(0, 1.02),
+        xticks=[int(h) for h in cap["accuracy"]],
+        title="Capability: mean of the seeds (dots: each seed; dotted: untrained nulls)",
+    )
+    ax.title.set_size(10)
+    ax.legend(frameon=False, fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
 def omega_profiles(m: dict):
     """``m(gamma)`` of every rung, trained (solid, with its bootstrap band) and null (dashed)."""
     plt, sns = _sns()

@@ -176,6 +176,14 @@ def load_measurements(path: str | Path | None = None) -> dict:
     return json.loads(path.read_text())
 
 
+def select(m: dict, names: list[str]) -> dict:
+    """``m`` restricted to the models ``names`` (in that order): a figure or table of some of them."""
+    missing = [name for name in names if name not in m["models"]]
+    if missing:
+        raise InvalidInputError(f"not in these measurements: {missing}; they hold {m['rungs']}.")
+    return {**m, "rungs": list(names), "models": {name: m["models"][name] for name in names}}
+
+
 def _load_bench(path: str | Path | None, default: Path, command: str) -> dict:
     path = Path(path) if path is not None else default
     if not path.is_file():
