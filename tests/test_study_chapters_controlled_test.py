@@ -194,3 +194,35 @@ def test_the_capability_figure_draws_the_mean_of_each_architectures_seeds_and_se
     assert some["models"]["l2-d64-s0"] is m["models"]["l2-d64-s0"] and len(m["rungs"]) == 4
     with pytest.raises(InvalidInputError, match="l9-d64-s0"):
         report.select(m, ["l9-d64-s0"])
+
+
+def test_the_details_table_has_a_row_per_model_and_null_with_each_diagnostic():
+    def entry(n_depths, gamma_c, has_transition, spikes, q):
+        transition = {"gamma_c": gamma_c, "ci": [0.3, 0.5], "has_transition": has_transition}
+        return {
+            "omega": {
+                "gamma": list(np.linspace(0, 1, n_depths)),
+                "rise": {"value": 0.012, "ci": [0.004, 0.02]},
+                "bimodality": {"verdict": "unimodal"},
+                "transition": transition,
+            },
+            "spikes": {"n_spikes": [3, spikes], "bound": 7},
+            "contraction": {"q": q, "ci": [q - 0.01, q + 0.01]},
+        }
+
+    m = {
+        "rungs": ["l8-d64-s0", "l2-d64-s0"],
+        "models": {
+            "l8-d64-s0": {"trained": entry(9, 0.42, True, 5, 0.8), "null": entry(9, 0.6, False, 12, 0.97)},
+            "l2-d64-s0": {"trained": entry(3, None, False, 2, 0.9), "null": entry(3, None, False, 1, 1.0)},
+        },
+    }
+    table = ct.diagnostic_details(m).set_index(["model", "kind"])
+    assert len(table) == 4
+    row = table.loc[("l8-d64-s0", "trained")]
+    assert (row.depths, row.transition, row.gamma_c) == (9, "yes", "0.42 [0.30, 0.50]")
+    assert (row["spikes (last depth)"], row["k-1"], row.q, row["q 95% CI"]) == (5, 7, 0.8, "[0.790, 0.810]")
+    assert row["rise 95% CI"] == "[+0.004, +0.020]" and row["bimodality (last depth)"] == "unimodal"
+    assert table.loc[("l8-d64-s0", "null"), "transition"] == "no"
+    assert table.loc[("l2-d64-s0", "null"), "transition"] == "not testable"
+    assert table.loc[("l2-d64-s0", "null"), "gamma_c"] == "-"

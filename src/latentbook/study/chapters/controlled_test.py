@@ -131,3 +131,36 @@ def seed_spread(models: pd.DataFrame) -> float:
     fixed size, the variation that lets the partial correlation tell capability from size."""
     spans = models.groupby("architecture")["capability"].agg(lambda c: float(np.ptp(c.to_numpy())))
     return float(spans.max())
+
+
+def diagnostic_details(m: dict) -> pd.DataFrame:
+    """One row per model and kind (trained, null): the depths measured, the rise ``m(1) - m(0)`` and its
+    interval, the bimodality verdict and ``gamma_c`` (with its interval, and whether a transition is found, or
+    "not testable" below six depths), the spike count at the last depth against ``k - 1``, and the contraction
+    factor ``q`` with its interval."""
+    rows = []
+    for name in m["rungs"]:
+        for kind in ("trained", "null"):
+            entry = m["models"][name][kind]
+            o, t = entry["omega"], entry["omega"]["transition"]
+            rows.append(
+                {
+                    "model": name,
+                    "kind": kind,
+                    "depths": len(o["gamma"]),
+                    "rise m(1)-m(0)": o["rise"]["value"],
+                    "rise 95% CI": "[{:+.3f}, {:+.3f}]".format(*o["rise"]["ci"]),
+                    "bimodality (last depth)": o["bimodality"]["verdict"],
+                    "gamma_c": "-"
+                    if t["gamma_c"] is None
+                    else "{:.2f} [{:.2f}, {:.2f}]".format(t["gamma_c"], *t["ci"]),
+                    "transition": "yes"
+                    if t["has_transition"]
+                    else ("not testable" if t["gamma_c"] is None else "no"),
+                    "spikes (last depth)": entry["spikes"]["n_spikes"][-1],
+                    "k-1": entry["spikes"]["bound"],
+                    "q": entry["contraction"]["q"],
+                    "q 95% CI": "[{:.3f}, {:.3f}]".format(*entry["contraction"]["ci"]),
+                }
+            )
+    return pd.DataFrame(rows)
