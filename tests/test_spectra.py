@@ -1060,3 +1060,126 @@ def test_sample_eigvals_are_never_negative():
         a = rng.standard_normal((10, 2))
         lam = spectra.sample_eigvals(np.column_stack([a, a @ [1.0, 2.0], a @ [0.3, -1.0]]))
         assert np.all(lam >= 0.0) and lam[-1] < 1e-12
+
+
+# --- values that the mutation run's survivors got wrong ---------------------------------------------------
+
+
+def test_full_quantiles_put_the_atoms_own_mass_at_zero():
+    # q = 2: the atom holds exactly half the law; the quantile at p = 1/2 is still on it (inf{x: F(x) >= p} = 0)
+    p = np.array([0.25, 0.5, 0.5 + 1e-9, 0.75, 1.0])
+    out = spectra._full_quantiles(p, np.array([2.0, 0.5]))
+    lo, hi = spectra.mp_edges(2.0)
+    assert out[0, 0] == out[0, 1] == 0.0
+    assert out[0, 2] == pytest.approx(lo, rel=1e-3) and out[0, 4] == pytest.approx(hi, rel=1e-9)
+    assert out[0, 3] == pytest.approx(spectra._bulk_quantile(np.array([0.5]), 2.0, 1.0)[0], rel=1e-9)
+    np.testing.assert_allclose(out[1], spectra._bulk_quantile(p, 0.5, 1.0), rtol=1e-12)
+
+
+def test_misfits_are_the_least_squares_residual_and_scale_and_infinite_on_the_atom():
+    rng = np.random.default_rng(0)
+    p = np.sort(rng.uniform(0.05, 0.95, 7))
+    v = 1.3 * spectra._full_quantiles(p, np.array([0.4]))[0] + 0.01 * rng.standard_normal(7)
+    log_qs = np.log([0.2, 0.4, 3.0])
+    cost, sigma2 = spectra._misfits(v, p, log_qs)
+    for j, q in enumerate([0.2, 0.4, 3.0]):
+        design = spectra._full_quantiles(p, np.array([q]))[0]
+        (scale,), residual, *_ = np.linalg.lstsq(design[:, None], v, rcond=None)
+        assert sigma2[j] == pytest.approx(scale, rel=1e-10)
+        assert cost[j] == pytest.approx(float(np.sum((v - scale * design) ** 2)), rel=1e-8, abs=1e-14)
+    # one small quantile (norm < 1) fitted exactly
+    one_cost, one_scale = spectra._misfits(np.array([0.05]), np.array([0.1]), np.log([0.5]))
+    q01 = spectra._full_quantiles(np.array([0.1]), np.array([0.5]))[0, 0]
+    assert (
+        q01**2 < 1
+        and one_scale[0] == pytest.approx(0.05 / q01)
+        and one_cost[0] == pytest.approx(0.0, abs=1e-15)
+    )
+    # a window inside the atom of every ratio tried: no scale, infinite cost
+    atom_cost, atom_scale = spectra._misfits(np.array([0.0, 0.0]), np.array([0.1, 0.2]), np.log([5.0, 10.0]))
+    assert np.all(np.isinf(atom_cost)) and np.all(np.isnan(atom_scale))
+    assert atom_cost.dtype == np.float64 and atom_scale.dtype == np.float64
+
+
+def test_kn_noise_by_hand_on_three_eigenvalue_spectra():
+    # d - k = n: b = lam_1 = 4 sigma2 at the start, a double root rho = 2: sigma2 <- (1 + 4 - 2) / 2 = 1.5, then
+    # b^2 - 4 lam_1 sigma2 = 16 - 24 < 0: the estimate stays at 1.5
+    assert spectra._kn_noise(np.array([4.0, 0.5, 0.5]), 2.0, 1) == 1.5
+    # a zero signal: b = 0, rho = 0 is its (double) root, so sigma2 = sum_{j>1} lam_j / (d - 1) = 1
+    # (from the start 2 / 2 / (1 - 1/2) = 2)
+    assert spectra._kn_noise(np.array([0.0, 1.0, 1.0]), 2.0, 1) == 1.0
+    # lam_1 = 0.1 below its own population value rho = (1 + sqrt(0.6)) / 2: the start is kept
+    lam, n = np.array([0.1, 0.95, 0.95]), 20.0
+    start = 1.9 / 2 / (1 - 1 / 20)
+    b = 0.1 + start * (1 - 2 / 20)
+    assert (b + np.sqrt(b * b - 4 * 0.1 * start)) / 2 > 0.1
+    assert spectra._kn_noise(lam, n, 1) == pytest.approx(start, rel=1e-12)
+    # the stopping rule is relative to the estimate: tol = 1 stops at the first step, keeping the start
+    s = np.r_[30.0, 12.0, np.linspace(3.0, 1.0, 20)]
+    first = float(np.sum(s[2:])) / 20 / (1 - 2 / 50)
+    assert spectra._kn_noise(s, 50.0, 2, tol=1.0) == pytest.approx(first, rel=1e-12)
+    assert spectra._kn_noise(s, 50.0, 2) != pytest.approx(first, rel=1e-3)
+
+
+def test_mp_density_is_zero_below_the_lower_edge_even_at_the_tiniest_positive_value():
+    q, sigma2 = 2.0, 0.01  # lower edge 0.0017: 2 pi sigma2 q x underflows to 0 at a subnormal x
+    lo, hi = spectra.mp_edges(q, sigma2)
+    x = np.array([5e-324, 1e-310, 1e-300, lo / 2, (lo + hi) / 2, 2 * hi])
+    with np.errstate(all="raise"):
+        values = spectra.mp_density(x, q, sigma2)
+    np.testing.assert_array_equal(values[[0, 1, 2, 3, 5]], 0.0)
+    assert values[4] > 0
+
+
+def test_single_precision_input_is_computed_in_double_precision():
+    rng = np.random.default_rng(1)
+    x32 = (rng.standard_normal((40, 6)) * 0.01 + 300.0).astype(np.float32)  # a large mean: float32 loses it
+    x64 = x32.astype(np.float64)
+    np.testing.assert_allclose(spectra.sample_eigvals(x32), spectra.sample_eigvals(x64), rtol=1e-10)
+    np.testing.assert_allclose(
+        spectra.sample_eigvals(x32, centered=False), spectra.sample_eigvals(x64, centered=False), rtol=1e-10
+    )
+    groups = np.repeat(np.arange(8), 5)
+    assert spectra.intra_prompt_correlation(x32, groups) == pytest.approx(
+        spectra.intra_prompt_correlation(x64, groups), rel=1e-10
+    )
+    ell = np.array([1.3, 2.7, 11.1], dtype=np.float32)
+    np.testing.assert_allclose(
+        spectra.spike_location(ell, 0.7, 0.09),
+        spectra.spike_location(ell.astype(np.float64), 0.7, 0.09),
+        rtol=1e-13,
+    )
+
+
+def test_parallel_analysis_never_calls_a_single_coordinate_a_spike():
+    # one coordinate: every permuted copy has exactly its variance (dyadic values: exact sums), so the null's
+    # quantile equals the observed eigenvalue, which is not above it
+    x = np.array([0.0, 1.0, 2.0, 3.0, 1.0, 2.0, 5.0, 2.0])[:, None]
+    result = spectra.parallel_analysis(x, np.repeat([0, 1, 2, 3], 2), n_perm=20)
+    assert np.all(result.null[:, 0] == result.eigvals[0]) and result.null_quantile == result.eigvals[0]
+    assert result.n_spikes == 0
+
+
+def _anova_denominator(values: np.ndarray, groups: np.ndarray) -> float:
+    """``MSB + (n0 - 1) MSW`` of one coordinate, by loops over the prompts."""
+    labels = sorted(set(groups.tolist()))
+    n, g, grand = len(values), len(labels), values.mean()
+    members = [values[groups == label] for label in labels]
+    msb = sum(len(m) * (m.mean() - grand) ** 2 for m in members) / (g - 1)
+    msw = sum(((m - m.mean()) ** 2).sum() for m in members) / (n - g)
+    n0 = (n - sum(len(m) ** 2 for m in members) / n) / (g - 1)
+    return msb + (n0 - 1) * msw
+
+
+def test_intra_prompt_correlation_drops_a_coordinate_below_1e_12_of_the_largest_anova_denominator():
+    rng = np.random.default_rng(6)
+    sizes = [2, 3, 5, 4, 6, 3]
+    groups = np.repeat(np.arange(len(sizes)), sizes)
+    a = 0.8 * rng.standard_normal(len(sizes))[groups] + rng.standard_normal(len(groups))
+    b = rng.standard_normal(len(groups))  # no prompt effect: a low ICC
+    icc_a, icc_b = _icc_by_hand(a, groups), _icc_by_hand(b, groups)
+    assert abs(icc_a - icc_b) > 0.1
+    for ratio, expected in ((0.95e-12, icc_a), (1.05e-12, (icc_a + icc_b) / 2)):
+        t = np.sqrt(ratio * _anova_denominator(a, groups) / _anova_denominator(b, groups))
+        got = spectra.intra_prompt_correlation(np.column_stack([a, t * b]), groups)
+        assert got == pytest.approx(expected, rel=1e-9), ratio
