@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidInputError
-from .measure import _spearman, partial_spearman_ci
+from .measure import _spearman, partial_spearman_ci, signed_decision
 from .report import DIAGNOSTICS, capability_of, diagnostic_values, holm_family
 
 
@@ -104,12 +104,11 @@ def along_training_verdict(
         + ", ".join(f"{v:+.2f}" for v in r.per_run)
         + ")"
     )
-    low, high = sorted((expected_sign * r.ci[0], expected_sign * r.ci[1]))
-    if p_holm < alpha and low > 0:
+    side, why = signed_decision(r.ci, p_holm, expected_sign, alpha)
+    if side == "expected":
         return "tracks capability", text
-    if p_holm < alpha and high < 0:
+    if side == "opposite":
         return "does not", text + " (opposite to the paper's direction, beyond training time)"
-    why = "the interval includes 0" if low <= 0 <= high else f"the Holm-adjusted p is not below {alpha}"
     return "inconclusive", text + f" ({why}: what the diagnostic shares with capability may be training time)"
 
 

@@ -461,6 +461,22 @@ def _freedman_lane_p(ex: np.ndarray, ey: np.ndarray, residual: np.ndarray, perms
     return float(np.mean(np.abs(stats) >= abs(observed) - 1e-12))
 
 
+def signed_decision(
+    ci: tuple[float, float], p_holm: float, expected_sign: int, alpha: float = 0.05
+) -> tuple[str | None, str]:
+    """``("expected" | "opposite" | None, why)``: the Holm-adjusted p is below ``alpha`` and the interval lies on
+    the expected (or the other) side of 0; ``None`` otherwise, with the reason neither holds."""
+    low, high = sorted((expected_sign * ci[0], expected_sign * ci[1]))
+    if p_holm < alpha and low > 0:
+        return "expected", ""
+    if p_holm < alpha and high < 0:
+        return "opposite", ""
+    return (
+        None,
+        "the interval includes 0" if low <= 0 <= high else f"the Holm-adjusted p is not below {alpha}",
+    )
+
+
 def partial_verdict(
     r: PartialRankCorrelation, p_holm: float, n_tests: int, expected_sign: int, alpha: float = 0.05
 ) -> tuple[str, str]:
@@ -482,12 +498,11 @@ def partial_verdict(
         f"permutation p = {r.p_value:.3f}, Holm-adjusted over {n_tests} diagnostics p = {p_holm:.3f}, n = {r.n} "
         f"(capability against log parameters: rho = {r.rho_xz:+.2f}; the diagnostic: rho = {r.rho_yz:+.2f})"
     )
-    low, high = sorted((expected_sign * r.ci[0], expected_sign * r.ci[1]))
-    if p_holm < alpha and low > 0:
+    side, why = signed_decision(r.ci, p_holm, expected_sign, alpha)
+    if side == "expected":
         return "predicts capability", text
-    if p_holm < alpha and high < 0:
+    if side == "opposite":
         return "does not", text + " (opposite to the paper's direction, beyond size)"
-    why = "the interval includes 0" if low <= 0 <= high else f"the Holm-adjusted p is not below {alpha}"
     if np.isfinite(r.p_floor) and min(1.0, n_tests * r.p_floor) >= alpha:
         why += (
             f"; these rungs cannot show it: no order of a diagnostic reaches p below {r.p_floor:.3f} given "
