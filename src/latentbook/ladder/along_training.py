@@ -120,6 +120,14 @@ def architecture_of(name: str) -> tuple[str, int]:
     return rung, int(seed)
 
 
+def by_architecture(names) -> dict[str, list[str]]:
+    """Seeded model names grouped by architecture, in their order: ``{"l4-d64": ["l4-d64-s0", ...], ...}``."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(architecture_of(name)[0], []).append(name)
+    return groups
+
+
 def training_table(m: dict):
     """One row per measured checkpoint of ``measurements.json`` (the final model is the last one): its
     architecture, run (the model's name), seed, step, capability and every diagnostic (``report.diagnostic_values``)."""

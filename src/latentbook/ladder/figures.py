@@ -122,12 +122,10 @@ def capability_by_architecture(m: dict):
     """Held-out accuracy per hop count of each architecture of a seeded ladder: the mean over its seeds (solid),
     each seed (small dots), the mean of the untrained nulls (dotted, grey), and the two baselines that bind
     nothing."""
-    from .along_training import architecture_of
+    from .along_training import by_architecture as group
 
     plt, sns = _sns()
-    by_architecture: dict[str, list[str]] = {}
-    for name in m["rungs"]:
-        by_architecture.setdefault(architecture_of(name)[0], []).append(name)
+    by_architecture = group(m["rungs"])
     palette = dict(zip(by_architecture, sns.color_palette("viridis", len(by_architecture))))
     fig, ax = plt.subplots(figsize=(7, 4))
     for architecture, names in by_architecture.items():

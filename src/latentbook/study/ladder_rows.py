@@ -19,7 +19,7 @@ import numpy as np
 
 from ..analysis.verdict import CLAIMS, Row
 from ..errors import CaptureFileError, InvalidInputError
-from ..ladder.along_training import architecture_of, training_correlations
+from ..ladder.along_training import architecture_of, by_architecture, training_correlations
 from ..ladder.report import COMMAND, DIAGNOSTICS, load_measurements, tco_judgements
 
 # The ladder's own verdict words (``ladder.measure.verdict``) in this table's words.
@@ -122,10 +122,7 @@ def tco_rows(m: dict) -> list[Row]:
     verdict, judged alone, ends the reason)."""
     judged = tco_judgements(m)
     if judged and all(_is_seeded(name) for name in judged):
-        by_architecture: dict[str, list[str]] = {}
-        for name in judged:
-            by_architecture.setdefault(architecture_of(name)[0], []).append(name)
-        return [_pooled_tco_row(m, judged, names) for names in by_architecture.values()]
+        return [_pooled_tco_row(m, judged, names) for names in by_architecture(judged).values()]
     rows = []
     for rung, words in judged.items():
         word, reason = words["trained"]
