@@ -362,3 +362,32 @@ def test_a_checkpointed_rung_has_its_checkpoints_measured_once_and_remeasured_wh
     assert "checkpoints" not in json.loads(out.read_text())["models"]["l2-d32-s0"]
     with pytest.raises(LatentbookError, match="checkpoint_stride"):
         report.measure_ladder(out, rungs=rungs, progress=False, checkpoint_stride=0)
+
+
+def test_the_verdicts_ladder_rows_default_to_ladder_v2_with_its_command():
+    """The verdict table reads the book's ladder (v2): one partial row per diagnostic, one along-training row per
+    checkpointed architecture and diagnostic, one TCO row per architecture, each with v2's command."""
+    import json
+    from collections import Counter
+
+    from latentbook.ladder import report
+    from latentbook.ladder.along_training import by_architecture
+    from latentbook.study import ladder_rows
+
+    path = store.REPO_LADDER_V2 / report.MEASUREMENTS
+    if not path.is_file():
+        pytest.skip("results/ladder-v2 is not measured here")
+    m = json.loads(path.read_text())
+    rows = ladder_rows.ladder_rows()
+    assert [r.model for r in rows] == [r.model for r in ladder_rows.ladder_rows(path)]
+    checkpointed = {
+        a for a, names in by_architecture(m["rungs"]).items() if "checkpoints" in m["models"][names[0]]
+    }
+    runs = Counter(r.run for r in rows)
+    n = len(report.DIAGNOSTICS)
+    assert runs == {
+        "ladder": n + len(by_architecture(m["rungs"])),
+        "ladder, along training": n * len(checkpointed),
+    }
+    assert {r.command for r in rows} == {report.V2_COMMAND}
+    assert ladder_rows.command_of({"rungs": ["l4-d64", "l8-d64"]}) == report.COMMAND

@@ -226,3 +226,113 @@ def test_the_details_table_has_a_row_per_model_and_null_with_each_diagnostic():
     assert table.loc[("l8-d64-s0", "null"), "transition"] == "no"
     assert table.loc[("l2-d64-s0", "null"), "transition"] == "not testable"
     assert table.loc[("l2-d64-s0", "null"), "gamma_c"] == "-"
+
+
+def test_a_span_prints_its_ends_or_the_one_value_they_round_to():
+    assert ct.span_text(pd.Series([0.5597, 0.61, 0.5601])) == "0.560 to 0.610"
+    assert ct.span_text(pd.Series([0.55971, 0.55974])) == "0.560"
+    assert ct.span_text(pd.Series([2.0, 7.0]), digits=0) == "2 to 7"
+
+
+def test_the_capability_scatter_colours_by_architecture_and_titles_the_partial_rho(measurements):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from latentbook.ladder import figures, report
+
+    m, _ = measurements
+    for k, name in enumerate(m["rungs"]):
+        for kind, shift in (("trained", 0.0), ("null", 1.0)):
+            m["models"][name][kind].update(
+                omega={"rise": {"value": 0.01 * k + shift}, "bimodality": {"coefficient": 0.3 + shift}},
+                spikes={"n_spikes": [0, k]},
+                contraction={"q": 0.9 - 0.1 * k},
+            )
+    m["correlations"] = report.correlations(m)
+    fig = figures.capability_scatter(m)
+    panels = [ax for ax in fig.axes if ax.axison]
+    assert len(panels) == len(report.DIAGNOSTICS)
+    contraction = panels[list(report.DIAGNOSTICS).index("contraction")]
+    trained, null = contraction.collections[0], contraction.collections[1]  # l2-d64's two seeds
+    points = np.asarray(trained.get_offsets())
+    assert points[:, 0].tolist() == pytest.approx([0.9, 0.8])
+    assert points[:, 1].tolist() == pytest.approx([np.mean(MODELS[0][3]), np.mean(MODELS[1][3])])
+    assert np.asarray(null.get_offsets())[:, 0].tolist() == pytest.approx([0.9, 0.8])
+    colours = [tuple(np.round(c.get_facecolor()[0], 3)) for c in contraction.collections]
+    assert colours[0] == colours[1] != colours[2] == colours[3]  # one colour per architecture
+    partial = m["correlations"]["contraction"]["partial"]
+    assert f"partial given size {partial['rho']:+.2f}" in contraction.get_title()
+    legend = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    assert legend == ["l2-d64", "l4-d64", "trained", "untrained null"]
+
+
+def test_the_ladder_findings_name_each_estimate_and_what_predicts(measurements):
+    m, _ = measurements
+
+    def partial(rho, ci, p_holm, verdict):
+        return {"partial": {"rho": rho, "ci": ci, "p_holm": p_holm, "verdict": verdict}}
+
+    m["correlations"] = {
+        "stability": partial(0.62, [0.03, 0.91], 0.04, "predicts capability"),
+        "spikes": partial(-0.56, [-0.86, -0.21], 0.068, "inconclusive"),
+        "bimodality": {"level": {}},  # no partial (fewer than four rungs when measured): left out
+    }
+    found = ct.ladder_findings(m)
+    assert found["across"] == (
+        "TCO stability +0.62 [+0.03, +0.91] (Holm p 0.040, predicts capability); "
+        "spikes above MP -0.56 [-0.86, -0.21] (Holm p 0.068, inconclusive)"
+    )
+    assert found["predicts"] == "TCO stability"
+    assert (found["along"], found["tracks"]) == ("no checkpoints measured", "none")
+    m["correlations"]["stability"]["partial"]["verdict"] = "does not"
+    assert ct.ladder_findings(m)["predicts"] == "none"
+    for name, depths in zip(m["rungs"], (9, 9, verdict.MIN_DEPTHS - 1, verdict.MIN_DEPTHS)):
+        m["models"][name]["trained"]["omega"] = {"gamma": list(np.linspace(0, 1, depths))}
+    assert ct.ladder_findings(m)["critical_depth"] == (
+        f"1 of its 4 models have the {verdict.MIN_DEPTHS} depths a critical-depth fit needs"
+    )
+    m["models"][m["rungs"][3]]["trained"]["omega"]["gamma"].pop()
+    assert ct.ladder_findings(m)["critical_depth"].endswith(f"(the deepest has {verdict.MIN_DEPTHS - 1})")
+
+
+def test_the_ladder_findings_along_training_name_the_architecture(measurements, monkeypatch):
+    from latentbook.ladder import along_training
+
+    m, _ = measurements
+    along = {
+        "l4-d64": {
+            "stability": {"rho": 0.61, "ci": [0.26, 0.85], "p_holm": 0.007, "verdict": "tracks capability"},
+            "contraction": {"rho": -0.25, "ci": [-0.62, 0.2], "p_holm": 1.0, "verdict": "inconclusive"},
+        }
+    }
+    monkeypatch.setattr(along_training, "training_correlations", lambda _: along)
+    found = ct.ladder_findings(m)
+    assert found["along"] == (
+        "l4-d64: TCO stability +0.61 [+0.26, +0.85] (Holm p 0.007, tracks capability); "
+        "l4-d64: contraction factor q -0.25 [-0.62, +0.20] (Holm p 1.000, inconclusive)"
+    )
+    assert found["tracks"] == "TCO stability (l4-d64)" and found["across"] == "none measured"
+
+
+def test_a_seeded_ladders_diagnostic_rows_name_its_architectures_and_seeds(measurements):
+    from latentbook.ladder import report
+    from latentbook.study import ladder_rows
+
+    m, _ = measurements
+    for k, name in enumerate(m["rungs"]):
+        for kind in ("trained", "null"):
+            m["models"][name][kind].update(
+                omega={"rise": {"value": 0.01 * k}, "bimodality": {"coefficient": 0.3}},
+                spikes={"n_spikes": [0, k]},
+                contraction={"q": 0.9 - 0.1 * k},
+            )
+    m["correlations"] = report.correlations(m)
+    rows = ladder_rows.diagnostic_rows(m)
+    assert {row.model for row in rows} == {
+        "ladder of 4 trained Llamas (2 architectures x 2 seeds) and their untrained nulls"
+    }
+    m["rungs"] = m["rungs"][:3]
+    m["correlations"] = report.correlations(m)
+    assert ladder_rows.diagnostic_rows(m)[0].model == (
+        "ladder of 3 trained Llamas (l2-d64 x 2 seeds, l4-d64 x 1 seeds) and their untrained nulls"
+    )

@@ -13,6 +13,7 @@ import pytest
 
 import latentbook as lb
 from latentbook.analysis import calibration, layer_spectra, omega, synthetic, tco, transition, verdict
+from latentbook.ladder import report
 from latentbook.study import ladder_rows, paths, rows
 from latentbook.study import verdict as study_verdict
 from latentbook.study.measure import measure, n_parameters
@@ -342,7 +343,7 @@ def test_ladder_rows_carry_the_rank_correlations_numbers_and_an_honest_row_other
     whatever the plain rho says; without a partial: "inconclusive"; none measured: "not yet run"."""
     (row,) = ladder_rows.ladder_rows(tmp_path / "measurements.json")
     assert row.verdict == "not yet run" and row.claim == "reasoning_diagnostics"
-    assert "measurements.json" in row.reason and row.command == "latentbook train-ladder --measure"
+    assert "measurements.json" in row.reason and row.command == report.V2_COMMAND  # the book's ladder
 
     planted = {  # name -> (rho, interval, the ladder's verdict, expected sign)
         "omega_rise": (0.2, [-1.0, 1.0], "inconclusive", 1),

@@ -120,6 +120,15 @@ def architecture_of(name: str) -> tuple[str, int]:
     return rung, int(seed)
 
 
+def is_seeded(name: str) -> bool:
+    """Whether ``name`` is a seeded ladder v2 model (``<rung>-s<seed>``), as ``architecture_of`` reads it."""
+    try:
+        architecture_of(name)
+    except InvalidInputError:
+        return False
+    return True
+
+
 def by_architecture(names) -> dict[str, list[str]]:
     """Seeded model names grouped by architecture, in their order: ``{"l4-d64": ["l4-d64-s0", ...], ...}``."""
     groups: dict[str, list[str]] = {}

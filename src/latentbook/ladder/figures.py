@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .along_training import by_architecture, is_seeded
 from .report import DIAGNOSTICS, capability_of, diagnostic_values
 
 SHORT_LABELS = {  # the diagnostics of report.DIAGNOSTICS, short enough for an axis
@@ -45,8 +46,9 @@ def training_curves(logs: dict[str, dict], smooth: int = 100):
         for e in log["evals"]:
             for hops, acc in e["accuracy"].items():
                 acc_rows.append({"rung": rung, "step": e["step"], "hops": int(hops), "accuracy": acc})
-    fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
+    fig, axes = plt.subplots(1, 3, figsize=(10, 3.4))
     sns.lineplot(pd.DataFrame(loss_rows), x="step", y="loss", hue="rung", ax=axes[0])
+    axes[0].legend(fontsize=7, title=None)
     axes[0].set(xlabel="training step", ylabel=f"training loss (mean of {smooth} steps)", title="Loss")
     sns.lineplot(
         pd.DataFrame(stage_rows),
@@ -122,13 +124,11 @@ def capability_by_architecture(m: dict):
     """Held-out accuracy per hop count of each architecture of a seeded ladder: the mean over its seeds (solid),
     each seed (small dots), the mean of the untrained nulls (dotted, grey), and the two baselines that bind
     nothing."""
-    from .along_training import by_architecture as group
-
     plt, sns = _sns()
-    by_architecture = group(m["rungs"])
-    palette = dict(zip(by_architecture, sns.color_palette("viridis", len(by_architecture))))
+    groups = by_architecture(m["rungs"])
+    palette = dict(zip(groups, sns.color_palette("viridis", len(groups))))
     fig, ax = plt.subplots(figsize=(7, 4))
-    for architecture, names in by_architecture.items():
+    for architecture, names in groups.items():
         hops = sorted(m["models"][names[0]]["trained"]["capability"]["accuracy"], key=int)
         x = np.array([int(h) for h in hops])
         seeds = np.array(
@@ -154,7 +154,7 @@ def capability_by_architecture(m: dict):
         title="Capability: mean of the seeds (dots: each seed; dotted: untrained nulls)",
     )
     ax.title.set_size(10)
-    ax.legend(frameon=False, fontsize=7, ncol=2)
+    ax.legend(frameon=False, fontsize=7, ncol=3, loc="lower center")
     fig.tight_layout()
     return fig
 
@@ -211,34 +211,57 @@ def class_stability(m: dict, rungs: list[str] | None = None, kinds: tuple[str, .
 
 
 def capability_scatter(m: dict):
-    """Capability (mean held-out accuracy) against each diagnostic, trained rungs and nulls, with Spearman rho."""
+    """Capability (mean held-out accuracy) against each diagnostic, one panel per diagnostic: trained models
+    (dots) and their untrained nulls (crosses), coloured by architecture (the seeds of one architecture share a
+    colour), titled with the plain Spearman rho and, where measured, the partial rho given log parameters."""
     plt, sns = _sns()
     names = list(DIAGNOSTICS)
-    fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 3.4), sharey=True)
-    palette = dict(zip(m["rungs"], sns.color_palette("viridis", len(m["rungs"]))))
-    for ax, name in zip(axes, names):
-        for rung in m["rungs"]:
+    groups = _architectures(m["rungs"])
+    palette = dict(zip(groups, sns.color_palette("viridis", len(groups))))
+    n_columns = 3
+    n_rows = -(-(len(names) + 1) // n_columns)  # one panel more, for the legend
+    fig, axes = plt.subplots(n_rows, n_columns, figsize=(8.2, 2.9 * n_rows), sharey=True, squeeze=False)
+    panels = axes.ravel()
+    for ax, name in zip(panels, names):
+        for architecture, rungs in groups.items():
             for kind, marker in (("trained", "o"), ("null", "x")):
-                entry = m["models"][rung][kind]
+                entries = [m["models"][rung][kind] for rung in rungs]
                 ax.scatter(
-                    diagnostic_values(entry)[name],
-                    capability_of(entry),
-                    color=palette[rung],
+                    [diagnostic_values(e)[name] for e in entries],
+                    [capability_of(e) for e in entries],
+                    color=palette[architecture],
                     marker=marker,
-                    s=40,
-                    label=rung if (kind == "trained" and name == names[0]) else None,
+                    s=30,
+                    label=architecture if kind == "trained" else None,
                 )
-        c = m["correlations"][name]["level"]
-        ax.set(
-            xlabel=DIAGNOSTICS[name][0], title=f"rho = {c['rho']:+.2f} [{c['ci'][0]:+.2f}, {c['ci'][1]:+.2f}]"
-        )
-        ax.xaxis.label.set_size(8)
+        c = m["correlations"][name]
+        title = "rho {:+.2f} [{:+.2f}, {:+.2f}]".format(c["level"]["rho"], *c["level"]["ci"])
+        if c.get("partial") is not None:
+            title += "\npartial given size {:+.2f} [{:+.2f}, {:+.2f}]".format(
+                c["partial"]["rho"], *c["partial"]["ci"]
+            )
+        ax.set_xlabel(SHORT_LABELS[name], fontsize=8)
+        ax.set_title(title, fontsize=8)
         ax.locator_params(axis="x", nbins=4)
-        ax.title.set_size(9)
-    axes[0].set_ylabel("capability (mean held-out accuracy)")
-    axes[0].legend(frameon=False, fontsize=7)
+        ax.tick_params(labelsize=7)
+    for row in axes:
+        row[0].set_ylabel("capability", fontsize=8)
+    legend = panels[len(names)]
+    handles, labels = panels[0].get_legend_handles_labels()
+    handles += [plt.Line2D([], [], ls="", marker=k, color="grey") for k in ("o", "x")]
+    labels += ["trained", "untrained null"]
+    legend.legend(handles, labels, loc="center", frameon=False, fontsize=8)
+    for ax in panels[len(names) :]:
+        ax.axis("off")
     fig.tight_layout()
     return fig
+
+
+def _architectures(rungs: list[str]) -> dict[str, list[str]]:
+    """The rungs grouped by architecture where they are seeded (ladder v2), else one group per rung (v1)."""
+    if all(is_seeded(rung) for rung in rungs):
+        return by_architecture(rungs)
+    return {rung: [rung] for rung in rungs}
 
 
 def tco_decoding(m: dict, rungs: list[str] | None = None):
@@ -247,9 +270,15 @@ def tco_decoding(m: dict, rungs: list[str] | None = None):
     (dashed), with chance 0.5 and the strongest decoder that binds nothing (dotted)."""
     plt, sns = _sns()
     rungs = [r for r in (rungs or m["rungs"]) if "tco" in m["models"][r]["trained"]]
-    fig, axes = plt.subplots(1, len(rungs), figsize=(2.4 * len(rungs) + 1, 3.0), sharey=True, squeeze=False)
+    n_columns = min(len(rungs), 3)
+    n_rows = -(-len(rungs) // n_columns)
+    fig, axes = plt.subplots(
+        n_rows, n_columns, figsize=(2.6 * n_columns + 0.8, 2.6 * n_rows + 0.4), sharey=True, squeeze=False
+    )
     colours = sns.color_palette("colorblind", 2)
-    for ax, rung in zip(axes[0], rungs):
+    for ax in axes.ravel()[len(rungs) :]:
+        ax.axis("off")
+    for ax, rung in zip(axes.ravel(), rungs):
         for kind, style in (("trained", "-"), ("null", "--")):
             t = m["models"][rung][kind]["tco"]
             depth = np.arange(len(t["control_by_depth"]))
@@ -267,8 +296,9 @@ def tco_decoding(m: dict, rungs: list[str] | None = None):
         ax.axhline(0.5, color="black", lw=0.6)
         ax.set(title=rung, xlabel="depth l", ylim=(0.4, 1.02), xticks=depth)
         ax.title.set_size(9)
-    axes[0, 0].set_ylabel("two-way accuracy (fraction)")
-    fig.legend(loc="lower center", ncol=4, frameon=False, fontsize=7, bbox_to_anchor=(0.5, -0.08))
+    for row in axes:
+        row[0].set_ylabel("two-way accuracy", fontsize=9)
+    fig.legend(loc="lower center", ncol=2, frameon=False, fontsize=7, bbox_to_anchor=(0.5, -0.1))
     fig.tight_layout()
     return fig
 

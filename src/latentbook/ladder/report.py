@@ -32,6 +32,10 @@ from .task import TaskSpec
 MEASUREMENTS = "measurements.json"
 CHECKPOINT_STRIDE = 1000  # the checkpoints measured along training: every this many steps
 COMMAND = "latentbook train-ladder --measure"
+V2_COMMAND = (  # the book's ladder (chapter 7): 6 rungs x 3 seeds on the balanced task, two rungs checkpointed
+    "latentbook train-ladder --out results/ladder-v2 --seeds 0,1,2 --balanced --checkpoint-every 500 "
+    "--checkpoint-rungs l4-d64,l8-d64 --jobs 2 --measure"
+)
 PLATEAU = REPO_LADDER.parent / "bench" / "ladder_plateau.json"
 PLATEAU_COMMAND = "python benchmarks/ladder_plateau.py"
 NAMES_BENCH = REPO_LADDER.parent / "bench" / "ladder_names.json"

@@ -1,4 +1,4 @@
-"""The ladder's rows of the verdict table (chapter 7), typed, from the numbers of ``results/ladder/measurements.json``.
+"""The ladder's rows of the verdict table (chapter 7), typed, from the numbers of ``results/ladder-v2/measurements.json``.
 
 ``ladder_rows(path)`` gives one ``reasoning_diagnostics`` row per diagnostic (``diagnostic_rows``: its value is the
 partial Spearman rho of the diagnostic with capability given log parameter count across the trained rungs, its
@@ -19,8 +19,9 @@ import numpy as np
 
 from ..analysis.verdict import CLAIMS, Row
 from ..errors import CaptureFileError, InvalidInputError
-from ..ladder.along_training import architecture_of, by_architecture, training_correlations
-from ..ladder.report import COMMAND, DIAGNOSTICS, load_measurements, tco_judgements
+from ..ladder.along_training import architecture_of, by_architecture, is_seeded, training_correlations
+from ..ladder.report import COMMAND, DIAGNOSTICS, MEASUREMENTS, V2_COMMAND, load_measurements, tco_judgements
+from ..ladder.store import REPO_LADDER_V2
 
 # The ladder's own verdict words (``ladder.measure.verdict``) in this table's words.
 LADDER_VERDICTS = {
@@ -57,7 +58,7 @@ def not_yet_run(why: str) -> Row:
         CLAIMS["reasoning_diagnostics"].paper,
         "not yet run",
         why + ": capability is not measured, so no diagnostic can be checked against it",
-        COMMAND,
+        V2_COMMAND,
     )
 
 
@@ -75,7 +76,17 @@ def diagnostic_rows(m: dict) -> list[Row]:
     the paper's side), "inconclusive" where there is none; the reason ends with the verdicts of the plain
     correlation (``level``) and of the trained-minus-null change (``shift``)."""
     rungs = m["rungs"]
-    model = f"ladder of {len(rungs)} trained Llamas ({', '.join(rungs)}) and their untrained nulls"
+    if rungs and all(is_seeded(name) for name in rungs):
+        groups = by_architecture(rungs)
+        seeds = {len(names) for names in groups.values()}
+        which = (
+            f"{len(groups)} architectures x {seeds.pop()} seeds"
+            if len(seeds) == 1
+            else ", ".join(f"{a} x {len(n)} seeds" for a, n in groups.items())
+        )
+    else:
+        which = ", ".join(rungs)
+    model = f"ladder of {len(rungs)} trained Llamas ({which}) and their untrained nulls"
     rows = []
     for c in (m.get("correlations") or {}).values():
         level, partial = c["level"], c.get("partial")
@@ -109,7 +120,7 @@ def diagnostic_rows(m: dict) -> list[Row]:
                     f"{why}; plain correlation: {_word(level['verdict'])}; "
                     f"trained-minus-null: {_word(c['shift']['verdict'])}"
                 ),
-                command=COMMAND,
+                command=command_of(m),
             )
         )
     return rows
@@ -121,7 +132,7 @@ def tco_rows(m: dict) -> list[Row]:
     stability at the last depth, judged by ``verdict.judge_tco`` against the rung's untrained null (whose own
     verdict, judged alone, ends the reason)."""
     judged = tco_judgements(m)
-    if judged and all(_is_seeded(name) for name in judged):
+    if judged and all(is_seeded(name) for name in judged):
         return [_pooled_tco_row(m, judged, names) for names in by_architecture(judged).values()]
     rows = []
     for rung, words in judged.items():
@@ -146,18 +157,10 @@ def tco_rows(m: dict) -> list[Row]:
                 paper=CLAIMS["tco"].paper,
                 verdict=word,
                 reason=f"{reason}; its untrained null alone: {words['null'][0]}",
-                command=COMMAND,
+                command=command_of(m),
             )
         )
     return rows
-
-
-def _is_seeded(name: str) -> bool:
-    try:
-        architecture_of(name)
-    except InvalidInputError:
-        return False
-    return True
 
 
 def _pooled_tco_row(m: dict, judged: dict, names: list[str]) -> Row:
@@ -190,7 +193,7 @@ def _pooled_tco_row(m: dict, judged: dict, names: list[str]) -> Row:
         verdict=word,
         reason=f"{why}; by seed: {seeds}; the untrained nulls alone: "
         + ", ".join(judged[name]["null"][0] for name in names),
-        command=COMMAND,
+        command=command_of(m),
     )
 
 
@@ -229,17 +232,31 @@ def training_rows(m: dict) -> list[Row]:
                     paper=f"rises with reasoning capacity (expected sign {sign})",
                     verdict=TRAINING_VERDICTS[c["verdict"]],
                     reason=c["reason"],
-                    command=COMMAND,
+                    command=command_of(m),
                 )
             )
     return rows
 
 
+BOOK_MEASUREMENTS = REPO_LADDER_V2 / MEASUREMENTS  # the book's ladder: chapter 7 and the verdict read it
+
+
+def ladder_measurements() -> dict | None:
+    """The book's ladder measurements (``BOOK_MEASUREMENTS``), or None where they have not been written."""
+    return load_measurements(BOOK_MEASUREMENTS) if BOOK_MEASUREMENTS.is_file() else None
+
+
+def command_of(m: dict) -> str:
+    """The command that trains and measures the ladder of ``m``: ladder v2's for seeded models, else v1's."""
+    return V2_COMMAND if m["rungs"] and all(is_seeded(name) for name in m["rungs"]) else COMMAND
+
+
 def ladder_rows(path: str | Path | None = None) -> list[Row]:
     """``diagnostic_rows``, ``training_rows`` and ``tco_rows`` of the ladder's measurements (``ladder.report.load_measurements``,
-    default ``results/ladder/measurements.json``), or one "not yet run" row that says why there are none."""
+    default the book's ladder, ``results/ladder-v2/measurements.json``), or one "not yet run" row that says why
+    there are none."""
     try:
-        m = load_measurements(path)
+        m = load_measurements(path if path is not None else BOOK_MEASUREMENTS)
     except CaptureFileError as exc:
         return [not_yet_run(f"the ladder has not been measured ({exc})")]
     rows = diagnostic_rows(m) + training_rows(m) + tco_rows(m)

@@ -136,7 +136,7 @@ def seed_spread(models: pd.DataFrame) -> float:
 def diagnostic_details(m: dict) -> pd.DataFrame:
     """One row per model and kind (trained, null): the depths measured, the rise ``m(1) - m(0)`` and its
     interval, the bimodality verdict and ``gamma_c`` (with its interval, and whether a transition is found, or
-    "not testable" below six depths), the spike count at the last depth against ``k - 1``, and the contraction
+    "not testable" below ``verdict.MIN_DEPTHS`` depths), the spike count at the last depth against ``k - 1``, and the contraction
     factor ``q`` with its interval."""
     rows = []
     for name in m["rungs"]:
@@ -164,3 +164,60 @@ def diagnostic_details(m: dict) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows)
+
+
+def span_text(values: pd.Series, digits: int = 3) -> str:
+    """``"low to high"`` of ``values`` at ``digits`` decimals, or the one value where both print alike."""
+    low, high = f"{float(values.min()):.{digits}f}", f"{float(values.max()):.{digits}f}"
+    return low if low == high else f"{low} to {high}"
+
+
+def _estimate(label: str, rho: float, ci, p_holm: float, verdict: str) -> str:
+    return f"{label} {rho:+.2f} [{ci[0]:+.2f}, {ci[1]:+.2f}] (Holm p {p_holm:.3f}, {verdict})"
+
+
+def ladder_findings(m: dict) -> dict[str, str]:
+    """The ladder's results in words, for the verdict chapter: ``"across"``, each diagnostic's partial rho given
+    size across the models (``report.correlations``) with its interval, Holm-adjusted p and verdict; ``"along"``,
+    the same for the changes along training of each checkpointed architecture
+    (``along_training.training_correlations``); ``"predicts"`` and ``"tracks"``, the diagnostics that do (or
+    "none"); ``"critical_depth"``, how many models are deep enough for ``transition.critical_depth``."""
+    from ...ladder.along_training import training_correlations
+    from ...ladder.figures import SHORT_LABELS
+
+    across = {name: c["partial"] for name, c in (m.get("correlations") or {}).items() if c.get("partial")}
+    along = {
+        (architecture, name): c
+        for architecture, by_name in training_correlations(m).items()
+        for name, c in by_name.items()
+    }
+    from ...analysis.verdict import MIN_DEPTHS
+
+    depths = [len(e["trained"]["omega"]["gamma"]) for e in m["models"].values() if "omega" in e["trained"]]
+    testable = sum(n >= MIN_DEPTHS for n in depths)
+    return {
+        "critical_depth": (
+            f"{testable} of its {len(depths)} models have the {MIN_DEPTHS} depths a critical-depth fit needs"
+            if testable
+            else f"none of its models has the {MIN_DEPTHS} depths a critical-depth fit needs (the deepest has "
+            f"{max(depths, default=0)})"
+        ),
+        "across": "; ".join(
+            _estimate(SHORT_LABELS[n], p["rho"], p["ci"], p["p_holm"], p["verdict"])
+            for n, p in across.items()
+        )
+        or "none measured",
+        "along": "; ".join(
+            _estimate(f"{a}: {SHORT_LABELS[n]}", c["rho"], c["ci"], c["p_holm"], c["verdict"])
+            for (a, n), c in along.items()
+        )
+        or "no checkpoints measured",
+        "predicts": ", ".join(
+            SHORT_LABELS[n] for n, p in across.items() if p["verdict"] == "predicts capability"
+        )
+        or "none",
+        "tracks": ", ".join(
+            f"{SHORT_LABELS[n]} ({a})" for (a, n), c in along.items() if c["verdict"] == "tracks capability"
+        )
+        or "none",
+    }
