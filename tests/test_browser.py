@@ -319,3 +319,14 @@ def test_no_table_code_block_or_figure_is_wider_than_the_content_column(browser,
         page.screenshot(path=_artifact(f"too-wide/{page_path}.png"), full_page=True)
     page.close()
     assert not too_wide, f"{page_path}: wider than the content column:\n" + "\n".join(too_wide)
+
+
+def test_no_command_on_any_page_has_its_double_hyphen_turned_into_a_dash():
+    """Glued commands and docstrings are text, not code literals; Sphinx's smart dashes would print
+    ``--max-prompts`` as ``–max-prompts``, which a reader cannot paste (``smartquotes_action`` in _config.yml)."""
+    dashed = {
+        page: sorted(set(re.findall(r"[\s(>]\u2013[a-z][a-z-]+", (BUILD / page).read_text(encoding="utf-8"))))
+        for page in _pages()
+    }
+    dashed = {page: found for page, found in dashed.items() if found}
+    assert not dashed, f"an option printed with a dash instead of '--': {dashed}"

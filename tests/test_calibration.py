@@ -62,15 +62,16 @@ def test_planted_profiles_carry_the_nuisances():
 
 def test_interval_coverage_on_planted_truths():
     """Nominal 95 % intervals on prompt-clustered tokens and on profiles with the real models' nuisances. The
-    jump's interval under-covers where a curved background meets the jump (measured: 0.74 over all backgrounds,
-    ~0.9 on flat and linear ones): the coverage appendix says so beside the table. The effective rank's covered
-    0.68 before its jackknife bias correction (n ~ d biases it) and 0.93 after."""
+    jump's interval covered 0.69-0.77 while it was centred on the two-line gap alone, which a curved background
+    biases; with the local fits' own bootstrap intervals in its hull it covers 0.95 (100 seeds, the appendix's)
+    and 0.97 here. The effective rank's covered 0.68 before its jackknife bias correction (n ~ d biases it) and
+    0.93 after."""
     table = calibration.coverage(n_seeds=60, seed=5).set_index("estimator")
     assert table["nominal"].eq(0.95).all() and table["n"].eq(60).all()
     observed = table["observed"]
     assert 0.88 <= observed["m(gamma): omega.profile, prompt bootstrap"] <= 1.0
     assert observed["gamma_c: transition.critical_depth"] >= 0.9
-    assert observed["jump: transition.critical_depth"] >= 0.7
+    assert 0.9 <= observed["jump: transition.critical_depth"] <= 1.0
     # the cross-prompt PR's jackknife (the plug-in PR's covered ~0.8: biased where the PR changes at n ~ d)
     assert 0.9 <= observed["PR after / before: layer_spectra.pr_contrast, prompt jackknife"] <= 1.0
     rank = (
@@ -80,8 +81,10 @@ def test_interval_coverage_on_planted_truths():
     low, high = calibration.COVERAGE_TARGET
     assert table["on target"].equals((observed >= low) & (observed <= high))
     # the prompt-resampled intervals are as wide as their estimators vary (measured: 0.91 and 1.14 over the
-    # appendix's 100 seeds; the jump's 0.62, short as well as biased; the effective rank's 1.04 once corrected)
+    # appendix's 100 seeds; the effective rank's 1.04 once corrected; the jump's 1.01 there, 1.42 on these 60:
+    # it was 0.62, short as well as biased, before the local intervals)
     spread = table["spread"]
+    assert 0.8 <= spread["jump: transition.critical_depth"] <= 1.6
     assert 0.8 <= spread[rank] <= 1.3
     assert 0.8 <= spread["m(gamma): omega.profile, prompt bootstrap"] <= 1.25
     assert 0.8 <= spread["PR after / before: layer_spectra.pr_contrast, prompt jackknife"] <= 1.3

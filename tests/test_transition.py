@@ -356,15 +356,17 @@ def test_local_gaps_fit_the_nearest_depths_outside_the_switch_on_each_side():
     for centre, width in ((0.5, 0.0), (0.5, 0.02), (0.43, 0.01)):
         want = [_local_fit_gap(g, y, centre, width, h, d) for h, d in transition.LOCAL_FITS]
         assert transition.local_gaps(g, y, centre, width) == pytest.approx(want, rel=1e-10), (centre, width)
-    # four depths on the left (g < 3.5/13): only the four-depth line fits there, on both sides
+    # four depths on the left (g < 3.5/13): only the three- and four-depth lines fit there, on both sides
     g = np.arange(14) / 13
     y = 0.5 + 0.2 * (g > 0.3) + 0.01 * rng.standard_normal(14)
     gaps = transition.local_gaps(g, y, 3.5 / 13, 0.0)
-    assert gaps == pytest.approx([_local_fit_gap(g, y, 3.5 / 13, 0.0, 4, 1)], rel=1e-10)
+    assert gaps == pytest.approx([_local_fit_gap(g, y, 3.5 / 13, 0.0, h, 1) for h in (3, 4)], rel=1e-10)
     assert transition.local_gaps(g, y, 9.5 / 13, 0.0) == pytest.approx(  # and four on the right
-        [_local_fit_gap(g, y, 9.5 / 13, 0.0, 4, 1)], rel=1e-10
+        [_local_fit_gap(g, y, 9.5 / 13, 0.0, h, 1) for h in (3, 4)], rel=1e-10
     )
-    assert transition.local_gaps(g, y, 2.5 / 13, 0.0) == []  # three on the left: no fit
+    three = transition.local_gaps(g, y, 2.5 / 13, 0.0)  # three on the left: the three-depth line only
+    assert three == pytest.approx([_local_fit_gap(g, y, 2.5 / 13, 0.0, 3, 1)], rel=1e-10)
+    assert transition.local_gaps(g, y, 1.5 / 13, 0.0) == []  # two on the left: no fit
 
 
 def test_the_parametric_misfit_is_an_ar1_series_with_the_residuals_spread_and_correlation():
@@ -571,11 +573,16 @@ def test_local_gaps_leave_out_the_depths_at_two_widths_from_the_centre_and_use_t
         ends = [np.polyval(np.polyfit(g[s], y[s], degree), centre) for s in (left, right)]
         return ends[1] - ends[0]
 
-    inside = [gap([5, 6, 7, 8], [11, 12, 13, 14], 1), gap(list(range(3, 9)), list(range(11, 17)), 1)]
-    inside.append(gap(list(range(1, 9)), list(range(11, 19)), 2))
+    def fits(left_end, right_start):  # the (h, degree) of LOCAL_FITS, nearest depths first
+        return [
+            gap(list(range(left_end - h + 1, left_end + 1)), list(range(right_start, right_start + h)), d)
+            for h, d in ((3, 1), (4, 1), (6, 1), (5, 2), (8, 2))
+        ]
+
+    inside = fits(8, 11)
+    assert inside[1] == gap([5, 6, 7, 8], [11, 12, 13, 14], 1)
     assert transition.local_gaps(g, y, 9.5, 0.25) == pytest.approx(inside, rel=1e-12)
-    used = [gap([6, 7, 8, 9], [10, 11, 12, 13], 1), gap(list(range(4, 10)), list(range(10, 16)), 1)]
-    used.append(gap(list(range(2, 10)), list(range(10, 18)), 2))
+    used = fits(9, 10)
     assert transition.local_gaps(g, y, 9.5, 0.2) == pytest.approx(used, rel=1e-12)
 
 
@@ -624,9 +631,11 @@ def test_a_max_width_at_the_narrowest_switch_fits_steps_only():
 
 
 def test_the_parametric_amplitude_interval_has_the_spread_of_the_misfit():
-    """A step 25 s.d. high (every refit finds its gap): the refit amplitude is linear in the profile, ``b + a'e``, so
-    the percentile interval is ``b -+ 1.96 sd (a' R a)^(1/2)``, ``sd^2 = RSS / (n - 5)`` and ``R`` the AR(1)
-    correlation of the misfit (Kendall-corrected, by hand); the local gaps fall inside it."""
+    """A step 25 s.d. high (every refit finds its gap): the two-line gap is linear in the profile, ``b + a'e``, and
+    so is each local gap, ``d_j + c_j'e``, so the interval is the hull of ``b -+ 1.96 sd (a' R a)^(1/2)`` and of every
+    ``d_j -+ 1.96 sd (c_j' R c_j)^(1/2)`` at most ``LOCAL_PRECISION`` times the shortest, ``sd^2 = RSS / (n - 5)``
+    and ``R`` the AR(1) correlation of the misfit (Kendall-corrected), all by hand: the local intervals are centred
+    on the local gaps, not on ``b``."""
     for seed in (1, 3):
         g, m = _step_in_orthogonal_noise(31, 25.0, seed)
         t = transition.critical_depth(g, m, n_boot=4000, max_width=0.0, skip=(0, 0), seed=seed)
@@ -638,12 +647,22 @@ def test_the_parametric_amplitude_interval_has_the_spread_of_the_misfit():
         raw = np.sum(r[1:] * r[:-1]) / np.sum(r**2)
         rho = np.clip(raw + (1 + 3 * raw) / 31, 0.0, 0.95)
         corr = rho ** np.abs(np.subtract.outer(np.arange(31), np.arange(31)))
-        half = 1.959964 * np.sqrt(np.sum(r**2) / (31 - 5) * (a @ corr @ a))
+        variance = np.sum(r**2) / (31 - 5)
+        half = 1.959964 * np.sqrt(variance * (a @ corr @ a))
         assert t.gamma_c == pytest.approx(15.5 / 30) and t.amplitude == pytest.approx(0.1, abs=1e-12)
-        assert all(abs(gap - 0.1) < 0.8 * half for gap in transition.local_gaps(g, m, t.gamma_c, 0.0))
-        low, high = t.amplitude_ci  # measured: 0.999 and 1.009 half-widths (seed 1), 1.009 and 1.008 (seed 3)
-        assert (0.1 - low) / half == pytest.approx(1.0, abs=0.07)  # RSS / (n + 5) would give 0.85
-        assert (high - 0.1) / half == pytest.approx(1.0, abs=0.07)
+        gaps = transition.local_gaps(g, m, t.gamma_c, 0.0)
+        assert len(gaps) == len(transition.LOCAL_FITS)
+        c = np.array([transition.local_gaps(g, unit, t.gamma_c, 0.0) for unit in np.eye(31)])  # (depth, fit)
+        halves = 1.959964 * np.sqrt(variance * np.einsum("ij,ik,kj->j", c, corr, c))
+        assert (halves > half).all()  # a local fit uses fewer depths: noisier than the two lines
+        kept = halves <= transition.LOCAL_PRECISION * halves.min()  # the fits about as precise as the best
+        assert 1 < kept.sum() < len(kept)
+        gaps = np.asarray(gaps)[kept]
+        want_low = min(0.1 - half, *(gaps - halves[kept]))
+        want_high = max(0.1 + half, *(gaps + halves[kept]))
+        low, high = t.amplitude_ci
+        assert (0.1 - low) / (0.1 - want_low) == pytest.approx(1.0, abs=0.05)
+        assert (high - 0.1) / (want_high - 0.1) == pytest.approx(1.0, abs=0.05)
 
 
 def test_a_fall_of_almost_the_whole_range_has_its_interval_clipped_at_minus_one():

@@ -28,6 +28,33 @@ class SlowFamilies:
     provenance: dict
     current: bool
 
+    def summary(self) -> dict[str, object]:
+        """What chapter 8 says of them: ``n`` cases per family, the lowest rate of "holds" where a claim was
+        planted (``found``) and the highest where none was (``false``), whether the spike judge meets both
+        targets (``outcome``, in words), whether the code is unchanged (``current``) and the date, and the planted
+        samples' shape (``calibration.SPIKE_SHAPE``, ``SPIKE_RHO``, ``SPIKE_STRENGTH`` to twice it)."""
+        _, n_prompts, per_prompt, width = calibration.SPIKE_SHAPE
+        planted = self.table["planted"]
+        return {
+            "n": int(self.provenance["n_cases"]),
+            "found": float(self.table.loc[planted == "present", "holds"].min()),
+            "false": float(self.table.loc[planted == "absent", "holds"].max()),
+            "outcome": "both targets are met, so a spike row above reads like any other"
+            if calibration.meets_targets(self.table)["mp_spikes"]
+            else "a target is missed, so the spike rows above are not evidence either way",
+            "current": "the current code"
+            if self.current
+            else "code that has changed since: rerun tools/calibrate_slow.py",
+            "date": str(self.provenance["date"])[:10],
+            "per_prompt": per_prompt,
+            "prompts": n_prompts,
+            "width": width,
+            "rho_low": calibration.SPIKE_RHO[0],
+            "rho_high": calibration.SPIKE_RHO[1],
+            "strength_low": calibration.SPIKE_STRENGTH,
+            "strength_high": 2 * calibration.SPIKE_STRENGTH,
+        }
+
 
 def slow_families(results_dir: str | Path) -> SlowFamilies:
     """``results_dir / calibration / slow_families.json`` as a table (the columns of ``calibration.calibrate``)."""
