@@ -311,7 +311,13 @@ def _weights(g: np.ndarray, y: np.ndarray, draws: np.ndarray | None) -> np.ndarr
 
 
 # (depths on each side, polynomial degree): short lines for short profiles, quadratics for curved backgrounds
-LOCAL_FITS = ((3, 1), (4, 1), (6, 1), (5, 2), (8, 2))
+LOCAL_FITS = (
+    (3, 1),
+    (4, 1),
+    (5, 2),
+    (6, 1),
+    (8, 2),
+)  # growing in h: a side too short for one is for the rest
 LOCAL_PRECISION = 1.5  # local intervals up to this many times the shortest's length enter the jump's interval
 
 
