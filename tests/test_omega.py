@@ -28,7 +28,7 @@ def test_omega_on_known_vectors_numpy_and_torch_agree():
     assert values.shape == (3, 7) and values.dtype == np.float64
     np.testing.assert_allclose(omega.omega(torch.from_numpy(x)).numpy(), values, rtol=1e-5)
     assert omega.omega(torch.zeros(2, 4)).tolist() == [0.0, 0.0]
-    with pytest.raises(lb.InvalidInputError, match="last axis"):
+    with pytest.raises(lb.errors.InvalidInputError, match="last axis"):
         omega.omega(np.float64(3.0))
 
 
@@ -43,7 +43,7 @@ def test_gaussian_reference_is_the_exact_finite_d_expectation():
     correction = ref["gaussian_limit"] - omega.gaussian_omega(576)  # sqrt(2/pi) / (4d) to leading order
     assert correction == pytest.approx(np.sqrt(2 / np.pi) / (4 * 576), rel=0.01)
     assert ref["one_hot"] == pytest.approx(1 - 1 / np.sqrt(8)) and ref["constant"] == 0.0
-    with pytest.raises(lb.InvalidInputError, match="k must"):
+    with pytest.raises(lb.errors.InvalidInputError, match="k must"):
         omega.reference_values(8, k=9)
 
 
@@ -103,21 +103,21 @@ def test_profile_refuses_what_it_cannot_resample():
         ({"n_boot": 99}, "n_boot >= 100"),
         ({"gamma": np.linspace(0, 1, 4)}, "one value per depth"),
     ):
-        with pytest.raises(lb.InvalidInputError, match=match):
+        with pytest.raises(lb.errors.InvalidInputError, match=match):
             omega.profile(values, ids, **kwargs)
     omega.profile(values, ids, level=0.51, n_boot=100)  # the edges just inside are fine
-    with pytest.raises(lb.InvalidInputError, match="needs prompt_ids"):
+    with pytest.raises(lb.errors.InvalidInputError, match="needs prompt_ids"):
         omega.profile(values, by="prompt")
-    with pytest.raises(lb.InvalidInputError, match="needs prompt_ids"):
+    with pytest.raises(lb.errors.InvalidInputError, match="needs prompt_ids"):
         omega.profile(values, ids[:-1], by="prompt")
-    with pytest.raises(lb.InvalidInputError, match="one prompt"):
+    with pytest.raises(lb.errors.InvalidInputError, match="one prompt"):
         omega.profile(values, np.zeros(10))
     omega.profile(values, np.r_[np.zeros(9), 1.0])  # two prompts are enough
     for bad in (np.zeros(10), np.zeros((3, 1))):
-        with pytest.raises(lb.InvalidInputError, match="n_depths, n_tokens"):
+        with pytest.raises(lb.errors.InvalidInputError, match="n_depths, n_tokens"):
             omega.profile(bad)
     assert omega.profile(values[:, :2], n_boot=100).n_tokens == 2  # two tokens are enough
-    with pytest.raises(lb.InvalidInputError, match="Capture"):
+    with pytest.raises(lb.errors.InvalidInputError, match="Capture"):
         omega.profile(values, drop_top_dims=1)
 
 
@@ -158,7 +158,7 @@ def test_profile_of_a_capture_is_centred_on_the_exact_mean():
     assert p.by == "prompt" and p.n_tokens == 600
     assert p.m[1] > p.m[0] + 0.1  # cubing makes the vectors sparser
     assert omega.profile(cap, n_boot=300, drop_first=True).n_tokens < 600
-    with pytest.raises(lb.InvalidInputError, match="Capture"):
+    with pytest.raises(lb.errors.InvalidInputError, match="Capture"):
         omega.profile(np.zeros((2, 10)), drop_first=True)
 
 
@@ -190,9 +190,9 @@ def test_a_skewed_unimodal_sample_is_not_called_bimodal():
 
 
 def test_bimodality_refuses_tiny_or_constant_samples():
-    with pytest.raises(lb.InvalidInputError, match="at least 20"):
+    with pytest.raises(lb.errors.InvalidInputError, match="at least 20"):
         omega.bimodality(np.arange(5.0))
-    with pytest.raises(lb.InvalidInputError, match="equal"):
+    with pytest.raises(lb.errors.InvalidInputError, match="equal"):
         omega.bimodality(np.ones(50))
 
 
@@ -360,7 +360,7 @@ def test_the_gaussian_null_matches_the_sample_covariance():
     assert values.mean() == pytest.approx(
         lb.omega(rng.multivariate_normal(x.mean(0), np.cov(x.T), 20000)).mean(), abs=0.01
     )
-    with pytest.raises(lb.InvalidInputError):
+    with pytest.raises(lb.errors.InvalidInputError):
         omega.gaussian_null(np.ones(5))
 
 
@@ -378,7 +378,7 @@ def test_hoyer_and_levels_across_widths():
     x[:, 0] = 100.0
     assert lb.omega(x).mean() == pytest.approx(omega.massive_omega(576, 100.0), abs=0.003)
     assert omega.level_at_width(0.524, 576, structure="massive") == pytest.approx(0.774, abs=0.005)
-    with pytest.raises(lb.InvalidInputError):
+    with pytest.raises(lb.errors.InvalidInputError):
         omega.level_at_width(0.69, 576, structure="fraction")
 
 
@@ -386,7 +386,7 @@ def test_holm_adjusts_like_its_definition():
     p = np.array([0.01, 0.04, 0.03, 0.2])
     # sorted 0.01, 0.03, 0.04, 0.2 -> 4*0.01, max(0.04, 3*0.03), max(0.09, 2*0.04), max(0.09, 0.2)
     assert np.allclose(omega.holm(p), [0.04, 0.09, 0.09, 0.2])
-    with pytest.raises(lb.InvalidInputError):
+    with pytest.raises(lb.errors.InvalidInputError):
         omega.holm(np.array([0.1, np.nan]))
 
 
@@ -458,7 +458,18 @@ def test_null_profiles_against_known_answers():
     cap = _null_capture()
     g = omega.gaussian_omega(64)
     table = omega.null_profiles(cap)
-    assert list(table.columns) == ["gamma", "sample", "permutation", "gaussian", "share_permutation"]
+    assert list(table.columns) == [
+        "gamma",
+        "sample",
+        "permutation",
+        "gaussian",
+        "share_permutation",
+        "standardised",
+        "standardised_permutation",
+        "scale",
+        "sparsity",
+        "structure",
+    ]
     np.testing.assert_allclose(table["gamma"], cap.gamma)
     for index, layer in enumerate(cap.depths.tolist()):
         x = cap.token_vectors(layer).astype(np.float64)
@@ -479,6 +490,15 @@ def test_null_profiles_against_known_answers():
     assert one_hot["share_permutation"] == pytest.approx(share, rel=1e-12) and 0.4 < share < 0.8
     # 3: the sink's two coordinates move together; permuted they part: the null's Omega is higher
     assert sink["permutation"] > sink["sample"] + 0.04
+    # the decomposition: parts add up to sample - g; a coordinate's scale is all "scale" (standardised it is
+    # Gaussian), one large coordinate per token is "sparsity" (heavy tails a permutation keeps) and
+    # "structure" (exactly one per token, where the permutation gives each token Poisson(1) of them)
+    for r in (exact, scale, one_hot, sink):
+        assert r["scale"] + r["sparsity"] + r["structure"] == pytest.approx(r["sample"] - g, abs=1e-12)
+    assert exact["standardised"] == pytest.approx(g, abs=0.005)
+    assert scale["standardised"] == pytest.approx(g, abs=0.01)
+    assert scale["scale"] == pytest.approx(scale["sample"] - g, abs=0.01) and scale["scale"] > 0.3
+    assert abs(one_hot["scale"]) < 0.1 and one_hot["sparsity"] > 0.25 and one_hot["structure"] > 0.1
     # without the first position the sink is gone: every null is the Gaussian value, share a ratio of noise
     first = omega.null_profiles(cap, drop_first=True)
     keep = cap.vectors.positions > 0
@@ -526,16 +546,16 @@ def test_omega_is_scale_free_and_refuses_bad_widths():
     np.testing.assert_allclose(omega.hoyer(1e-3 * x), omega.hoyer(x), rtol=1e-12)
     assert omega.omega(np.array([0.5, 0.0, 0.0, 0.0])) == pytest.approx(0.5)  # one-hot at d = 4, norm 1/2
     assert omega.omega(np.array([3.0, 4.0])) == pytest.approx(1 - 7 / (np.sqrt(2) * 5))
-    with pytest.raises(lb.InvalidInputError, match="last axis"):
+    with pytest.raises(lb.errors.InvalidInputError, match="last axis"):
         omega.omega(np.zeros((3, 0)))
     assert omega.hoyer(np.array([1.0, 0.0]))[()] == pytest.approx(1.0)  # d = 2 is enough
-    with pytest.raises(lb.InvalidInputError, match="d >= 2"):
+    with pytest.raises(lb.errors.InvalidInputError, match="d >= 2"):
         omega.hoyer(np.ones((3, 1)))
 
 
 def test_reference_values_refuse_bad_sizes():
     for d in (0, 2.0, "8"):
-        with pytest.raises(lb.InvalidInputError, match="d must"):
+        with pytest.raises(lb.errors.InvalidInputError, match="d must"):
             omega.reference_values(d)
     assert omega.reference_values(1)["one_hot"] == 0.0
     assert omega.reference_values(np.int64(16), k=np.int64(4))["k_sparse"] == pytest.approx(0.5)
@@ -543,7 +563,7 @@ def test_reference_values_refuse_bad_sizes():
     assert omega.reference_values(16, k=16)["k_sparse"] == pytest.approx(0.0)
     assert "k_sparse" not in omega.reference_values(16)
     for k in (0, 17, 2.0):
-        with pytest.raises(lb.InvalidInputError, match="k must"):
+        with pytest.raises(lb.errors.InvalidInputError, match="k must"):
             omega.reference_values(16, k=k)
 
 
@@ -560,11 +580,11 @@ def test_levels_refused_outside_omegas_range_and_the_massive_structure_by_hand()
     assert back == pytest.approx(level)
     assert omega.level_at_width(0.5, 100, d_from=400) == pytest.approx(0.5 * 0.9 / 0.95)
     for bad in (0.0, 1.0, 1 - 1 / np.sqrt(5120)):
-        with pytest.raises(lb.InvalidInputError, match="level must"):
+        with pytest.raises(lb.errors.InvalidInputError, match="level must"):
             omega.level_at_width(bad, 576)
-    with pytest.raises(lb.InvalidInputError, match="below a Gaussian"):
+    with pytest.raises(lb.errors.InvalidInputError, match="below a Gaussian"):
         omega.level_at_width(omega.massive_omega(5120, 0.0), 576, structure="massive")
-    with pytest.raises(lb.InvalidInputError, match="'hoyer' or 'massive'"):
+    with pytest.raises(lb.errors.InvalidInputError, match="'hoyer' or 'massive'"):
         omega.level_at_width(0.5, 576, structure="fraction")
 
 
@@ -575,21 +595,21 @@ def test_top_dims_and_dropping_given_dims():
     np.testing.assert_array_equal(omega.top_dims(x, 3), [0, 2, 4])
     assert len(omega.top_dims(x, 0)) == 0
     for k in (-1, 6):
-        with pytest.raises(lb.InvalidInputError, match="0 <= k < d"):
+        with pytest.raises(lb.errors.InvalidInputError, match="0 <= k < d"):
             omega.top_dims(x, k)
-    with pytest.raises(lb.InvalidInputError, match="0 <= k < d"):
+    with pytest.raises(lb.errors.InvalidInputError, match="0 <= k < d"):
         omega.top_dims(np.zeros(6), 1)
     y = np.array([[5.0, 1.0, 1.0, 1.0, 1.0], [1.0, 5.0, 1.0, 1.0, 1.0]])
     np.testing.assert_allclose(omega.omega_without_top_dims(y, 2), 0.0, atol=1e-15)  # four equal coordinates
     np.testing.assert_allclose(omega.omega_without_top_dims(y, 1, dims=[4]), omega.omega(y[:, :4]))
-    with pytest.raises(lb.InvalidInputError, match="2 dims to drop but k=1"):
+    with pytest.raises(lb.errors.InvalidInputError, match="2 dims to drop but k=1"):
         omega.omega_without_top_dims(y, 1, dims=[3, 4])
 
 
 def test_nulls_refuse_what_is_not_a_token_sample():
     for null in (omega.permutation_null, omega.gaussian_null):
         for bad in (np.ones(5), np.ones((1, 5)), np.ones((2, 3, 4))):
-            with pytest.raises(lb.InvalidInputError, match="n >= 2"):
+            with pytest.raises(lb.errors.InvalidInputError, match="n >= 2"):
                 null(bad)
         assert null(np.random.default_rng(0).standard_normal((2, 5))).shape == (2,)
         x = np.random.default_rng(1).standard_normal((50, 8))
@@ -612,7 +632,7 @@ def test_holm_edges_and_refusals():
     np.testing.assert_allclose(omega.holm(np.array([0.6, 0.5])), [1.0, 1.0])  # capped at 1
     np.testing.assert_allclose(omega.holm(np.array([0.0, 1.0])), [0.0, 1.0])  # both ends allowed
     for bad in ([-0.1, 0.5], [0.5, 1.1]):
-        with pytest.raises(lb.InvalidInputError, match="lie in"):
+        with pytest.raises(lb.errors.InvalidInputError, match="lie in"):
             omega.holm(np.array(bad))
 
 
@@ -646,11 +666,11 @@ def test_bimodality_uses_the_effective_size_and_refuses_bad_samples():
     plain = omega.bimodality(values)
     assert plain.n_effective == 400.0 and (plain.dip, plain.dip_p) == pytest.approx(omega.dip_test(values))
     assert plain.dip_p < b.dip_p  # fewer independent values: a weaker test
-    with pytest.raises(lb.InvalidInputError, match="one id per value"):
+    with pytest.raises(lb.errors.InvalidInputError, match="one id per value"):
         omega.bimodality(values, prompt_ids=ids[:-1])
     bad = values.copy()
     bad[3] = np.nan
-    with pytest.raises(lb.InvalidInputError, match="at least 20 finite"):
+    with pytest.raises(lb.errors.InvalidInputError, match="at least 20 finite"):
         omega.bimodality(bad)
     assert omega.bimodality(values[:20]).n == 20  # 20 values are enough
 
@@ -715,3 +735,86 @@ def test_bimodality_checks_table_is_the_samples_and_their_tests():
     assert omega.top_dims(x, 1)[0] == 5
     first, _ = omega.samples(cap, 1, drop_first=True)
     np.testing.assert_array_equal(first, cap.omega_samples(1)[cap.omega_sample.positions > 0])
+
+
+def _token_codes(kind: str, n_prompts: int = 100, per: int = 10, d: int = 128, seed: int = 0):
+    """Prompt-correlated Gaussian tokens (a prompt offset, unequal coordinate scales) plus one kind of structure:
+    ``sparse`` (8 coordinates chosen by each token's word, 200 words), ``massive`` (one coordinate, large on
+    every token, its size varying), ``rogue`` (3 coordinates with 20x the variance), ``rotated`` (the sparse
+    codes in a random basis) or ``none``; returns the vectors and the prompt of each token."""
+    rng = np.random.default_rng(seed)
+    n = n_prompts * per
+    ids = np.repeat(np.arange(n_prompts), per)
+    x = (
+        rng.standard_normal((n, d)) * rng.uniform(0.5, 2.0, d)
+        + 0.7 * rng.standard_normal((n_prompts, d))[ids]
+    )
+    codes = np.zeros((200, d))
+    for row in codes:
+        row[rng.choice(d, 8, replace=False)] = rng.choice([-1.0, 1.0], 8) * 6.0
+    words = rng.integers(0, 200, n)
+    if kind in ("sparse", "rotated"):
+        add = codes[words]
+        x = x + (add @ np.linalg.qr(rng.standard_normal((d, d)))[0] if kind == "rotated" else add)
+    elif kind == "massive":
+        x[:, 7] += 80.0 * np.exp(0.3 * rng.standard_normal(n))
+    elif kind == "rogue":
+        x[:, [3, 50, 90]] *= 20.0
+    return x, ids
+
+
+def test_standardised_omega_sees_sparse_codes_and_not_coordinate_scales():
+    g = omega.gaussian_omega(128)
+    levels = {}
+    for kind in ("none", "sparse", "massive", "rogue", "rotated"):
+        x, _ = _token_codes(kind)
+        raw, z = float(omega.omega(x).mean()), float(omega.omega(omega.standardise(x)).mean())
+        levels[kind] = (raw, z)
+    # raw Omega rises with a massive or rogue coordinate as much as with sparse codes ...
+    assert levels["massive"][0] > levels["none"][0] + 0.2 and levels["rogue"][0] > levels["none"][0] + 0.1
+    assert levels["sparse"][0] > levels["none"][0] + 0.07
+    # ... standardised, only the sparse codes stay: the scales go, the rotated codes are Gaussian (Omega counts
+    # coordinates), and prompt offsets and unequal scales leave the Gaussian value
+    assert levels["sparse"][1] > g + 0.08
+    for kind in ("none", "massive", "rogue", "rotated"):
+        assert levels[kind][1] == pytest.approx(g, abs=0.02), kind
+
+
+def test_standardise_centres_and_scales_each_coordinate():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((50, 6)) * [1, 2, 3, 4, 5, 6] + [10, -3, 0, 0, 0, 1e6]
+    x[:, 4] = 7.0  # constant: set to 0, never divided by 0
+    z = omega.standardise(x)
+    np.testing.assert_allclose(z.mean(0), 0, atol=1e-9)
+    np.testing.assert_allclose(z[:, [0, 1, 2, 3, 5]].std(0), 1, rtol=1e-9)
+    assert np.all(z[:, 4] == 0)
+    # invariant to a coordinate's scale and offset: a massive coordinate is an ordinary one
+    y = x.copy()
+    y[:, 0] = 1e4 * y[:, 0] - 5
+    np.testing.assert_allclose(omega.standardise(y), z, atol=1e-8)
+    with pytest.raises(lb.errors.InvalidInputError):
+        omega.standardise(np.ones(5))
+
+
+def test_standardised_profile_resamples_prompts_and_drops_the_confounds():
+    depths = []
+    for kind in ("none", "none", "sparse", "sparse"):
+        x, ids = _token_codes(kind, seed=2)
+        depths.append(x)
+    positions = np.tile(np.arange(10), 100)
+    states = np.stack(depths)
+    states[:, positions == 0, 11] += 500.0  # a sink coordinate on the first token
+    cap = synthetic.as_capture(states, ids, positions, n_vectors=1000)
+    prof = omega.standardised_profile(cap, n_boot=200)
+    keep = cap.vectors.positions >= 0
+    expected = [
+        omega.omega(omega.standardise(cap.token_vectors(layer)[keep].astype(np.float64))).mean()
+        for layer in cap.depths.tolist()
+    ]
+    np.testing.assert_allclose(prof.m, expected, rtol=1e-12)
+    assert prof.n_prompts == 100 and np.all(prof.low <= prof.m) and np.all(prof.m <= prof.high)
+    assert prof.m[2] > prof.m[1] + 0.08 and prof.low[2] > prof.high[1]
+    clean = omega.standardised_profile(cap, n_boot=200, drop_first=True, drop_top_dims=2)
+    assert clean.n_tokens == 900
+    # the sink lifts the first position's Omega: dropping it lowers m at the Gaussian depths
+    assert clean.m[0] < prof.m[0]

@@ -77,8 +77,13 @@ def test_critical_depth_and_jump_criteria_on_planted_curves():
     assert verdict.judge_critical_depth(flat, 41)[0] == "does not hold"
     assert verdict.judge_jump(flat)[0] == "does not hold"
     assert verdict.judge_critical_depth(None, 7)[0] == "not testable here"
-    # a twin with the same jump: the trained model does not beat its null
+    # a twin with the same jump: the trained model does not beat its null, and so has no critical depth either
     assert verdict.judge_jump(at_paper, at_paper)[0] == "does not hold"
+    judged, why = verdict.judge_critical_depth(at_paper, 41, at_paper)
+    assert judged == "does not hold" and "beyond the null" in why
+    # a transition too small to be the jump gives no gamma_c (the rows stay coherent)
+    assert verdict.judge_critical_depth(small, 41)[0] == "does not hold"
+    assert verdict.judge_critical_depth(at_paper, 41, flat)[0] == "holds"
 
 
 def _curve(gamma_c, amplitude, noise=0.01):

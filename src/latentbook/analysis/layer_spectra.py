@@ -36,6 +36,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from . import spectra, synthetic
+from .omega import standardise
 from .paper import PAPER_GAMMA_C
 from .resampling import cluster_weights, percentile_interval, recentred_interval
 from .spectra import sample_eigvals
@@ -380,12 +381,15 @@ def jackknife_contrast(
     return Contrast(float(np.exp(theta)), ci, point.split, point.n_before, point.n_after, point.level)
 
 
-def _sample_of(cap: Capture, exclude_positions: Sequence[int]):
-    """``(vectors_at, prompt_ids, gamma)`` of the capture's sink-free token sample, for the ``*_of_samples``."""
+def _sample_of(cap: Capture, exclude_positions: Sequence[int], standardised: bool = False):
+    """``(vectors_at, prompt_ids, gamma)`` of the capture's sink-free token sample, for the ``*_of_samples``;
+    ``standardised``: each coordinate centred and scaled over the sample (``omega.standardise``), so that the
+    spectrum is that of the correlation matrix, free of massive and rogue coordinates' scales."""
     keep = sample_mask(cap, exclude_positions)
     depths = cap.depths.tolist()
+    treat = standardise if standardised else (lambda x: x)
     return (
-        lambda index: np.asarray(cap.token_vectors(int(depths[index]))[keep], dtype=np.float64),
+        lambda index: treat(np.asarray(cap.token_vectors(int(depths[index]))[keep], dtype=np.float64)),
         np.asarray(cap.vectors.prompt_ids)[keep],
         np.asarray(cap.gamma, dtype=np.float64),
     )
@@ -413,12 +417,15 @@ def pr_contrast(
     centered: bool = True,
     level: float = 0.95,
     exclude_positions: Sequence[int] = (0,),
+    standardised: bool = False,
 ) -> Contrast:
     """The participation ratio after ``split`` over before it (geometric means over ``depth_windows``) of the
     sink-free token sample (``pr_contrast_of_samples``). Below 1: the spectrum concentrates after ``split``
-    (PAPER.md claim 3 expects this after ``gamma_c ~ 0.42``). Introduced in: chapter 4.
+    (PAPER.md claim 3 expects this after ``gamma_c ~ 0.42``). ``standardised``: of the correlation matrix (each
+    coordinate standardised, ``omega.standardise``), which a massive or rogue coordinate cannot dominate.
+    Introduced in: chapter 4.
     """
-    return pr_contrast_of_samples(*_sample_of(cap, exclude_positions), split, centered, level)
+    return pr_contrast_of_samples(*_sample_of(cap, exclude_positions, standardised), split, centered, level)
 
 
 def pr_contrast_of_samples(
@@ -489,13 +496,14 @@ def effective_rank_contrast(
     n_groups: int | None = 20,
     level: float = 0.95,
     exclude_positions: Sequence[int] = (0,),
+    standardised: bool = False,
 ) -> Contrast:
     """The effective rank (``spectra.effective_rank``, Roy & Vetterli 2007) after ``split`` over before it, as
-    ``pr_contrast`` (``effective_rank_contrast_of_samples`` of the sink-free token sample). Introduced in:
-    chapter 4.
+    ``pr_contrast`` (``effective_rank_contrast_of_samples`` of the sink-free token sample, ``standardised`` as
+    there). Introduced in: chapter 4.
     """
     return effective_rank_contrast_of_samples(
-        *_sample_of(cap, exclude_positions), split, centered, n_groups, level
+        *_sample_of(cap, exclude_positions, standardised), split, centered, n_groups, level
     )
 
 

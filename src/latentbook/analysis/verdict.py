@@ -16,16 +16,20 @@ same criterion without a twin, so the table shows whether the null passes too.
 Criteria (``split`` = the paper's ``gamma_c`` 0.42; "interior" = depths other than the embedding and the last;
 each judge's docstring says its rule in full):
 
-- ``critical_depth`` (``judge_critical_depth``): a transition (``transition.critical_depth``, a jump of at least
-  ``MIN_TRANSITION`` on ``MIN_DEPTHS`` depths or more) whose whole interval for ``gamma_c`` lies inside
-  ``0.42 +- GAMMA_C_TOLERANCE``.
-- ``omega_jump`` (``judge_jump``; ``omega_jump_cleaned``: first position and ``K_MASSIVE`` coordinates removed): the
-  jump of ``m - m_perm`` (``omega.excess_profile``) lies above ``min_jump(d)`` and above the twin's by as much.
+- ``omega_jump`` (``judge_jump``; ``omega_jump_cleaned``: first position and ``K_MASSIVE`` coordinates removed): a
+  transition (``transition.critical_depth``, a jump of at least ``MIN_TRANSITION`` on ``MIN_DEPTHS`` depths or
+  more) of ``m_z``, Omega of the standardised token vectors (``omega.standardised_profile``: free of shared
+  coordinate scales, so a massive or rogue coordinate cannot make it and token-specific sparse codes do), whose
+  jump lies above ``min_jump(d)`` and above the twin's by as much.
+- ``critical_depth`` (``judge_critical_depth``): the same transition of ``m_z`` (no gamma_c where the jump row
+  finds none beyond the twin), whose whole interval for ``gamma_c`` lies inside ``0.42 +- GAMMA_C_TOLERANCE``.
 - ``stays_liquid`` (``judge_liquid``; and cleaned; models below ``SMALL_MODEL`` parameters): the highest interior
   ``m(gamma)`` lies below ``solid_threshold(d)``.
 - ``bimodality`` (``judge_bimodality``): bimodal after the split beyond both nulls, the twin bimodal nowhere.
 - ``spectral_concentration`` / ``effective_rank`` (``judge_concentration``): the ratio after / before the split
-  (``layer_spectra``, prompt jackknife) lies below ``MAX_CONCENTRATION`` and below the twin's.
+  (``layer_spectra``, prompt jackknife) lies below ``MAX_CONCENTRATION`` and below the twin's; the ``_cleaned``
+  rows do the same on the correlation matrix (each coordinate standardised), which one massive coordinate
+  cannot concentrate.
 - ``attention_cooling`` (``cooling.judge_cooling``), ``mp_spikes`` (``judge_spikes``), ``transverse_contraction``
   (``judge_contraction``, Theorem 6.1), ``tco`` (``judge_tco``: a positive control, then stability), ``scaling``
   (``judge_scaling``): as their judges say.
@@ -73,11 +77,15 @@ class Claim:
 CLAIMS: dict[str, Claim] = {
     c.key: c
     for c in [
-        Claim("critical_depth", "m(gamma) jumps at a critical depth gamma_c ~ 0.42", "gamma_c ~ 0.42"),
+        Claim(
+            "critical_depth",
+            "m(gamma) jumps at a critical depth gamma_c ~ 0.42; judged on Omega of the standardised vectors",
+            "gamma_c ~ 0.42",
+        ),
         Claim(
             "omega_jump",
-            "Omega rises sharply at gamma_c, e.g. ~0.69 -> ~0.90 (30B); judged on the excess over the "
-            "coordinate-permutation null",
+            "Omega rises sharply at gamma_c, e.g. ~0.69 -> ~0.90 (30B); judged on Omega of the standardised "
+            "vectors (each coordinate centred and scaled over tokens)",
             "jump ~0.21",
         ),
         Claim(
@@ -104,8 +112,18 @@ CLAIMS: dict[str, Claim] = {
             f"PR after / before < {MAX_CONCENTRATION}",
         ),
         Claim(
+            "spectral_concentration_cleaned",
+            "the same on the correlation matrix (each coordinate standardised: no massive or rogue coordinate)",
+            f"PR after / before < {MAX_CONCENTRATION}",
+        ),
+        Claim(
             "effective_rank",
             "after gamma_c: lower effective rank (Roy & Vetterli's exp of the spectral entropy)",
+            f"effective rank after / before < {MAX_CONCENTRATION}",
+        ),
+        Claim(
+            "effective_rank_cleaned",
+            "the same on the correlation matrix (each coordinate standardised: no massive or rogue coordinate)",
             f"effective rank after / before < {MAX_CONCENTRATION}",
         ),
         Claim(
@@ -193,10 +211,13 @@ TCOSummary = TCOScores  # what ``judge_tco`` reads: ``analysis.tco.TCOScores`` (
 # --- criteria: each a pure function of numbers, tested on inputs with a known answer -----------------------
 
 
-def judge_critical_depth(trans, n_depths: int) -> tuple[str, str]:
-    """Holds when there is a transition (``transition.critical_depth``, jump >= ``MIN_TRANSITION``) and its whole
-    interval lies inside ``0.42 +- GAMMA_C_TOLERANCE`` (an equivalence test: imprecision cannot hold); does not
-    hold when there is none or its interval lies wholly outside; else inconclusive."""
+def judge_critical_depth(
+    trans, n_depths: int, twin_trans=None, min_jump: float = MIN_JUMP
+) -> tuple[str, str]:
+    """Holds when there is a transition whose jump holds (``judge_jump`` against ``twin_trans``: a critical depth
+    is only read where the jump row finds a transition beyond the twin) and its whole interval lies inside
+    ``0.42 +- GAMMA_C_TOLERANCE`` (an equivalence test: imprecision cannot hold); does not hold when there is no
+    transition, its interval lies wholly outside, or its jump does not hold; else inconclusive."""
     if trans is None:
         return "not testable here", (
             f"{n_depths} depths: the fit needs {MIN_DEPTHS} ({transition.MIN_FITTED} after the "
@@ -207,10 +228,13 @@ def judge_critical_depth(trans, n_depths: int) -> tuple[str, str]:
     low, high = trans.ci
     window = (PAPER_GAMMA_C - GAMMA_C_TOLERANCE, PAPER_GAMMA_C + GAMMA_C_TOLERANCE)
     found = f"a transition at gamma_c = {trans.gamma_c:.3f} {_fmt_ci(low, high)}"
-    if window[0] <= low and high <= window[1]:
-        return "holds", f"{found}, inside {PAPER_GAMMA_C} +- {GAMMA_C_TOLERANCE}"
     if high < window[0] or low > window[1]:
         return "does not hold", f"{found}, outside {PAPER_GAMMA_C} +- {GAMMA_C_TOLERANCE}"
+    jump, why = judge_jump(trans, twin_trans, min_jump)
+    if jump != "holds":
+        return "does not hold", f"no critical depth beyond the null: {why}"
+    if window[0] <= low and high <= window[1]:
+        return "holds", f"{found}, inside {PAPER_GAMMA_C} +- {GAMMA_C_TOLERANCE}"
     return "inconclusive", f"{found}: the interval is not inside {PAPER_GAMMA_C} +- {GAMMA_C_TOLERANCE}"
 
 

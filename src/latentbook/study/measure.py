@@ -51,8 +51,8 @@ class Measurements:
     n_depths: int
     d_model: int
     transition: Any  # transition.Transition of m(gamma), or None with fewer than MIN_DEPTHS depths
-    excess: Any  # transition.Transition of m - m_perm (omega.excess_profile), or None
-    excess_clean: Any  # the same with the first position and K_MASSIVE coordinates removed, or None
+    standardised: Any  # transition.Transition of m_z (omega.standardised_profile), or None
+    standardised_clean: Any  # the same with the first position and K_MASSIVE coordinates removed, or None
     m_peak: float  # the highest m over the fitted (interior) depths
     m_peak_ci: tuple[float, float]
     m_peak_gamma: float
@@ -64,6 +64,8 @@ class Measurements:
     after_gammas: list[float]
     pr: Any  # layer_spectra.Contrast of the participation ratio (jackknife over prompts); None: not measured
     erank: Any  # layer_spectra.Contrast of the effective rank; None: not measured
+    pr_clean: Any  # the same of the correlation matrix (each coordinate standardised); None: not measured
+    erank_clean: Any  # the same of the correlation matrix; None: not measured
     spikes: Any  # layer_spectra.SpikeContrast (median counts, prompt-bootstrap intervals); None: not measured
     contraction: Any  # contraction.GainFit of the Jacobian-vector gains, or None when not measured
     cooling: Any = None  # cooling.CoolingSummary, or None without attention statistics
@@ -89,12 +91,15 @@ def measure(
     attention: Capture | None = None,
     spectra: bool = True,
     gains: Any = None,
+    spikes: bool = True,
 ) -> Measurements:
     """Measure every capture-based claim on ``cap`` (``analysis.verdict`` says what each claim reads);
     ``attention``: a capture of the same run with attention statistics, for the cooling claim (``cap`` itself
     when it has them); ``spectra=False`` skips the spectral claims (the costly part: a null run measured only
     for bimodality, such as shuffled words); ``gains``: the run's ``capturing.jacobian.TransverseGains`` (a
-    Jacobian-vector measurement needs the model, so a capture alone leaves the contraction claim untested)."""
+    Jacobian-vector measurement needs the model, so a capture alone leaves the contraction claim untested);
+    ``spikes=False`` skips the spike counts (each refits the MP law at every depth of every bootstrap draw), which
+    leaves the spike claim "not testable here"."""
     from ..analysis import confounds, contraction, cooling, layer_spectra
 
     if attention is None and getattr(cap, "attention", None) is not None:
@@ -109,8 +114,8 @@ def measure(
         )
 
     prof = omega.profile(cap, n_boot=max(n_boot, 100), seed=seed)
-    excess = omega.excess_profile(cap, n_boot=max(n_boot, 100), seed=seed)
-    excess_clean = omega.excess_profile(
+    standardised = omega.standardised_profile(cap, n_boot=max(n_boot, 100), seed=seed)
+    standardised_clean = omega.standardised_profile(
         cap, n_boot=max(n_boot, 100), seed=seed, drop_first=True, drop_top_dims=K_MASSIVE
     )
     clean = confounds.cleaned_profile(cap, k=K_MASSIVE, n_boot=max(n_boot, 100), seed=seed)
@@ -129,11 +134,16 @@ def measure(
         permuted = omega.permutation_null(cap.token_vectors(layer).astype(np.float64)[keep], seed + layer)
         bimodal_perm.append(omega.bimodality(permuted, seed=seed, prompt_ids=cap.vectors.prompt_ids[keep]))
 
-    spikes = pr = erank = None
+    spike_counts = pr = erank = pr_clean = erank_clean = None
     if spectra:
-        spikes = layer_spectra.spike_contrast(cap, split=split, n_boot=SPIKE_BOOT, seed=seed)
+        if spikes:
+            spike_counts = layer_spectra.spike_contrast(cap, split=split, n_boot=SPIKE_BOOT, seed=seed)
         pr = layer_spectra.pr_contrast(cap, split=split)
         erank = layer_spectra.effective_rank_contrast(cap, split=split, n_groups=ERANK_GROUPS)
+        pr_clean = layer_spectra.pr_contrast(cap, split=split, standardised=True)
+        erank_clean = layer_spectra.effective_rank_contrast(
+            cap, split=split, n_groups=ERANK_GROUPS, standardised=True
+        )
     contracted = contraction.transverse_gain(gains, seed=seed) if gains is not None else None
     return Measurements(
         label=label or cap.model_name,
@@ -143,8 +153,8 @@ def measure(
         n_depths=cap.n_depths,
         d_model=cap.d_model,
         transition=fit(prof) if testable else None,
-        excess=fit(excess) if testable else None,
-        excess_clean=fit(excess_clean) if testable else None,
+        standardised=fit(standardised) if testable else None,
+        standardised_clean=fit(standardised_clean) if testable else None,
         m_peak=m_peak,
         m_peak_ci=m_peak_ci,
         m_peak_gamma=m_peak_gamma,
@@ -156,7 +166,9 @@ def measure(
         after_gammas=[float(cap.gamma[layer]) for layer in after],
         pr=pr,
         erank=erank,
-        spikes=spikes,
+        pr_clean=pr_clean,
+        erank_clean=erank_clean,
+        spikes=spike_counts,
         contraction=contracted,
         cooling=cooling.cooling_summary(attention, split=split, seed=seed) if attention is not None else None,
         split=split,

@@ -38,7 +38,14 @@ if TYPE_CHECKING:
 
 N_BOOT = 1000  # bootstrap draws of m(gamma) and of the excess (omega.profile's default)
 NOISE_REPS = 3  # pure-noise samples of the token sample's shape (layer_spectra.gaussian_reference)
-SPECTRAL_CLAIMS = ("spectral_concentration", "effective_rank", "mp_spikes", "transverse_contraction")
+SPECTRAL_CLAIMS = (
+    "spectral_concentration",
+    "spectral_concentration_cleaned",
+    "effective_rank",
+    "effective_rank_cleaned",
+    "mp_spikes",
+    "transverse_contraction",
+)
 NOT_ALONE = "not testable from this capture alone"
 
 

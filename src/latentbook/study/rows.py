@@ -103,24 +103,25 @@ def claim_rows(
             command,
         )
 
-    t = m.transition
+    t = m.standardised
+    twin_t = twin.standardised if twin is not None else None
     rows = [
         _row(
             "critical_depth",
             m,
             run,
-            f"gamma_c = {t.gamma_c:.3f}" if t is not None else "no fit",
+            f"gamma_c = {t.gamma_c:.3f} (m_z)" if t is not None else "no fit",
             t.gamma_c if t is not None else math.nan,
             t.ci if t is not None else nan2,
-            judge_critical_depth(t, m.n_depths),
+            judge_critical_depth(t, m.n_depths, twin_t, min_jump(m.d_model)),
             command,
         ),
-        fit_row("omega_jump", m.excess, twin.excess if twin is not None else None, "m - m_perm"),
+        fit_row("omega_jump", t, twin_t, "m_z"),
         fit_row(
             "omega_jump_cleaned",
-            m.excess_clean,
-            twin.excess_clean if twin is not None else None,
-            "cleaned m - m_perm",
+            m.standardised_clean,
+            twin.standardised_clean if twin is not None else None,
+            "cleaned m_z",
         ),
     ]
     if m.parameters < SMALL_MODEL:
@@ -173,6 +174,16 @@ def claim_rows(
             command,
         ),
         _row(
+            "spectral_concentration_cleaned",
+            m,
+            run,
+            f"correlation PR after / before = {m.pr_clean.ratio:.3f}",
+            m.pr_clean.ratio,
+            m.pr_clean.ci,
+            judge_concentration(m.pr_clean, twin.pr_clean if twin is not None else None, "correlation PR"),
+            command,
+        ),
+        _row(
             "effective_rank",
             m,
             run,
@@ -183,16 +194,20 @@ def claim_rows(
             command,
         ),
         _row(
-            "mp_spikes",
+            "effective_rank_cleaned",
             m,
             run,
-            f"median spikes {m.spikes.before:.0f} -> {m.spikes.after:.0f}"
-            + ("" if m.spikes.settled else " (lower bounds)"),
-            m.spikes.after,
-            m.spikes.after_ci,
-            judge_spikes(m.spikes, twin.spikes if twin is not None else None),
+            f"correlation effective rank after / before = {m.erank_clean.ratio:.3f}",
+            m.erank_clean.ratio,
+            m.erank_clean.ci,
+            judge_concentration(
+                m.erank_clean,
+                twin.erank_clean if twin is not None else None,
+                "correlation effective rank",
+            ),
             command,
         ),
+        spike_row(m, twin, run, command),
     ]
     c = m.contraction
     rows.append(
@@ -213,6 +228,32 @@ def claim_rows(
     if tco is not None:
         rows.append(tco_row(m, run, tco, twin_tco))
     return rows
+
+
+def spike_row(m: Measurements, twin: Measurements | None, run: str, command: str) -> Row:
+    """The ``mp_spikes`` row of a run (``judge_spikes`` against the twin's), not testable when not measured."""
+    s = m.spikes
+    if s is None:
+        return _row(
+            "mp_spikes",
+            m,
+            run,
+            "not measured",
+            math.nan,
+            (math.nan, math.nan),
+            ("not testable here", "the spike counts were not measured for this run (measure(spikes=False))"),
+            command,
+        )
+    return _row(
+        "mp_spikes",
+        m,
+        run,
+        f"median spikes {s.before:.0f} -> {s.after:.0f}" + ("" if s.settled else " (lower bounds)"),
+        s.after,
+        s.after_ci,
+        judge_spikes(s, twin.spikes if twin is not None else None),
+        command,
+    )
 
 
 def tco_row(m, run: str, tco: TCOSummary, twin_tco: TCOSummary | None = None) -> Row:
@@ -254,7 +295,7 @@ def cooling_row(m: Measurements, twin: Measurements | None, run: str, command: s
 def scaling_row(runs: Mapping[str, Measurements]) -> Row:
     """One row over the trained runs: does the jump grow with size (``judge_scaling``)?"""
     trained = [
-        (label, m.parameters, m.transition) for label, m in runs.items() if run_kind(label) == "trained"
+        (label, m.parameters, m.standardised) for label, m in runs.items() if run_kind(label) == "trained"
     ]
     verdict, reason, rho = judge_scaling(trained)
     command = " && ".join(capture_command(name) for name in LARGE_MODELS)

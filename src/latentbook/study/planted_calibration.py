@@ -1,0 +1,279 @@
+"""End-to-end calibration of the verdict rows: planted models through the book's capture -> measure -> rows.
+
+Each case builds real Llama models (``models.planted``), captures them with ``lb.capture`` at ``CAPTURE``
+settings, measures them with ``study.measure.measure`` and judges them with ``study.rows.claim_rows`` against a
+random twin of the same shape, exactly as the verdict table judges a model and its twin. A family plants the
+paper's phenomenon (the rows in ``present`` must say "holds" in at least ``MIN_FOUND`` of its cases) or an
+artefact that must not pass for it (the rows in ``absent`` may say "holds" in at most ``MAX_FALSE_HOLDS``, judged by
+the Wilson 95 % upper bound: 0 false holds in 74 cases reach 5 %).
+
+Case ``i`` draws the shape (12, 16 or 24 layers; width 128, 256 or 384) and the nuisances real models have (a
+massive coordinate on the first token, a massive coordinate in every token, a residual norm growing with depth)
+from ``(seed, i)`` alone, so every family meets the same shapes and one twin per case serves them all.
+
+``calibrate(n_cases)`` returns the confusion table; ``tools/calibrate_planted.py`` keeps it in
+``results/calibration/planted_models.json`` with its provenance, which chapter 8 reads (``load``).
+Introduced in: chapter 8 ("How the verdicts were calibrated", end to end).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..analysis.calibration import MAX_FALSE_HOLDS, MIN_FOUND
+from ..analysis.verdict import VERDICTS, wilson_interval
+from ..errors import InvalidInputError
+from ..models import planted
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .measure import Measurements
+
+CAPTURE = dict(n_prompts=64, max_length=64, batch_size=16)  # each planted model's capture
+LAYERS = (12, 16, 24)
+WIDTHS = (128, 256, 384)
+OMEGA_ROWS = ("critical_depth", "omega_jump", "omega_jump_cleaned")
+SPECTRAL_ROWS = ("spectral_concentration", "effective_rank")
+CLEAN_SPECTRAL_ROWS = ("spectral_concentration_cleaned", "effective_rank_cleaned")
+ARTEFACT_ROWS = OMEGA_ROWS + CLEAN_SPECTRAL_ROWS + SPECTRAL_ROWS
+FILE = Path("calibration") / "planted_models.json"
+
+
+@dataclass(frozen=True)
+class Family:
+    """Planted models of one kind: ``plant(base, rng)`` makes the model's spec from the case's base spec,
+    ``twin(base, rng)`` the twin's (None: the case's shared random twin); ``present`` rows must hold,
+    ``absent`` rows must not."""
+
+    name: str
+    plant: Callable[[planted.PlantSpec, np.random.Generator], planted.PlantSpec]
+    present: tuple[str, ...] = ()
+    absent: tuple[str, ...] = ()
+    twin: Callable[[planted.PlantSpec, np.random.Generator], planted.PlantSpec] | None = None
+
+
+def _code(window: tuple[float, float], plant: str = "sparse_code") -> Callable:
+    """A code written at a depth ``l*`` whose step, from depth ``l* - 1`` to ``l*``, lies inside ``window``."""
+
+    def make(base: planted.PlantSpec, rng: np.random.Generator) -> planted.PlantSpec:
+        n = base.n_layers
+        depths = [k for k in range(1, n + 1) if window[0] <= (k - 1) / n and k / n <= window[1]]
+        return replace(
+            base, plant=plant, gamma=int(rng.choice(depths)) / n, strength=float(rng.uniform(2.0, 4.0))
+        )
+
+    return make
+
+
+def _artefact(plant: str, strength: tuple[float, float]) -> Callable:
+    def make(base: planted.PlantSpec, rng: np.random.Generator) -> planted.PlantSpec:
+        return replace(
+            base, plant=plant, gamma=float(rng.uniform(0.38, 0.46)), strength=float(rng.uniform(*strength))
+        )
+
+    return make
+
+
+def _twin_with_code(base: planted.PlantSpec, rng: np.random.Generator) -> planted.PlantSpec:
+    return replace(planted.twin_spec(base), plant="sparse_code", gamma=base.gamma, strength=base.strength)
+
+
+def families() -> list[Family]:
+    """The planted families: the phenomenon where the paper puts it and elsewhere, and its artefacts."""
+    return [
+        Family("sparse code, step in 0.33-0.51", _code((0.33, 0.51)), present=OMEGA_ROWS),
+        Family(
+            "sparse code, step in 0.66-0.84",
+            _code((0.66, 0.84)),
+            present=("omega_jump", "omega_jump_cleaned"),
+            absent=("critical_depth",),
+        ),
+        Family("massive coordinate at 0.42", _artefact("massive", (4.0, 20.0)), absent=ARTEFACT_ROWS),
+        Family("rogue coordinates at 0.42", _artefact("rogue", (2.0, 4.0)), absent=ARTEFACT_ROWS),
+        Family("norm growth from 0.42", _artefact("norm_growth", (1.0, 1.0)), absent=ARTEFACT_ROWS),
+        Family("a change at the sink only", _artefact("sink_only", (4.0, 20.0)), absent=OMEGA_ROWS),
+        Family("sparse code, rotated basis", _code((0.33, 0.51), "rotated_code"), absent=OMEGA_ROWS),
+        Family(
+            "the twin has the code too",
+            _code((0.33, 0.51)),
+            absent=OMEGA_ROWS,
+            twin=lambda spec, rng: _twin_with_code(spec, rng),
+        ),
+        Family("nothing planted", _artefact("none", (1.0, 1.0)), absent=ARTEFACT_ROWS),
+    ]
+
+
+def base_spec(case: int, seed: int = 0) -> planted.PlantSpec:
+    """The shape and nuisances of case ``case``: the same for every family."""
+    rng = np.random.default_rng([seed, case])
+    return planted.PlantSpec(
+        plant="none",
+        n_layers=int(rng.choice(LAYERS)),
+        d=int(rng.choice(WIDTHS)),
+        seed=int(1000 * seed + case),
+        sink=bool(rng.random() < 0.5),
+        massive=bool(rng.random() < 0.5),
+        growth=float(rng.choice([1.0, 1.08])),
+    )
+
+
+def measure_spec(spec: planted.PlantSpec, spectra: bool = True) -> Measurements:
+    """Build, capture (``CAPTURE``) and measure one planted model, as the verdict measures a run (the spike
+    counts left out: no family here judges them; ``spectra=False``: the Omega rows only)."""
+    from ..capturing.capture import capture
+    from ..prompts import load
+    from .measure import measure
+
+    model = planted.build(spec)
+    texts = load("general", limit=CAPTURE["n_prompts"])
+    cap = capture(
+        model, texts, max_length=CAPTURE["max_length"], batch_size=CAPTURE["batch_size"], progress=False
+    )
+    return measure(cap, spec.name, spectra=spectra, spikes=False)
+
+
+def run_case(case: int, seed: int = 0, names: tuple[str, ...] | None = None) -> list[dict]:
+    """Every family's verdicts on case ``case``: one record per family and judged row."""
+    from .rows import claim_rows
+
+    base = base_spec(case, seed)
+    shared_twin = None
+    records = []
+    for family in families():
+        if names is not None and family.name not in names:
+            continue
+        rng = np.random.default_rng([seed, case, zlib.crc32(family.name.encode())])
+        spec = family.plant(base, rng)
+        spectra = any(
+            claim in SPECTRAL_ROWS + CLEAN_SPECTRAL_ROWS for claim in family.present + family.absent
+        )
+        if family.twin is None:
+            shared_twin = shared_twin or measure_spec(planted.twin_spec(base))
+            twin = shared_twin
+        else:
+            twin = measure_spec(family.twin(spec, rng), spectra)
+        rows = {row.claim: row for row in claim_rows(measure_spec(spec, spectra), twin, run="planted")}
+        for claim in family.present + family.absent:
+            records.append(
+                {
+                    "family": family.name,
+                    "claim": claim,
+                    "planted": "present" if claim in family.present else "absent",
+                    "case": case,
+                    "model": spec.name,
+                    "verdict": rows[claim].verdict,
+                    "value": rows[claim].value,
+                }
+            )
+    return records
+
+
+def confusion(records: list[dict]) -> pd.DataFrame:
+    """Per family and row: cases, the rate of each verdict, the Wilson 95 % interval of "holds" and the target."""
+    import pandas as pd
+
+    frame = pd.DataFrame(records)
+    rows = []
+    for (family, claim), group in frame.groupby(["family", "claim"], sort=False):
+        n = len(group)
+        rates = {word: float((group["verdict"] == word).mean()) for word in VERDICTS}
+        low, high = wilson_interval(rates["holds"], n)
+        present = group["planted"].iloc[0] == "present"
+        rows.append(
+            {
+                "family": family,
+                "claim": claim,
+                "planted": "present" if present else "absent",
+                "n": n,
+                **rates,
+                "holds_ci_low": low,
+                "holds_ci_high": high,
+                "target": f">= {MIN_FOUND:.0%} holds"
+                if present
+                else f"Wilson upper <= {MAX_FALSE_HOLDS:.0%}",
+                "meets": bool(rates["holds"] >= MIN_FOUND) if present else bool(high <= MAX_FALSE_HOLDS),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def calibrate(n_cases: int, seed: int = 0, jobs: int = 1, names: tuple[str, ...] | None = None) -> list[dict]:
+    """The records of ``n_cases`` cases of every family (``run_case``), over ``jobs`` processes."""
+    if not isinstance(n_cases, (int, np.integer)) or n_cases < 1:
+        raise InvalidInputError(f"n_cases must be a positive integer, got {n_cases!r}.")
+    if jobs <= 1:
+        return [r for case in range(n_cases) for r in run_case(case, seed, names)]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(jobs, initializer=_one_thread) as pool:
+        parts = pool.map(run_case, range(n_cases), [seed] * n_cases, [names] * n_cases)
+        return [r for part in parts for r in part]
+
+
+def _one_thread() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def source_hash() -> str:
+    """sha256 of the code a planted calibration runs through (planting, capture, the estimators, the judges and
+    rows it reads, this module): a table in ``results/calibration/`` is current while this matches the one it
+    records."""
+    import sys
+
+    from ..analysis import layer_spectra, omega, transition, verdict
+    from ..capturing import accumulators, capture
+    from . import measure, rows
+
+    parts = (
+        planted,
+        capture,
+        accumulators,
+        omega,
+        transition,
+        layer_spectra,
+        measure,
+        sys.modules[__name__],
+        verdict.judge_jump,
+        verdict.judge_critical_depth,
+        verdict.judge_concentration,
+        verdict.min_jump,
+        rows.claim_rows,
+    )
+    text = "".join(inspect.getsource(part) for part in parts)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class PlantedTable:
+    """The end-to-end confusion table, its provenance, and ``current``: the code is unchanged since."""
+
+    table: pd.DataFrame
+    provenance: dict
+    current: bool
+
+
+def load(results_dir: str | Path) -> PlantedTable:
+    """``results_dir / calibration / planted_models.json`` (written by ``tools/calibrate_planted.py``)."""
+    import pandas as pd
+
+    path = Path(results_dir) / FILE
+    if not path.is_file():
+        raise InvalidInputError(f"{path} does not exist: run `python tools/calibrate_planted.py` to make it.")
+    record = json.loads(path.read_text(encoding="utf-8"))
+    return PlantedTable(
+        table=confusion(record["records"]) if record["records"] else pd.DataFrame(),
+        provenance=record["provenance"],
+        current=record["provenance"].get("source_hash") == source_hash(),
+    )
