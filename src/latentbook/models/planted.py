@@ -166,9 +166,15 @@ def _sparse_rows(n: int, d: int, k: int, rng: np.random.Generator) -> np.ndarray
     return rows
 
 
-def written(spec: PlantSpec, vocab_size: int, rng: np.random.Generator) -> np.ndarray | None:
-    """What each word writes at depth ``l*`` (``(vocab_size, d)``, unit rows or zeros), None for no writer."""
-    d, bos = spec.d, SPECIALS.index("<bos>")
+def nuisance_dims(spec: PlantSpec) -> np.ndarray:
+    """The coordinates of the nuisances: ``[massive, sink]`` (drawn from the seed, used when switched on)."""
+    return np.random.default_rng([spec.seed, 2]).choice(spec.d, 2, replace=False)
+
+
+def written(spec: PlantSpec, vocab_size: int) -> np.ndarray | None:
+    """What each word writes at depth ``l*`` (``(vocab_size, d)``, unit rows or zeros; drawn from the seed), None
+    for no writer."""
+    d, bos, rng = spec.d, SPECIALS.index("<bos>"), np.random.default_rng([spec.seed, 1])
     if spec.plant in ("none", "norm_growth"):
         return None
     if spec.plant in ("sparse_code", "rotated_code"):
@@ -204,10 +210,9 @@ def build(spec: PlantSpec) -> LoadedModel:
     vocab = vocabulary()
     tokenizer = build_tokenizer(vocab)
     config = _config(spec, len(vocab))
-    rng = np.random.default_rng(spec.seed)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(spec.seed)
-        model = LlamaForCausalLM(config).float().eval()
+        model = LlamaForCausalLM(config).float().eval().requires_grad_(False)
     layers = model.model.layers
     with torch.no_grad():
         model.model.embed_tokens.weight.normal_(0.0, 1.0, generator=torch.Generator().manual_seed(spec.seed))
@@ -221,7 +226,7 @@ def build(spec: PlantSpec) -> LoadedModel:
     texts = load("general", limit=32)
     bos = SPECIALS.index("<bos>")
     embeddings = model.model.embed_tokens.weight.detach().double().numpy()
-    shared = rng.choice(spec.d, 2, replace=False)
+    shared = nuisance_dims(spec)
     if spec.sink or spec.massive:
         rows = np.zeros((len(vocab), spec.d))
         if spec.massive:
@@ -229,7 +234,7 @@ def build(spec: PlantSpec) -> LoadedModel:
         if spec.sink:
             rows[bos, shared[1]] = 1.0
         _plant_writer(loaded, 0, embeddings, rows, spec.massive_size / np.sqrt(spec.d), texts)
-    rows = written(spec, len(vocab), rng)
+    rows = written(spec, len(vocab))
     if rows is not None:
         # the writer reads past the nuisance coordinates, as real models' norms damp their massive dimensions,
         # and its strength is relative to the rest of the residual stream

@@ -1,0 +1,133 @@
+"""Planted models end to end: built as Hugging Face folders, captured and reported by the command line as a user
+would, and judged by the verdict's rows (``models.planted``, ``study.planted_calibration``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import latentbook as lb
+from latentbook.cli import main
+from latentbook.errors import InvalidInputError
+from latentbook.models import planted
+from latentbook.study import planted_calibration
+
+SHAPE = dict(n_layers=12, d=128, seed=3)
+OMEGA_ROWS = planted_calibration.OMEGA_ROWS
+CLEAN_SPECTRA = planted_calibration.CLEAN_SPECTRAL_ROWS
+
+
+def _capture_and_report(tmp_path, spec: planted.PlantSpec, twin: str | None, capsys) -> tuple[str, dict]:
+    """``latentbook capture FOLDER`` then ``latentbook report CAPTURE [--twin TWIN]``: the capture's path and
+    the verdict of each row, read from the CSV that ``latentbook verdict`` writes for the same file."""
+    folder = planted.save(spec, tmp_path / spec.name)
+    out = tmp_path / f"{spec.name}.safetensors"
+    assert (
+        main(
+            ["capture", str(folder), "--prompts", "general", "--max-prompts", "64", "--max-length", "64"]
+            + ["--out", str(out)]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    args = ["report", str(out)] + (["--twin", twin] if twin else [])
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    cap = lb.load_capture(out)
+    from latentbook.study.report import verdict_rows
+
+    rows = verdict_rows(cap, cap.model_name, lb.load_capture(twin) if twin else None)
+    verdicts = {row.claim: row.verdict for row in rows}
+    for claim, verdict in verdicts.items():  # what the report prints is what the rows say
+        assert any(claim in line and verdict in line for line in text.splitlines()), (claim, verdict)
+    return str(out), verdicts
+
+
+@pytest.mark.slow
+def test_cli_report_finds_a_planted_phase_and_is_not_fooled_by_its_artefacts(tmp_path, capsys):
+    twin, _ = _capture_and_report(tmp_path, planted.twin_spec(planted.PlantSpec(**SHAPE)), None, capsys)
+    present = planted.PlantSpec(plant="sparse_code", gamma=5 / 12, strength=3.0, **SHAPE)
+    _, found = _capture_and_report(tmp_path, present, twin, capsys)
+    assert all(found[claim] == "holds" for claim in OMEGA_ROWS), found
+    late = replace(present, gamma=9 / 12)
+    _, at_late = _capture_and_report(tmp_path, late, twin, capsys)
+    assert at_late["critical_depth"] == "does not hold" and at_late["omega_jump"] == "holds", at_late
+    for plant in ("massive", "rogue", "norm_growth"):
+        spec = planted.PlantSpec(plant=plant, gamma=5 / 12, strength=10.0, massive=True, sink=True, **SHAPE)
+        _, judged = _capture_and_report(tmp_path, spec, twin, capsys)
+        assert all(judged[claim] != "holds" for claim in OMEGA_ROWS + CLEAN_SPECTRA), (plant, judged)
+
+
+def test_planted_writer_puts_the_change_at_its_depth_and_nowhere_else():
+    """The residual stream before depth l* is the base model's; from l* on each token carries its word's code."""
+    spec = planted.PlantSpec(plant="sparse_code", gamma=0.5, n_layers=8, d=64, seed=1, strength=3.0, k=4)
+    model, base = planted.build(spec), planted.build(replace(spec, plant="none"))
+    texts = lb.prompts.load("general", limit=4)
+    batch = model.tokenizer(texts, return_tensors="pt", padding=True)
+    with_code = model.model(**batch, output_hidden_states=True).hidden_states
+    without = base.model(**batch, output_hidden_states=True).hidden_states
+    mask = batch["attention_mask"].bool()
+    for depth in range(spec.depth):
+        np.testing.assert_allclose(with_code[depth][mask].numpy(), without[depth][mask].numpy(), atol=1e-5)
+    added = (with_code[spec.depth] - without[spec.depth])[mask].numpy()
+    rows = planted.written(spec, len(planted.vocabulary()))
+    ids = batch["input_ids"][mask].numpy()
+    # the written vector of each token is its word's code (up to its size): cosine near 1, and about the
+    # planted strength times the residual norm
+    cos = np.sum(added * rows[ids], 1) / np.linalg.norm(added, axis=1)
+    assert np.median(cos) > 0.95
+    ratio = np.linalg.norm(added, axis=1) / np.linalg.norm(without[spec.depth][mask].numpy(), axis=1)
+    assert 0.5 * spec.strength < np.median(ratio) < 2 * spec.strength
+
+
+def test_planted_folders_load_as_user_models_and_refuse_bad_specs(tmp_path):
+    spec = planted.PlantSpec(plant="massive", n_layers=4, d=32, seed=0)
+    folder = planted.save(spec, tmp_path / "m")
+    loaded = lb.load_model(str(folder), device="cpu")
+    assert loaded.n_layers == 4 and loaded.d_model == 32 and planted.load_spec(folder) == spec
+    assert json.loads((folder / planted.SPEC_FILE).read_text())["plant"] == "massive"
+    with pytest.raises(InvalidInputError, match="already exists"):
+        planted.save(spec, folder)
+    assert not list(tmp_path.glob(".*tmp"))  # nothing half-written left behind
+    for bad in (dict(plant="glow"), dict(n_layers=2), dict(d=100), dict(gamma=0.0), dict(k=0)):
+        with pytest.raises(InvalidInputError):
+            planted.PlantSpec(**bad)
+    with pytest.raises(InvalidInputError, match="not a planted model"):
+        planted.load_spec(tmp_path)
+
+
+def test_twin_has_the_shape_and_nothing_planted():
+    spec = planted.PlantSpec(plant="rogue", sink=True, massive=True, growth=1.1, seed=4)
+    twin = planted.twin_spec(spec)
+    assert (twin.n_layers, twin.d, twin.plant) == (spec.n_layers, spec.d, "none")
+    assert twin.seed != spec.seed and not (twin.sink or twin.massive) and twin.growth == 1.0
+
+
+def test_calibration_families_plant_where_they_say():
+    for case in range(6):
+        base = planted_calibration.base_spec(case)
+        for family in planted_calibration.families():
+            spec = family.plant(base, np.random.default_rng(case))
+            step = ((spec.depth - 1) / spec.n_layers, spec.depth / spec.n_layers)
+            if family.name.startswith("sparse code, step in 0.33"):
+                assert 0.33 <= step[0] and step[1] <= 0.51
+            if "0.66-0.84" in family.name:
+                assert step[0] > 0.52  # wholly outside the judge's window: critical depth must not hold
+            assert not set(family.present) & set(family.absent)
+
+
+def test_confusion_table_counts_and_targets():
+    records = [
+        {"family": "f", "claim": "omega_jump", "planted": "absent", "verdict": "does not hold"}
+    ] * 74 + [
+        {"family": "g", "claim": "omega_jump", "planted": "present", "verdict": v}
+        for v in ["holds"] * 8 + ["inconclusive"] * 2
+    ]
+    table = planted_calibration.confusion(records).set_index("family")
+    assert table.loc["f", "n"] == 74 and table.loc["f", "holds_ci_high"] <= 0.05 and table.loc["f", "meets"]
+    assert table.loc["g", "holds"] == 0.8 and table.loc["g", "meets"]
+    one_false = records[:73] + [{**records[0], "verdict": "holds"}]
+    assert not planted_calibration.confusion(one_false)["meets"].iloc[0]
