@@ -112,9 +112,14 @@ def test_verdict_writes_a_csv_of_every_claim_with_intervals_that_hold_their_esti
         "ci_low",
         "ci_high",
         "verdict",
+        "scope",
         "reason",
     ]
     assert {"critical_depth", "omega_jump", "stays_liquid", "bimodality"} <= set(table["claim"])
+    # a 24-wide synthetic capture is far below 1.5B parameters: the large-model claims are out of the paper's range
+    scopes = table.set_index(["claim", "model"])["scope"]
+    assert scopes[("omega_jump", "planted (p.safetensors)")].startswith("below the paper's range")
+    assert scopes[("stays_liquid", "planted (p.safetensors)")] == "in the paper's range"
     mine = table[table["model"] == "planted (p.safetensors)"]
     assert (mine["run"] == "results file").all() and len(mine) >= 8
     both = table.dropna(subset=["estimate", "ci_low", "ci_high"])

@@ -131,3 +131,19 @@ def test_confusion_table_counts_and_targets():
     assert table.loc["g", "holds"] == 0.8 and table.loc["g", "meets"]
     one_false = records[:73] + [{**records[0], "verdict": "holds"}]
     assert not planted_calibration.confusion(one_false)["meets"].iloc[0]
+
+
+def test_conclusion_names_what_meets_and_what_misses_with_the_tables_numbers():
+    absent = {"family": "massive", "planted": "absent"}
+    records = (
+        [{**absent, "claim": "omega_jump", "verdict": "does not hold"}] * 80
+        + [{**absent, "claim": "spectral_concentration", "verdict": "holds"}] * 60
+        + [{**absent, "claim": "spectral_concentration", "verdict": "does not hold"}] * 20
+        + [{"family": "code", "planted": "present", "claim": "omega_jump", "verdict": "holds"}] * 80
+    )
+    table = planted_calibration.confusion(records)
+    met, missed = planted_calibration.claims_meeting_targets(table)
+    assert met == ["omega_jump"] and missed == {"spectral_concentration": ("massive", 0.75)}
+    text = planted_calibration.conclusion(table)
+    assert text.startswith("omega_jump meet both targets on every family (80 cases")
+    assert "spectral_concentration does not (massive: holds in 75% of cases)" in text

@@ -419,3 +419,37 @@ def test_tco_rows_read_the_positive_control_and_the_twin():
     for r in (row, twin_row):
         assert r.ci_low <= r.value <= r.ci_high
     assert rows.tco_row(run, "trained", kept, kept).verdict == "does not hold"  # the twin is as stable
+
+
+def test_scope_of_a_verdict_follows_the_papers_range():
+    assert verdict.scope_of("omega_jump", 135e6) == verdict.BELOW_RANGE
+    assert verdict.scope_of("omega_jump", 7.6e9) == verdict.IN_RANGE
+    assert verdict.scope_of("critical_depth", verdict.SMALL_MODEL) == verdict.IN_RANGE  # 1.5B is in range
+    assert verdict.scope_of("stays_liquid", 135e6) == verdict.IN_RANGE
+    assert (
+        verdict.scope_of("stays_liquid", 32e9) == verdict.ABOVE_RANGE
+    )  # a small-model claim on a large model
+    assert verdict.scope_of("attention_cooling", 135e6) == verdict.ANY_SIZE
+    assert verdict.scope_of("mp_spikes", float("nan")) == verdict.SIZE_UNKNOWN
+    row = verdict.Row("omega_jump", "m", "trained", 135e6, "", 0.0, 0.0, 0.0, "", "does not hold", "", "")
+    assert row.scope == verdict.BELOW_RANGE
+    with pytest.raises(lb.errors.InvalidInputError, match="scope"):
+        verdict.Row("omega_jump", "m", "trained", 1e9, "", 0.0, 0.0, 0.0, "", "holds", "", "", "big")
+
+
+def test_scope_counts_never_count_a_small_models_large_model_claim_against_the_paper():
+    from latentbook.study.verdict import scope_counts
+
+    rows = [
+        verdict.Row("omega_jump", "small", "trained", 135e6, "", 0.0, 0.0, 0.0, "", "does not hold", "", ""),
+        verdict.Row("omega_jump", "big", "trained", 7e9, "", 0.0, 0.0, 0.0, "", "holds", "", ""),
+        verdict.Row("attention_cooling", "small", "trained", 135e6, "", 0.0, 0.0, 0.0, "", "holds", "", ""),
+        verdict.Row(
+            "omega_jump", "random:small", "null: random weights", 135e6, "", 0, 0, 0, "", "holds", "", ""
+        ),
+    ]
+    counts = scope_counts(pd.DataFrame([dataclasses.asdict(r) for r in rows]))
+    assert counts.loc[verdict.BELOW_RANGE, "does not hold"] == 1
+    assert counts.loc[verdict.IN_RANGE, "holds"] == 1 and counts.loc[verdict.IN_RANGE, "does not hold"] == 0
+    assert counts.loc[verdict.ANY_SIZE, "holds"] == 1
+    assert int(counts.to_numpy().sum()) == 3  # the null run is not counted

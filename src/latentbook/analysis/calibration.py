@@ -131,25 +131,33 @@ def _fit(p: PlantedProfile) -> transition.Transition:
     )
 
 
-def _critical_case(jump: tuple[float, float], centre: tuple[float, float]) -> Callable:
+def _critical_case(
+    jump: tuple[float, float], centre: tuple[float, float], twin_jumps_too: bool = False
+) -> Callable:
+    """A profile with a jump of ``jump`` at ``centre``, judged against a flat twin or (``twin_jumps_too``) one that
+    jumps as much at the same depth."""
+
     def run(rng: np.random.Generator) -> str:
         n_layers = int(rng.choice(LAYERS))
+        size, gamma_c = rng.uniform(*jump), rng.uniform(*centre)
         p = planted_profile(
             rng,
             n_layers,
             str(rng.choice(BACKGROUNDS)),
-            jump=rng.uniform(*jump),
-            gamma_c=rng.uniform(*centre),
+            jump=size,
+            gamma_c=gamma_c,
             width=float(rng.choice([0.0, 0.01, 0.02])),
         )
-        return verdict.judge_critical_depth(_fit(p), len(p.gamma))[0]
+        twin_size = size * rng.uniform(0.95, 1.05) if twin_jumps_too else 0.0
+        twin = planted_profile(rng, n_layers, "flat", jump=twin_size, gamma_c=gamma_c, base=0.0)
+        return verdict.judge_critical_depth(_fit(p), len(p.gamma), _fit(twin))[0]
 
     return run
 
 
 def _jump_case(jump: tuple[float, float], twin_jumps_too: bool = False) -> Callable:
-    """The excess over the permutation null (what ``omega_jump`` fits) with a jump of ``jump``; the twin's
-    excess profile is flat, or (``twin_jumps_too``) jumps as much at the same depth."""
+    """A profile of ``m_z`` (what ``omega_jump`` fits) with a jump of ``jump``; the twin's profile is flat, or
+    (``twin_jumps_too``) jumps as much at the same depth."""
 
     def run(rng: np.random.Generator) -> str:
         n_layers = int(rng.choice(LAYERS))
@@ -486,9 +494,15 @@ def families() -> list[Family]:
         Family("critical_depth", "no jump (smooth)", False, _critical_case((0.0, 0.0), (0.42, 0.42))),
         Family("critical_depth", "jump at 0.62-0.80", False, _critical_case(paper_jump, (0.62, 0.80))),
         Family("critical_depth", "jump of 0.005-0.025", False, _critical_case((0.005, 0.025), (0.40, 0.44))),
-        Family("omega_jump", "excess jump of 0.15-0.25", True, _jump_case(paper_jump)),
-        Family("omega_jump", "no excess jump (the null's)", False, _jump_case((0.0, 0.0))),
-        Family("omega_jump", "excess jump of 0.03-0.08", False, _jump_case((0.03, 0.08))),
+        Family(
+            "critical_depth",
+            "the twin jumps as much",
+            False,
+            _critical_case(paper_jump, (0.40, 0.44), twin_jumps_too=True),
+        ),
+        Family("omega_jump", "jump of 0.15-0.25", True, _jump_case(paper_jump)),
+        Family("omega_jump", "no jump (the null's)", False, _jump_case((0.0, 0.0))),
+        Family("omega_jump", "jump of 0.03-0.08", False, _jump_case((0.03, 0.08))),
         Family("omega_jump", "the twin jumps as much", False, _jump_case(paper_jump, twin_jumps_too=True)),
         Family("stays_liquid", "peak 0.03-0.25 below", True, _liquid_case((-0.25, -0.03))),
         Family("stays_liquid", "peak 0.03-0.25 above", False, _liquid_case((0.03, 0.25))),

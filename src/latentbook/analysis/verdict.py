@@ -6,7 +6,9 @@ files, the ladder, the table) is the study wing's: ``study.measure``, ``study.ro
 
 Columns of a row: ``claim``, ``model``, ``run`` ("trained", "null: random weights", "null: shuffled words",
 "results file", "not run"), ``parameters``, ``measured`` (in words), ``value``, ``ci_low``, ``ci_high`` (95 %),
-``paper`` (the paper's number or statement), ``verdict``, ``reason`` and ``command``.
+``paper`` (the paper's number or statement), ``verdict``, ``reason``, ``command`` and ``scope`` (``scope_of``: a
+large-model claim measured below 1.5B parameters is "below the paper's range: not predicted at this size", so a
+small model's "does not hold" is never counted against the paper).
 
 Verdicts (``VERDICTS``): "holds", "does not hold", "inconclusive", "not testable here", "not yet run".
 "Twin" below is the random-weight model of the same architecture; a trained model's effect counts only when it
@@ -65,6 +67,32 @@ TCO_MARGIN = 0.05  # how far a TCO interval's lower end must clear the strongest
 K_MASSIVE = 4  # coordinates removed as massive activations in the cleaned rows (chapter 3)
 MIN_DEPTHS = transition.MIN_FITTED + sum(transition.SKIP)
 VERDICTS = ("holds", "does not hold", "inconclusive", "not testable here", "not yet run")
+# What the paper predicts at which size (PAPER.md, claims 1-3 and 6: the transition, its jump, bimodality and the
+# spectral anomalies in large models of 1.5B-30B+; small models stay liquid). Claims of a theorem or of the
+# framework (contraction, cooling, class stability, diagnostics across a ladder) carry no size.
+LARGE_MODEL_CLAIMS = frozenset(
+    {
+        "critical_depth",
+        "omega_jump",
+        "omega_jump_cleaned",
+        "bimodality",
+        "spectral_concentration",
+        "spectral_concentration_cleaned",
+        "effective_rank",
+        "effective_rank_cleaned",
+        "mp_spikes",
+        "scaling",
+    }
+)
+SMALL_MODEL_CLAIMS = frozenset({"stays_liquid", "stays_liquid_cleaned"})
+IN_RANGE, BELOW_RANGE, ABOVE_RANGE, ANY_SIZE, SIZE_UNKNOWN = (
+    "in the paper's range",
+    "below the paper's range: not predicted at this size",
+    "above the small models' range: not predicted at this size",
+    "any size",
+    "size unknown",
+)
+SCOPES = (IN_RANGE, BELOW_RANGE, ABOVE_RANGE, ANY_SIZE, SIZE_UNKNOWN)
 
 
 @dataclass(frozen=True)
@@ -163,7 +191,23 @@ COLUMNS = (
     "verdict",
     "reason",
     "command",
+    "scope",
 )
+
+
+def scope_of(claim: str, parameters: float) -> str:
+    """Where a verdict stands against the paper's range: a large-model claim (``LARGE_MODEL_CLAIMS``) measured on
+    a model below ``SMALL_MODEL`` parameters is ``BELOW_RANGE`` (the paper does not predict it there: a "does not
+    hold" is no evidence against it); a small-model claim on a model of ``SMALL_MODEL`` or more is
+    ``ABOVE_RANGE``; claims without a size are ``ANY_SIZE``."""
+    if claim not in LARGE_MODEL_CLAIMS | SMALL_MODEL_CLAIMS:
+        return ANY_SIZE
+    if not np.isfinite(parameters):
+        return SIZE_UNKNOWN
+    large = parameters >= SMALL_MODEL
+    if large == (claim in LARGE_MODEL_CLAIMS):
+        return IN_RANGE
+    return BELOW_RANGE if claim in LARGE_MODEL_CLAIMS else ABOVE_RANGE
 
 
 @dataclass(frozen=True)
@@ -182,12 +226,17 @@ class Row:
     verdict: str
     reason: str
     command: str
+    scope: str = ""  # scope_of(claim, parameters) when not given
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise InvalidInputError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}.")
         if self.claim not in CLAIMS:
             raise InvalidInputError(f"claim must be one of {sorted(CLAIMS)}, got {self.claim!r}.")
+        if not self.scope:
+            object.__setattr__(self, "scope", scope_of(self.claim, self.parameters))
+        if self.scope not in SCOPES:
+            raise InvalidInputError(f"scope must be one of {SCOPES}, got {self.scope!r}.")
 
 
 def _fmt_ci(low: float, high: float) -> str:

@@ -207,6 +207,45 @@ def confusion(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def claims_meeting_targets(table: pd.DataFrame) -> tuple[list[str], dict[str, tuple[str, float]]]:
+    """The rows (claims) that meet their target on every family of ``table`` (``confusion``), in the verdict's
+    order, and for each other row its worst family and that family's rate of "holds"."""
+    from ..analysis.verdict import CLAIMS
+
+    met, missed = [], {}
+    for claim in [c for c in CLAIMS if c in set(table["claim"])]:
+        cells = table[table["claim"] == claim]
+        failing = cells[~cells["meets"]]
+        if failing.empty:
+            met.append(claim)
+            continue
+        # the worst miss: the absent family that holds most often, else the present one found least often
+        absent = failing[failing["planted"] == "absent"]
+        worst = (
+            absent.loc[absent["holds"].idxmax()]
+            if not absent.empty
+            else failing.loc[failing["holds"].idxmin()]
+        )
+        missed[claim] = (str(worst["family"]), float(worst["holds"]))
+    return met, missed
+
+
+def conclusion(table: pd.DataFrame) -> str:
+    """One sentence of what the end-to-end table shows, every number read from it."""
+    met, missed = claims_meeting_targets(table)
+    n = int(table["n"].min())
+    text = (
+        f"{', '.join(met) or 'no row'} meet both targets on every family ({n} cases or more each: at least "
+        f"{MIN_FOUND:.0%} found where planted, a Wilson upper bound of at most {MAX_FALSE_HOLDS:.0%} of false holds)"
+    )
+    if missed:
+        text += "; " + "; ".join(
+            f"{claim} does not ({family}: holds in {rate:.0%} of cases)"
+            for claim, (family, rate) in missed.items()
+        )
+    return text
+
+
 def calibrate(n_cases: int, seed: int = 0, jobs: int = 1, names: tuple[str, ...] | None = None) -> list[dict]:
     """The records of ``n_cases`` cases of every family (``run_case``), over ``jobs`` processes."""
     if not isinstance(n_cases, (int, np.integer)) or n_cases < 1:
@@ -228,10 +267,8 @@ def _one_thread() -> None:
 
 def source_hash() -> str:
     """sha256 of the code a planted calibration runs through (planting, capture, the estimators, the judges and
-    rows it reads, this module): a table in ``results/calibration/`` is current while this matches the one it
-    records."""
-    import sys
-
+    rows it reads, the families and the case runner of this module, not the tables made from its records): a
+    table in ``results/calibration/`` is current while this matches the one it records."""
     from ..analysis import layer_spectra, omega, transition, verdict
     from ..capturing import accumulators, capture
     from . import measure, rows
@@ -244,14 +281,21 @@ def source_hash() -> str:
         transition,
         layer_spectra,
         measure,
-        sys.modules[__name__],
+        Family,
+        _code,
+        _artefact,
+        _twin_with_code,
+        families,
+        base_spec,
+        measure_spec,
+        run_case,
         verdict.judge_jump,
         verdict.judge_critical_depth,
         verdict.judge_concentration,
         verdict.min_jump,
         rows.claim_rows,
     )
-    text = "".join(inspect.getsource(part) for part in parts)
+    text = "".join(inspect.getsource(part) for part in parts) + repr((CAPTURE, LAYERS, WIDTHS))
     return hashlib.sha256(text.encode()).hexdigest()
 
 

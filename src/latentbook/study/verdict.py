@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from ..capturing.results import Capture
 
-CSV_COLUMNS = ("claim", "model", "run", "estimate", "ci_low", "ci_high", "verdict", "reason")
+CSV_COLUMNS = ("claim", "model", "run", "estimate", "ci_low", "ci_high", "verdict", "scope", "reason")
 
 
 def load_results(folder: str | Path | None) -> tuple[dict[str, Capture], list[str]]:
@@ -155,7 +155,7 @@ def verdict_table(
 
 def to_csv_frame(table: pd.DataFrame) -> pd.DataFrame:
     """The table in the columns of ``latentbook verdict --csv``: ``claim, model, run, estimate, ci_low, ci_high,
-    verdict, reason`` (numbers as numbers, NaN where a claim has no single number)."""
+    verdict, scope, reason`` (numbers as numbers, NaN where a claim has no single number)."""
     return table.rename(columns={"value": "estimate"})[list(CSV_COLUMNS)]
 
 
@@ -171,3 +171,16 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     return table.pivot_table(index="claim", columns="model", values="verdict", aggfunc="first").reindex(
         [c for c in CLAIMS if c in set(table["claim"])]
     )
+
+
+def scope_counts(table: pd.DataFrame, runs: tuple[str, ...] = ("trained", "results file")) -> pd.DataFrame:
+    """Verdicts of the ``runs`` kinds by scope (``analysis.verdict.SCOPES`` as rows, ``VERDICTS`` as columns,
+    counts): what the summary counts, so that a claim the paper makes for large models is never counted
+    against it on a small model."""
+    import pandas as pd
+
+    from ..analysis.verdict import SCOPES, VERDICTS
+
+    chosen = table[table["run"].isin(runs)]
+    counts = pd.crosstab(chosen["scope"], chosen["verdict"])
+    return counts.reindex(index=list(SCOPES), columns=list(VERDICTS), fill_value=0).astype(int)
