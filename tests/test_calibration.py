@@ -37,7 +37,7 @@ def test_a_judge_that_rewards_imprecision_fails_its_calibration(monkeypatch):
     """The old rule ("holds" when the interval merely meets 0.42 +- 0.1) on jumps far from 0.42 whose interval is
     stretched: the harness must flag it."""
 
-    def overlap_rule(trans, n_depths):
+    def overlap_rule(trans, n_depths, twin_trans=None):
         if trans is None or not trans.has_transition:
             return "does not hold", ""
         return ("holds", "") if trans.ci[0] - 0.3 <= 0.52 and trans.ci[1] >= 0.32 else ("does not hold", "")

@@ -81,9 +81,14 @@ def test_critical_depth_and_jump_criteria_on_planted_curves():
     assert verdict.judge_jump(at_paper, at_paper)[0] == "does not hold"
     judged, why = verdict.judge_critical_depth(at_paper, 41, at_paper)
     assert judged == "does not hold" and "beyond the null" in why
-    # a transition too small to be the jump gives no gamma_c (the rows stay coherent)
-    assert verdict.judge_critical_depth(small, 41)[0] == "does not hold"
+    # a transition smaller than the paper's jump still has a critical depth (its size is omega_jump's claim) ...
+    medium = transition.critical_depth(*_curve(0.42, 0.09, noise=0.002))
+    assert verdict.judge_jump(medium)[0] == "does not hold"
+    assert verdict.judge_critical_depth(medium, 41)[0] == "holds"
     assert verdict.judge_critical_depth(at_paper, 41, flat)[0] == "holds"
+    # ... unless a twin with the same step explains it, or the step is not clearly a transition's
+    assert verdict.judge_critical_depth(medium, 41, medium)[0] == "does not hold"
+    assert verdict.judge_critical_depth(small, 41)[0] == "does not hold"
 
 
 def _curve(gamma_c, amplitude, noise=0.01):

@@ -23,8 +23,8 @@ each judge's docstring says its rule in full):
   more) of ``m_z``, Omega of the standardised token vectors (``omega.standardised_profile``: free of shared
   coordinate scales, so a massive or rogue coordinate cannot make it and token-specific sparse codes do), whose
   jump lies above ``min_jump(d)`` and above the twin's by as much.
-- ``critical_depth`` (``judge_critical_depth``): the same transition of ``m_z`` (no gamma_c where the jump row
-  finds none beyond the twin), whose whole interval for ``gamma_c`` lies inside ``0.42 +- GAMMA_C_TOLERANCE``.
+- ``critical_depth`` (``judge_critical_depth``): the same transition of ``m_z``, beyond the twin's (no gamma_c
+  where the twin explains the step), whose whole interval for ``gamma_c`` lies inside ``0.42 +- GAMMA_C_TOLERANCE``.
 - ``stays_liquid`` (``judge_liquid``; and cleaned; models below ``SMALL_MODEL`` parameters): the highest interior
   ``m(gamma)`` lies below ``solid_threshold(d)``.
 - ``bimodality`` (``judge_bimodality``): bimodal after the split beyond both nulls, the twin bimodal nowhere.
@@ -261,12 +261,14 @@ TCOSummary = TCOScores  # what ``judge_tco`` reads: ``analysis.tco.TCOScores`` (
 
 
 def judge_critical_depth(
-    trans, n_depths: int, twin_trans=None, min_jump: float = MIN_JUMP
+    trans, n_depths: int, twin_trans=None, min_jump: float = MIN_TRANSITION
 ) -> tuple[str, str]:
-    """Holds when there is a transition whose jump holds (``judge_jump`` against ``twin_trans``: a critical depth
-    is only read where the jump row finds a transition beyond the twin) and its whole interval lies inside
-    ``0.42 +- GAMMA_C_TOLERANCE`` (an equivalence test: imprecision cannot hold); does not hold when there is no
-    transition, its interval lies wholly outside, or its jump does not hold; else inconclusive."""
+    """Holds when there is a transition (``transition.critical_depth``, jump >= ``MIN_TRANSITION``) that beats the
+    twin (``judge_jump`` at ``min_jump``, by default ``MIN_TRANSITION``: the jump's interval above it and above the
+    twin's by as much, so no gamma_c is read where the twin explains the step; the size of the paper's jump is
+    ``omega_jump``'s claim) and its whole interval lies inside ``0.42 +- GAMMA_C_TOLERANCE`` (an equivalence
+    test: imprecision cannot hold); does not hold when there is no transition, its interval lies wholly outside,
+    or it does not beat the twin; else inconclusive."""
     if trans is None:
         return "not testable here", (
             f"{n_depths} depths: the fit needs {MIN_DEPTHS} ({transition.MIN_FITTED} after the "

@@ -113,7 +113,7 @@ def claim_rows(
             f"gamma_c = {t.gamma_c:.3f} (m_z)" if t is not None else "no fit",
             t.gamma_c if t is not None else math.nan,
             t.ci if t is not None else nan2,
-            judge_critical_depth(t, m.n_depths, twin_t, min_jump(m.d_model)),
+            judge_critical_depth(t, m.n_depths, twin_t),
             command,
         ),
         fit_row("omega_jump", t, twin_t, "m_z"),
