@@ -322,3 +322,27 @@ def test_cleaned_table_and_glue():
         }
     )  # fmt: skip
     assert glue_keys("ch3", values)["ch3_short_clean_gmax"] == 0.5
+
+
+def test_planted_models_of_chapter_3_separate_sparse_codes_from_a_massive_coordinate():
+    """The chapter's claim about its planted pair, checked: both lift raw m and m_perm alike; only the sparse code
+    moves m_z. A standardisation that kept the scales (or a planted model without its code) fails here."""
+    planted_tables = tables.planted_null_tables(d=128)
+    glued = tables.planted_glue(planted_tables)
+    parts = tables.decomposition_table(planted_tables)
+    decomposed = tables.decomposition_glue(parts)
+    assert glued["sparse_code_mstep"] > 0.1 and glued["massive_mstep"] > 0.1
+    assert glued["sparse_code_permgap"] < 0.02 and glued["massive_permgap"] < 0.02
+    assert decomposed["sparse_code_zstep"] > 0.1 and decomposed["massive_zstep"] < 0.02
+    assert decomposed["massive_largest_part"] == "scale"
+    for label in parts.index:  # the three parts add up to m - g
+        assert parts.loc[label, list(tables.DECOMPOSITION)].sum() == pytest.approx(parts.loc[label, "m - g"])
+
+
+def test_scope_sentence_counts_in_words():
+    from latentbook.study.verdict import scope_sentence
+
+    counts = pd.DataFrame({"holds": [2, 1, 0], "does not hold": [0, 3, 0]}, index=["in", "below", "any"])
+    assert scope_sentence(counts, ["in", "any"]) == "2 holds"
+    assert scope_sentence(counts, ["below"]) == "1 holds, 3 does not hold"
+    assert scope_sentence(counts, ["any"]) == "no verdicts"

@@ -184,3 +184,9 @@ def scope_counts(table: pd.DataFrame, runs: tuple[str, ...] = ("trained", "resul
     chosen = table[table["run"].isin(runs)]
     counts = pd.crosstab(chosen["scope"], chosen["verdict"])
     return counts.reindex(index=list(SCOPES), columns=list(VERDICTS), fill_value=0).astype(int)
+
+
+def scope_sentence(counts: pd.DataFrame, scopes: list[str]) -> str:
+    """The verdicts counted under ``scopes`` (rows of ``scope_counts``) in words: "3 holds, 5 does not hold"."""
+    total = counts.loc[scopes].sum()
+    return ", ".join(f"{int(n)} {word}" for word, n in total.items() if n) or "no verdicts"

@@ -189,6 +189,84 @@ def permutation_share_glue(shares: pd.DataFrame) -> dict[str, float]:
     return glued
 
 
+DECOMPOSITION = ("scale", "sparsity", "structure")  # omega.null_profiles' parts of m - g
+
+
+def decomposition_table(null_tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per capture (index), the mean over the interior depths (``omega.null_profiles`` rows 2 to L-1) of Omega's
+    excess over the Gaussian value, ``m - g``, and of its three parts: coordinate ``scale`` (``m - m_z``),
+    ``sparsity`` within coordinates (``m_z,perm - g``) and ``structure`` within tokens (``m_z - m_z,perm``), with
+    the largest step of ``m_z`` between neighbouring interior depths (where a planted code appears)."""
+    rows = []
+    for label, table in null_tables.items():
+        inner = table.iloc[2:-1]
+        rows.append(
+            {
+                "capture": label,
+                "m - g": float(inner[list(DECOMPOSITION)].sum(1).mean()),  # the parts add up to m - g
+                **{part: float(inner[part].mean()) for part in DECOMPOSITION},
+                "largest step of m_z": float(np.abs(np.diff(inner["standardised"].to_numpy())).max()),
+            }
+        )
+    return pd.DataFrame(rows).set_index("capture")
+
+
+def decomposition_glue(table: pd.DataFrame) -> dict[str, object]:
+    """``{label}_scale``, ``{label}_sparsity``, ``{label}_structure``, ``{label}_zstep`` and ``{label}_largest_part``
+    (the part of largest size, in words) of every capture."""
+    glued: dict[str, object] = {}
+    for label in table.index:
+        key = label_key(label)
+        for part in DECOMPOSITION:
+            glued[f"{key}_{part}"] = float(table.loc[label, part])
+        glued[f"{key}_zstep"] = float(table.loc[label, "largest step of m_z"])
+        sizes = table.loc[label, list(DECOMPOSITION)].abs()
+        glued[f"{key}_largest_part"] = str(sizes.idxmax())
+    return glued
+
+
+# Two planted models shown beside the real ones: the same 12-layer Llama shape, one with token-specific sparse codes
+# written at depth 5 (gamma 0.42), one with a massive coordinate shared by every token written there.
+PLANTED_SHOWN = {
+    "sparse_code (planted)": dict(plant="sparse_code", strength=3.0),
+    "massive (planted)": dict(plant="massive", strength=10.0),
+}
+
+
+def planted_null_tables(n_layers: int = 12, d: int = 256, seed: int = 7) -> dict[str, pd.DataFrame]:
+    """``omega.null_profiles`` of the ``PLANTED_SHOWN`` models (``models.planted``, change at depth 5 of 12),
+    each captured as the end-to-end calibration captures its cases (``study.planted_calibration.CAPTURE``)."""
+    from ...capturing.capture import capture
+    from ...models import planted
+    from ...prompts import load
+    from ..planted_calibration import CAPTURE
+
+    texts = load("general", limit=CAPTURE["n_prompts"])
+    tables = {}
+    for label, plant in PLANTED_SHOWN.items():
+        spec = planted.PlantSpec(gamma=5 / 12, n_layers=n_layers, d=d, seed=seed, **plant)
+        cap = capture(
+            planted.build(spec),
+            texts,
+            max_length=CAPTURE["max_length"],
+            batch_size=CAPTURE["batch_size"],
+            progress=False,
+        )
+        tables[label] = omega.null_profiles(cap)
+    return tables
+
+
+def planted_glue(planted_tables: Mapping[str, pd.DataFrame]) -> dict[str, float]:
+    """``{label}_mstep`` (the largest step of raw ``m`` between neighbouring depths) and ``{label}_permgap`` (the
+    largest ``|m - m_perm|``) of each planted model's ``omega.null_profiles``."""
+    glued = {}
+    for label, table in planted_tables.items():
+        key = label_key(label)
+        glued[f"{key}_mstep"] = float(np.abs(np.diff(table["sample"].to_numpy())).max())
+        glued[f"{key}_permgap"] = float((table["sample"] - table["permutation"]).abs().max())
+    return glued
+
+
 def bimodality_verdicts(captures: Mapping[str, Capture], k: int) -> pd.DataFrame:
     """One row per capture and depth ``l``: ``omega.bimodality`` of the Omega sample (dip p-values Holm-adjusted
     across the capture's depths), the design effect ``n / n_effective``, and for a trained capture's depth that is
