@@ -254,6 +254,9 @@ def test_report_text_prints_those_numbers_within_100_columns(planted_report):
     assert f"Gaussian vector   {report.references['gaussian']:.4f}" in report.text()
     for row in report.rows.itertuples():
         assert any(line.startswith(row.claim) and row.verdict in line for line in lines)
+    # a small synthetic capture: its large-model claims are named as out of the paper's range
+    scope = " ".join(report.text().split()).split("Scope: ")[1]
+    assert "omega_jump" in scope and "stays_liquid" not in scope and "not whether the paper holds" in scope
 
 
 def _png_size(path):

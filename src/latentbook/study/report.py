@@ -400,4 +400,13 @@ def _render_verdict(r: Report, width: int) -> list[str]:
         interval=[_interval(lo, hi, 3) for lo, hi in zip(r.rows["ci_low"], r.rows["ci_high"])],
     )[["claim", "verdict", "estimate", "interval", "reason"]]
     out.append(text_table(shown, width=width, wrap_column="reason", indent=4, below=True))
+    below = r.rows.loc[r.rows["scope"] == judged.BELOW_RANGE, "claim"].tolist()
+    if below:
+        size = float(r.rows["parameters"].iloc[0]) / 1e6
+        out += wrap(
+            f"Scope: this model has {size:.1f}M parameters, and the paper predicts {', '.join(below)} only for "
+            f"models of {judged.SMALL_MODEL / 1e9:g}B and more; those verdicts say how a smaller model behaves, "
+            "not whether the paper holds (analysis.verdict.scope_of).",
+            width,
+        )
     return out
