@@ -1,7 +1,7 @@
 """Calibrate the verdict rows end to end on planted models (``study.planted_calibration``) and keep the records in
 ``results/calibration/planted_models.json`` with their provenance, for chapter 8 to show::
 
-    .venv/bin/python tools/calibrate_planted.py --jobs 2              # 74 cases per family (about 40 min, 2 cores)
+    .venv/bin/python tools/calibrate_planted.py --jobs 2              # 74 cases per family (about an hour, 2 cores)
     .venv/bin/python tools/calibrate_planted.py --n-cases 2 --out /tmp/smoke.json    # a smoke test
 
 74 cases is the fewest whose Wilson 95 % upper bound reaches the 5 % target with no false "holds". Rerun it
@@ -13,35 +13,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+
+from provenance import fresh_value, git_commit
 
 from latentbook._files import atomic_write
 from latentbook._version import __version__
 from latentbook.study import planted_calibration
 
 ROOT = Path(__file__).resolve().parents[1]
+FRESH_HASH = "from latentbook.study import planted_calibration as p; print(p.source_hash())"
 OUT = ROOT / "results" / planted_calibration.FILE
-
-
-def _commit() -> str | None:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
-def _fresh_source_hash() -> str:
-    """``source_hash`` of the files as they are now, from a new interpreter (this one holds the code it imported)."""
-    code = "from latentbook.study import planted_calibration as p; print(p.source_hash())"
-    return subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.strip()
 
 
 def main() -> None:
@@ -60,7 +44,7 @@ def main() -> None:
     start = time.perf_counter()
     source_hash = planted_calibration.source_hash()  # of the code just imported: the code that runs
     records = planted_calibration.calibrate(args.n_cases, seed=args.seed, jobs=args.jobs)
-    if _fresh_source_hash() != source_hash:
+    if fresh_value(FRESH_HASH) != source_hash:
         raise SystemExit(
             "The code changed while the calibration ran, so the records belong to no version of it: nothing "
             f"written to {args.out}. Rerun tools/calibrate_planted.py once the code has settled."
@@ -69,7 +53,7 @@ def main() -> None:
         "provenance": {
             "latentbook": __version__,
             "source_hash": source_hash,
-            "git_commit": _commit(),
+            "git_commit": git_commit(),
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "n_cases": args.n_cases,
             "seed": args.seed,

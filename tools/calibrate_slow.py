@@ -13,36 +13,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+
+from provenance import fresh_value, git_commit
 
 from latentbook._files import atomic_write
 from latentbook._version import __version__
 from latentbook.analysis import calibration
 
 ROOT = Path(__file__).resolve().parents[1]
+FRESH_HASH = "from latentbook.analysis import calibration; print(calibration.slow_source_hash())"
 OUT = ROOT / "results" / "calibration" / "slow_families.json"
-
-
-def _commit() -> str | None:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
-def _fresh_source_hash() -> str:
-    """``slow_source_hash`` of the files as they are now, from a new interpreter (this one holds the code it
-    imported; ``inspect`` would read the new files at the old line numbers)."""
-    code = "from latentbook.analysis import calibration; print(calibration.slow_source_hash())"
-    return subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.strip()
 
 
 def main() -> None:
@@ -56,7 +39,7 @@ def main() -> None:
     start = time.perf_counter()
     source_hash = calibration.slow_source_hash()  # of the code just imported: the code that runs
     table = calibration.calibrate(n_cases=args.n_cases, seed=args.seed, slow=True)
-    if _fresh_source_hash() != source_hash:
+    if fresh_value(FRESH_HASH) != source_hash:
         raise SystemExit(
             "The spectra code changed while the calibration ran, so the table belongs to no version of it: "
             f"nothing written to {args.out}. Rerun tools/calibrate_slow.py once the code has settled."
@@ -65,7 +48,7 @@ def main() -> None:
         "provenance": {
             "latentbook": __version__,
             "source_hash": source_hash,
-            "git_commit": _commit(),
+            "git_commit": git_commit(),
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "n_cases": args.n_cases,
             "seed": args.seed,

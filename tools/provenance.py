@@ -1,0 +1,28 @@
+"""What the scripts that keep long runs in ``results/`` record of the code they ran on (imported by them as a
+sibling module: ``python tools/<script>.py`` puts ``tools/`` on the path)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def git_commit() -> str | None:
+    """The repository's ``HEAD``, or None outside a git checkout."""
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def fresh_value(code: str) -> str:
+    """What ``code`` prints in a new interpreter: a source hash of the files as they are now (the running one holds
+    the code it imported; ``inspect`` would read the new files at the old line numbers)."""
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
