@@ -202,3 +202,21 @@ def test_docstrings_in_the_api_appendix_write_options_as_literals():
             doc = re.sub(r"``.*?``", "", doc, flags=re.S)
             dashed += [f"{where}: {line.strip()[:80]}" for line in doc.splitlines() if "--" in line]
     assert not dashed, "docstrings with '--' outside ``literals`` or a literal block:\n" + "\n".join(dashed)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_cell_prints_the_dictionary_it_glued(path):
+    """``glue_frame`` returns what it glued; as a cell's last expression that dict is printed on the page."""
+    shown = []
+    for index, cell, tags in _code_cells(path):
+        tree = _python(cell.source)
+        if tree is None or not tree.body or "remove-output" in tags or "remove-cell" in tags:
+            continue
+        last = tree.body[-1]
+        call = last.value if isinstance(last, ast.Expr) else None
+        name = getattr(getattr(call, "func", None), "id", None)
+        if name == "glue_frame" and not cell.source.rstrip().endswith(";"):
+            shown.append(f"cell {index}")
+    assert not shown, (
+        f"{path.name}: end these glue_frame calls with ';' so the page does not print a dict: {shown}"
+    )
