@@ -458,3 +458,14 @@ def test_scope_counts_never_count_a_small_models_large_model_claim_against_the_p
     assert counts.loc[verdict.IN_RANGE, "holds"] == 1 and counts.loc[verdict.IN_RANGE, "does not hold"] == 0
     assert counts.loc[verdict.ANY_SIZE, "holds"] == 1
     assert int(counts.to_numpy().sum()) == 3  # the null run is not counted
+
+
+def test_transition_words_say_where_how_large_or_why_not():
+    from latentbook.study.verdict import transition_words
+
+    at_paper = transition.critical_depth(*_curve(0.42, 0.21))
+    words = transition_words(at_paper)
+    assert words.startswith(f"a transition at gamma_c = {at_paper.gamma_c:.2f} [") and "jump +0.2" in words
+    flat = transition.critical_depth(*_curve(0.42, 0.0))
+    assert transition_words(flat) == f"no transition ({flat.reason})"
+    assert transition_words(None) == "too few depths for a fit"

@@ -190,3 +190,16 @@ def scope_sentence(counts: pd.DataFrame, scopes: list[str]) -> str:
     """The verdicts counted under ``scopes`` (rows of ``scope_counts``) in words: "3 holds, 5 does not hold"."""
     total = counts.loc[scopes].sum()
     return ", ".join(f"{int(n)} {word}" for word, n in total.items() if n) or "no verdicts"
+
+
+def transition_words(trans) -> str:
+    """A ``transition.Transition`` in words, for prose beside a verdict: where and how large, or why there is none."""
+    if trans is None:
+        return "too few depths for a fit"
+    if not trans.has_transition:
+        return f"no transition ({trans.reason})"
+    low, high = trans.ci
+    return (
+        f"a transition at gamma_c = {trans.gamma_c:.2f} [{low:.2f}, {high:.2f}], jump {trans.amplitude:+.3f} "
+        f"[{trans.amplitude_ci[0]:+.3f}, {trans.amplitude_ci[1]:+.3f}]"
+    )
