@@ -21,7 +21,7 @@ ALLOWED: dict[str, set[str]] = {
     "_files": {"errors"},
     "_text": set(),  # plain-text tables of the command line's output
     "prompts": {"errors", "_files"},
-    "models": {"errors", "_files"},
+    "models": {"errors", "_files", "prompts"},  # prompts lie below every wing (planted models' vocabulary)
     "capturing": {"errors", "_files", "_version", "models", "prompts"},
     "analysis": {"errors", "_files", "capturing", "prompts"},
     "ladder": {"errors", "_files", "_version", "models", "capturing", "analysis", "prompts"},
