@@ -371,7 +371,7 @@ def test_the_verdicts_ladder_rows_default_to_ladder_v2_with_its_command():
     from collections import Counter
 
     from latentbook.ladder import report
-    from latentbook.ladder.along_training import by_architecture
+    from latentbook.ladder.clustered import by_architecture
     from latentbook.study import ladder_rows
 
     path = store.REPO_LADDER_V2 / report.MEASUREMENTS
@@ -396,7 +396,7 @@ def test_the_verdicts_ladder_rows_default_to_ladder_v2_with_its_command():
 def test_the_shipped_ladder_v2_lists_six_rungs_by_three_seeds_each_loading_with_its_sha256():
     """Issue #15's ladder as committed: ``lb.models()`` lists 18 seeded models from results/ladder-v2, and each
     loads with the sha256 of its weights (``load_model`` refuses weights that do not match SHA256SUMS)."""
-    from latentbook.ladder.along_training import by_architecture, is_seeded
+    from latentbook.ladder.clustered import by_architecture, is_seeded
 
     if not store.REPO_LADDER_V2.is_dir():
         pytest.skip("results/ladder-v2 is not here")

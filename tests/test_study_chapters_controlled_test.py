@@ -336,3 +336,57 @@ def test_a_seeded_ladders_diagnostic_rows_name_its_architectures_and_seeds(measu
     assert ladder_rows.diagnostic_rows(m)[0].model == (
         "ladder of 3 trained Llamas (l2-d64 x 2 seeds, l4-d64 x 1 seeds) and their untrained nulls"
     )
+
+
+def test_the_clustered_verdict_leads_the_findings_the_rows_and_its_table(measurements):
+    """Where ``correlations`` has a ``clustered`` entry (a seeded ladder), the verdict chapter's words, the ladder's
+    rows and chapter 7's table carry it, not the partial rho that counts models as independent."""
+    from latentbook.study import ladder_rows
+
+    m, _ = measurements
+    clustered = {
+        "controls": "log parameters and the positive control",
+        "rho": 0.15,
+        "ci": [-0.36, 0.37],
+        "rho_within": -0.01,
+        "p_within": 0.98,
+        "p_holm": 1.0,
+        "n_tests": 5,
+        "n": 18,
+        "n_clusters": 6,
+        "verdict": "inconclusive",
+        "reason": "why",
+    }
+    partial = {"rho": 0.62, "ci": [0.03, 0.91], "p_holm": 0.04, "n": 18, "verdict": "predicts capability"}
+    m["correlations"] = {
+        "stability": {
+            "label": "TCO stability",
+            "claim": "claim 5",
+            "expected_sign": 1,
+            "level": {"rho": 0.7, "n": 18, "p_value": 0.001, "verdict": "predicts capability"},
+            "shift": {"verdict": "inconclusive"},
+            "partial": partial,
+            "clustered": clustered,
+        }
+    }
+    found = ct.ladder_findings(m)
+    assert found["across"] == "TCO stability +0.15 [-0.36, +0.37] (Holm p 1.000, inconclusive)"
+    assert found["predicts"] == "none"
+    (row,) = ladder_rows.diagnostic_rows(m)
+    assert (row.value, row.ci_low, row.ci_high, row.verdict) == (0.15, -0.36, 0.37, "inconclusive")
+    assert "beyond log parameters and the positive control" in row.measured
+    assert "would be +0.62 (Holm p 0.040): holds" in row.reason
+    table = ct.clustered_table(m["correlations"])
+    assert table.iloc[0].to_dict() == {
+        "diagnostic": "TCO stability",
+        "given": "log parameters and the positive control",
+        "partial rho": 0.15,
+        "95% CI (architectures)": "[-0.36, +0.37]",
+        "within rho": -0.01,
+        "within p": 0.98,
+        "Holm p": 1.0,
+        "verdict": "inconclusive",
+    }
+    del m["correlations"]["stability"]["clustered"]
+    assert ct.ladder_findings(m)["predicts"] == "TCO stability"
+    assert ct.clustered_table(m["correlations"]).empty

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidInputError
+from .clustered import architecture_of
 from .measure import _spearman, partial_spearman_ci, signed_decision
 from .report import DIAGNOSTICS, capability_of, diagnostic_values, holm_family
 
@@ -110,31 +111,6 @@ def along_training_verdict(
     if side == "opposite":
         return "does not", text + " (opposite to the paper's direction, beyond training time)"
     return "inconclusive", text + f" ({why}: what the diagnostic shares with capability may be training time)"
-
-
-def architecture_of(name: str) -> tuple[str, int]:
-    """``"l4-d64-s1"`` -> ``("l4-d64", 1)``: a ladder v2 model's architecture and training seed."""
-    rung, mark, seed = name.rpartition("-s")
-    if not mark or not seed.isdigit():
-        raise InvalidInputError(f"{name!r} is not a seeded ladder model (<rung>-s<seed>, e.g. l4-d64-s0).")
-    return rung, int(seed)
-
-
-def is_seeded(name: str) -> bool:
-    """Whether ``name`` is a seeded ladder v2 model (``<rung>-s<seed>``), as ``architecture_of`` reads it."""
-    try:
-        architecture_of(name)
-    except InvalidInputError:
-        return False
-    return True
-
-
-def by_architecture(names) -> dict[str, list[str]]:
-    """Seeded model names grouped by architecture, in their order: ``{"l4-d64": ["l4-d64-s0", ...], ...}``."""
-    groups: dict[str, list[str]] = {}
-    for name in names:
-        groups.setdefault(architecture_of(name)[0], []).append(name)
-    return groups
 
 
 def training_table(m: dict):

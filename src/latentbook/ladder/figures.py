@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .along_training import by_architecture, is_seeded
+from .clustered import by_architecture, is_seeded
 from .report import DIAGNOSTICS, capability_of, diagnostic_values
 
 SHORT_LABELS = {  # the diagnostics of report.DIAGNOSTICS, short enough for an axis

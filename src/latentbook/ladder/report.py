@@ -25,6 +25,7 @@ import numpy as np
 
 from .._files import atomic_write
 from ..errors import CaptureFileError, InvalidInputError
+from .clustered import architecture_of, clustered_partial, clustered_verdict, is_seeded
 from .measure import measure, partial_spearman_ci, partial_verdict, spearman_ci, verdict
 from .store import REPO_LADDER, checkpoint_sha, checkpoints, ladder_dir, trained_rungs, training_log
 from .task import TaskSpec
@@ -68,6 +69,21 @@ def diagnostic_values(entry: dict) -> dict[str, float]:
         "contraction": entry["contraction"]["q"],
         "stability": entry["tco"]["scores"]["stability"]["accuracy"],
     }
+
+
+# Controls beyond size, per diagnostic: what the diagnostic may share with capability without being the claim.
+# TCO stability reads the query's probe at the later hops; a model whose probe decodes the bound value well at the
+# query itself (the positive control) also scores high there, and that control tracks capability closely.
+EXTRA_CONTROLS: dict[str, tuple[str, str]] = {
+    "stability": ("the positive control", "TCO accuracy within the query step"),
+}
+
+
+def extra_control_value(entry: dict, name: str) -> float:
+    """The value of ``EXTRA_CONTROLS[name]`` for one measured model."""
+    if name == "stability":
+        return entry["tco"]["scores"]["control"]["accuracy"]
+    raise InvalidInputError(f"no extra control for the diagnostic {name!r}; known: {sorted(EXTRA_CONTROLS)}.")
 
 
 def measure_ladder(
@@ -288,7 +304,11 @@ def correlations(m: dict) -> dict:
     rung's architecture alone does at initialisation; and ``"partial"`` (from four rungs): the partial Spearman
     rho given log parameter count (``measure.partial_spearman_ci``), its p-value Holm-adjusted across the
     diagnostics (``p_holm``, ``holm_family``) and its verdict (``measure.partial_verdict``): capability ranks
-    almost like size, so only this one can say that a diagnostic tracks capability rather than size.
+    almost like size, so only this one can say that a diagnostic tracks capability rather than size. On a seeded
+    ladder of at least four architectures, also ``"clustered"`` (``clustered.clustered_partial``): the partial rho
+    given log parameters and the diagnostic's ``EXTRA_CONTROLS``, its interval from a bootstrap over architectures
+    and its p from permutations within architectures, Holm-adjusted, with ``clustered.clustered_verdict``: the
+    models of one architecture are not independent units, and this is the verdict the ladder's rows carry.
     """
     rungs = m["rungs"]
     if len(rungs) < 3:
@@ -314,6 +334,8 @@ def correlations(m: dict) -> dict:
         if len(rungs) >= 4:
             entry["partial"] = partial_spearman_ci(capability, trained, log_parameters)
         out[name] = entry
+    if all(is_seeded(r) for r in rungs) and len({architecture_of(r)[0] for r in rungs}) >= 4:
+        _add_clustered(m, out, capability, log_parameters)
     partial = [name for name, entry in out.items() if "partial" in entry]
     adjusted = holm_family([out[name]["partial"].p_value for name in partial])
     for name, p_holm in zip(partial, adjusted):
@@ -333,6 +355,38 @@ def correlations(m: dict) -> dict:
             "reason": reason,
         }
     return out
+
+
+def _add_clustered(m: dict, out: dict, capability: np.ndarray, log_parameters: np.ndarray) -> None:
+    """``out[name]["clustered"]`` for every diagnostic (see ``correlations``), Holm-adjusted across them."""
+    rungs = m["rungs"]
+    clusters = [architecture_of(r)[0] for r in rungs]
+    tests = {}
+    for name in out:
+        trained = np.array([diagnostic_values(m["models"][r]["trained"])[name] for r in rungs])
+        controls = [log_parameters]
+        if name in EXTRA_CONTROLS:
+            controls.append([extra_control_value(m["models"][r]["trained"], name) for r in rungs])
+        tests[name] = clustered_partial(capability, trained, np.column_stack(controls), clusters)
+    adjusted = holm_family([r.p_within for r in tests.values()])
+    for (name, r), p_holm in zip(tests.items(), adjusted):
+        controls = "log parameters" + (f" and {EXTRA_CONTROLS[name][0]}" if name in EXTRA_CONTROLS else "")
+        word, reason = clustered_verdict(r, float(p_holm), len(tests), out[name]["expected_sign"], controls)
+        out[name]["clustered"] = {
+            "controls": controls,
+            "rho": r.rho,
+            "ci": r.ci,
+            "rho_within": r.rho_within,
+            "p_within": r.p_within,
+            "p_holm": float(p_holm),
+            "n_tests": len(tests),
+            "n": r.n,
+            "n_clusters": r.n_clusters,
+            "n_permutations": r.n_permutations,
+            "exact": r.exact,
+            "verdict": word,
+            "reason": reason,
+        }
 
 
 def recorrelate(path: str | Path | None = None) -> Path:

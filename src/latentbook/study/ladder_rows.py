@@ -1,10 +1,10 @@
 """The ladder's rows of the verdict table (chapter 7), typed, from the numbers of ``results/ladder-v2/measurements.json``.
 
 ``ladder_rows(path)`` gives one ``reasoning_diagnostics`` row per diagnostic (``diagnostic_rows``: its value is the
-partial Spearman rho of the diagnostic with capability given log parameter count across the trained rungs, its
-interval the bootstrap interval over rungs, judged on its Holm-adjusted p-value, all as
-``ladder.report.correlations`` wrote them; capability ranks almost like size, so the plain rho alone cannot say
-which of the two a diagnostic tracks), then one ``tco`` row per trained rung, judged against its
+partial Spearman rho of the diagnostic with capability given log parameter count (and, for TCO stability, the
+positive control) across the trained rungs, its interval from a bootstrap over architectures, judged on the
+Holm-adjusted p of a permutation within architectures, all as ``ladder.report.correlations`` wrote them; capability
+ranks almost like size, so the plain rho alone cannot say which of the two a diagnostic tracks), then one ``tco`` row per trained rung, judged against its
 untrained initialisation (``tco_rows``, ``ladder.report.tco_judgements``). Without measurements, one honest
 "not yet run" row that says why.
 Introduced in: chapter 7 (the ladder), chapter 8 (the verdict).
@@ -19,7 +19,8 @@ import numpy as np
 
 from ..analysis.verdict import CLAIMS, Row
 from ..errors import CaptureFileError, InvalidInputError
-from ..ladder.along_training import architecture_of, by_architecture, is_seeded, training_correlations
+from ..ladder.along_training import training_correlations
+from ..ladder.clustered import architecture_of, by_architecture, is_seeded
 from ..ladder.report import COMMAND, DIAGNOSTICS, MEASUREMENTS, V2_COMMAND, load_measurements, tco_judgements
 from ..ladder.store import REPO_LADDER_V2
 
@@ -71,10 +72,12 @@ NO_PARTIAL = (
 
 def diagnostic_rows(m: dict) -> list[Row]:
     """One row per diagnostic of ``m["correlations"]`` (none before the ladder has three rungs): does it predict
-    capability beyond size? The verdict is ``ladder.measure.partial_verdict`` on the partial rank correlation given
-    log parameters (``partial``: "holds" only when its Holm-adjusted p is below 0.05 and its interval excludes 0 on
-    the paper's side), "inconclusive" where there is none; the reason ends with the verdicts of the plain
-    correlation (``level``) and of the trained-minus-null change (``shift``)."""
+    capability beyond size? On a seeded ladder the verdict is ``ladder.clustered.clustered_verdict`` (``clustered``:
+    "holds" only when the within-architecture Holm-adjusted p is below 0.05 and the interval over architectures
+    excludes 0 on the paper's side, beyond log parameters and the diagnostic's extra controls); otherwise
+    ``ladder.measure.partial_verdict`` on the partial rank correlation given log parameters (``partial``);
+    "inconclusive" where there is neither. The reason ends with the verdicts of the plain correlation (``level``)
+    and of the trained-minus-null change (``shift``)."""
     rungs = m["rungs"]
     if rungs and all(is_seeded(name) for name in rungs):
         groups = by_architecture(rungs)
@@ -89,10 +92,25 @@ def diagnostic_rows(m: dict) -> list[Row]:
     model = f"ladder of {len(rungs)} trained Llamas ({which}) and their untrained nulls"
     rows = []
     for c in (m.get("correlations") or {}).values():
-        level, partial = c["level"], c.get("partial")
+        level, partial, clustered = c["level"], c.get("partial"), c.get("clustered")
         sign = "+" if c["expected_sign"] > 0 else "-"
         plain = f"plain Spearman rho = {level['rho']:+.2f} (n = {level['n']}, p = {level['p_value']:.3f})"
-        if partial is not None:
+        if clustered is not None:
+            low, high = clustered["ci"]
+            measured = (
+                f"{c['label']} predicts capability beyond {clustered['controls']} ({c['claim']}): partial "
+                f"Spearman rho = {clustered['rho']:+.2f} over {clustered['n_clusters']} architectures, within "
+                f"architectures {clustered['rho_within']:+.2f} (Holm-adjusted p = {clustered['p_holm']:.3f} over "
+                f"{clustered['n_tests']} diagnostics); {plain}"
+            )
+            value, word, why = clustered["rho"], _word(clustered["verdict"]), clustered["reason"]
+            if partial is not None:
+                why += (
+                    f"; treating the {partial['n']} models as independent, the partial rho given log parameters "
+                    f"alone would be {partial['rho']:+.2f} (Holm p {partial['p_holm']:.3f}): "
+                    f"{_word(partial['verdict'])}"
+                )
+        elif partial is not None:
             low, high = partial["ci"] if partial.get("ci") is not None else (None, None)
             measured = (
                 f"{c['label']} predicts capability beyond size ({c['claim']}): partial Spearman rho given log "

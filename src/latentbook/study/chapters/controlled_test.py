@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ...ladder.along_training import architecture_of
+from ...ladder.clustered import architecture_of
 from ...ladder.report import capability_of, tco_judgements
 
 
@@ -103,8 +103,8 @@ def tco_counts(tco: pd.DataFrame) -> pd.DataFrame:
 
 def partial_table(correlations: Mapping[str, dict]) -> pd.DataFrame:
     """One row per diagnostic of ``ladder.report.correlations``: the expected sign, the plain Spearman rho and its
-    permutation p, the partial rho given log parameters, its interval, permutation and Holm-adjusted p, and the
-    verdicts (partial, plain, and of the trained-minus-null shift)."""
+    permutation p, the partial rho given log parameters with its interval over models and Holm-adjusted p (models
+    treated as independent), and the verdicts (partial, plain, and of the trained-minus-null shift)."""
     rows = []
     for c in correlations.values():
         level, partial = c["level"], c["partial"]
@@ -123,6 +123,27 @@ def partial_table(correlations: Mapping[str, dict]) -> pd.DataFrame:
                 "shift verdict": c["shift"]["verdict"],
             }
         )
+    return pd.DataFrame(rows)
+
+
+def clustered_table(correlations: Mapping[str, dict]) -> pd.DataFrame:
+    """One row per diagnostic with a ``clustered`` entry (``ladder.clustered.clustered_partial``): the controls,
+    the partial rho with its interval over architectures, the within-architecture rho, its permutation p and the
+    Holm-adjusted p, and the verdict, the one the ladder's verdict rows carry. Empty on a ladder without seeds."""
+    rows = [
+        {
+            "diagnostic": c["label"],
+            "given": k["controls"],
+            "partial rho": k["rho"],
+            "95% CI (architectures)": f"[{k['ci'][0]:+.2f}, {k['ci'][1]:+.2f}]",
+            "within rho": k["rho_within"],
+            "within p": k["p_within"],
+            "Holm p": k["p_holm"],
+            "verdict": k["verdict"],
+        }
+        for c in correlations.values()
+        if (k := c.get("clustered")) is not None
+    ]
     return pd.DataFrame(rows)
 
 
@@ -178,14 +199,19 @@ def _estimate(label: str, rho: float, ci, p_holm: float, verdict: str) -> str:
 
 def ladder_findings(m: dict) -> dict[str, str]:
     """The ladder's results in words, for the verdict chapter: ``"across"``, each diagnostic's partial rho given
-    size across the models (``report.correlations``) with its interval, Holm-adjusted p and verdict; ``"along"``,
+    size across the models (``report.correlations``: the clustered one where the ladder is seeded) with its
+    interval, Holm-adjusted p and verdict; ``"along"``,
     the same for the changes along training of each checkpointed architecture
     (``along_training.training_correlations``); ``"predicts"`` and ``"tracks"``, the diagnostics that do (or
     "none"); ``"critical_depth"``, how many models are deep enough for ``transition.critical_depth``."""
     from ...ladder.along_training import training_correlations
     from ...ladder.figures import SHORT_LABELS
 
-    across = {name: c["partial"] for name, c in (m.get("correlations") or {}).items() if c.get("partial")}
+    across = {
+        name: c.get("clustered") or c["partial"]
+        for name, c in (m.get("correlations") or {}).items()
+        if c.get("clustered") or c.get("partial")
+    }
     along = {
         (architecture, name): c
         for architecture, by_name in training_correlations(m).items()
