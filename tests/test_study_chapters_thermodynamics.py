@@ -133,3 +133,28 @@ def test_trend_table_and_glue():
     assert values["random_smollm2_rho_beta_qk"] == pytest.approx(-0.8)
     assert values["random_smollm2_entropy_last"] == 0.875 and values["random_smollm2_beta_first"] == 4.0
     assert values["random_smollm2_p_entropy"] == twin["p (entropy)"]
+
+
+def test_the_sink_table_sets_the_ratio_with_the_sink_kept_beside_it_removed():
+    """Eight layers, two heads. With the sink kept, the normalised entropy halves after 0.42 (R = 0.5); with it
+    removed it stays flat (R = 1): the model is listed as falling only while the sink is counted. A random twin
+    is left out of the table."""
+    n_layers, rows = 8, np.full((8, 2), 10.0)
+    kept = np.where(np.arange(n_layers)[:, None] / n_layers >= 0.42 - 1 / n_layers, 0.3, 0.6) * np.ones(
+        (1, 2)
+    )
+    stats_ = _stats(rows, entropy=kept, log_keys=np.ones((8, 2)), logit_std=np.ones((8, 2)))
+    for name, mean in {"entropy_nosink": 0.7, "log_keys_nosink": 1.0, "logit_std_nosink": 1.0}.items():
+        stats_.sums[name] = torch.tensor(rows * mean)
+    for name in ("rows_nosink", "std_rows_nosink"):
+        stats_.sums[name] = torch.tensor(rows)
+    assert stats_.has_nosink
+    cap = SimpleNamespace(attention=stats_)
+    sinks = tables.sink_table({"smollm2-135m": cap, "random:smollm2-135m": cap}, n_boot=50)
+    assert list(sinks.index) == ["smollm2-135m"]
+    assert sinks.loc["smollm2-135m", "R, sink kept"] == pytest.approx(0.5)
+    assert sinks.loc["smollm2-135m", "R, sink removed"] == pytest.approx(1.0)
+    glued = tables.sink_glue(sinks)
+    assert glued["smollm2_r_kept"] == pytest.approx(0.5) and glued["sink_only"] == "smollm2-135m"
+    sinks.loc["smollm2-135m", "R, sink removed"] = 0.9
+    assert tables.sink_glue(sinks)["sink_only"] == "none"

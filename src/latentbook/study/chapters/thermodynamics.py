@@ -119,3 +119,41 @@ def trend_glue(trends: pd.DataFrame) -> dict[str, float]:
         for label in trends.index
         for column, short in TREND_COLUMNS.items()
     }
+
+
+def sink_table(attn: Mapping[str, Capture], n_boot: int = 200) -> pd.DataFrame:
+    """Per trained capture (index), chapter 8's cooling ratio ``R`` (``cooling.cooling_summary``: mean normalised
+    entropy after ``gamma = 0.42`` over before) with every row's sink key kept and with it removed (the rest
+    renormalised), with the 95 % interval of the latter: how much of the fall with depth is attention parked on
+    the first token."""
+    from ...analysis import cooling
+
+    rows = []
+    for label, cap in attn.items():
+        if label.startswith("random:"):
+            continue
+        kept = cooling.cooling_summary(cap, n_boot=n_boot, drop_sink=False)
+        removed = cooling.cooling_summary(cap, n_boot=n_boot, drop_sink=True)
+        rows.append(
+            {
+                "model": label,
+                "R, sink kept": kept.estimate,
+                "R, sink removed": removed.estimate,
+                "95% CI (removed)": f"[{removed.ci[0]:.3f}, {removed.ci[1]:.3f}]",
+                "sink removed": removed.sink_excluded,
+            }
+        )
+    return pd.DataFrame(rows).set_index("model")
+
+
+def sink_glue(sinks: pd.DataFrame) -> dict[str, object]:
+    """``{label}_r_kept`` and ``{label}_r_removed`` of every capture of ``sink_table``, and ``sink_only``: the
+    models whose entropy falls after 0.42 (R < 1) with the sink kept and not without it ("none" if none)."""
+    values: dict[str, object] = {
+        f"{label_key(label)}_{short}": float(sinks.loc[label, column])
+        for label in sinks.index
+        for column, short in (("R, sink kept", "r_kept"), ("R, sink removed", "r_removed"))
+    }
+    sink_only = sinks[(sinks["R, sink kept"] < 1) & (sinks["R, sink removed"] >= 1)].index
+    values["sink_only"] = ", ".join(sink_only) or "none"
+    return values
