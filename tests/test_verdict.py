@@ -469,3 +469,21 @@ def test_transition_words_say_where_how_large_or_why_not():
     flat = transition.critical_depth(*_curve(0.42, 0.0))
     assert transition_words(flat) == f"no transition ({flat.reason})"
     assert transition_words(None) == "too few depths for a fit"
+
+
+def test_a_glance_cell_shared_by_rows_that_disagree_says_so():
+    """The ladder has one ``reasoning_diagnostics`` row per diagnostic under one model: the table at a glance
+    shows their common verdict, or "mixed" with the counts, never the first row's word for all of them."""
+    from latentbook.study.verdict import MIXED, cell_verdict, summary
+
+    table = pd.DataFrame(
+        {
+            "claim": ["reasoning_diagnostics"] * 3 + ["omega_jump"],
+            "model": ["ladder"] * 3 + ["smollm2-135m"],
+            "verdict": ["inconclusive", "holds", "inconclusive", "does not hold"],
+        }
+    )
+    glance = summary(table)
+    assert glance.loc["reasoning_diagnostics", "ladder"] == f"{MIXED}: 2 inconclusive, 1 holds"
+    assert glance.loc["omega_jump", "smollm2-135m"] == "does not hold"
+    assert cell_verdict(["holds", "holds"]) == "holds"

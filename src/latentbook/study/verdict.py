@@ -166,9 +166,24 @@ def interval_problems(table: pd.DataFrame) -> pd.DataFrame:
     return table[bad]
 
 
+MIXED = "mixed"
+
+
+def cell_verdict(verdicts) -> str:
+    """One cell of the table at a glance from the verdicts of the rows that share it (the ladder has one row per
+    diagnostic): their common word, or ``"mixed: 1 holds, 4 inconclusive"``, never one row standing for all."""
+    import pandas as pd
+
+    counts = pd.Series(list(verdicts)).value_counts()
+    if len(counts) == 1:
+        return str(counts.index[0])
+    return f"{MIXED}: " + ", ".join(f"{n} {word}" for word, n in counts.items())
+
+
 def summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Claims as rows, model runs as columns, verdicts as cells (the table at a glance)."""
-    return table.pivot_table(index="claim", columns="model", values="verdict", aggfunc="first").reindex(
+    """Claims as rows, model runs as columns, verdicts as cells (the table at a glance; ``cell_verdict`` where
+    several rows share a cell)."""
+    return table.pivot_table(index="claim", columns="model", values="verdict", aggfunc=cell_verdict).reindex(
         [c for c in CLAIMS if c in set(table["claim"])]
     )
 
