@@ -2016,3 +2016,101 @@ def test_the_appendix_page_has_a_table_for_every_area_of_the_matrix():
     )
     tabled = set(re.findall(r'^table\("([^"]+)"\)$', page, flags=re.MULTILINE))
     assert {row["area"] for row in collect()} == tabled
+
+
+# --- the third fault matrix: every command's output path is checked the same way, before the work -------------
+
+
+@fault(
+    "Outputs and locks",
+    "`latentbook verdict --csv X` where X is a capture",
+    error=OutputExistsError,
+    says="is a file that is not a verdict table, and it would be lost",
+)
+def test_verdict_csv_onto_a_capture_refuses_and_keeps_it(raises, saved_capture, tmp_path, capsys):
+    from latentbook.cli import _check_csv_path
+
+    results = tmp_path / "empty"
+    results.mkdir()
+    before = saved_capture.read_bytes()
+    args = ["verdict", "--no-book", "--results", str(results), "--csv", str(saved_capture)]
+    assert main(args) == 2
+    assert "is a file that is not a verdict table" in capsys.readouterr().err
+    assert saved_capture.read_bytes() == before and lb.load_capture(saved_capture).n_tokens > 0
+    with raises():
+        _check_csv_path(saved_capture, force=False)
+
+
+@fault(
+    "Outputs and locks",
+    "`latentbook verdict --csv X` where X holds an earlier verdict table",
+    error=OutputExistsError,
+    says="already holds a verdict table. Pass --force to overwrite it",
+)
+def test_verdict_csv_onto_an_earlier_table_needs_force(raises, tmp_path, capsys):
+    from latentbook.cli import _check_csv_path
+    from latentbook.study.verdict import CSV_COLUMNS
+
+    results = tmp_path / "empty"
+    results.mkdir()
+    earlier = tmp_path / "verdict.csv"
+    earlier.write_text(",".join(CSV_COLUMNS) + "\nomega_jump,m,trained,0.1,0,0.2,holds,in,why\n")
+    before = earlier.read_bytes()
+    assert main(["verdict", "--no-book", "--results", str(results), "--csv", str(earlier)]) == 2
+    assert earlier.read_bytes() == before
+    with raises():
+        _check_csv_path(earlier, force=False)
+    capsys.readouterr()
+    assert main(["verdict", "--no-book", "--results", str(results), "--csv", str(earlier), "--force"]) == 0
+    assert earlier.read_text().splitlines()[0] == ",".join(CSV_COLUMNS)
+
+
+@fault(
+    "Outputs and locks",
+    "`latentbook verdict --csv X` where X's folder is a file",
+    error=InvalidInputError,
+    says="is a file, not a folder",
+)
+def test_verdict_csv_under_a_file_refuses_before_the_work(raises, tmp_path, monkeypatch):
+    from latentbook.study import verdict as study_verdict
+
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("mine\n")
+    monkeypatch.setattr(
+        study_verdict, "verdict_table", lambda *a, **k: pytest.fail("measured before the check")
+    )
+    from latentbook.cli import _check_csv_path
+
+    assert main(["verdict", "--no-book", "--results", str(tmp_path), "--csv", str(blocker / "v.csv")]) == 2
+    with raises():
+        _check_csv_path(blocker / "v.csv", force=False)
+
+
+@fault(
+    "Outputs and locks",
+    "`latentbook capture --out /dev/null --force` (a device)",
+    error=InvalidInputError,
+    says="is not a regular file (a device, a pipe or a socket)",
+)
+def test_capture_out_onto_a_device_is_refused_even_with_force(raises, capsys):
+    device = Path("/dev/null")
+    assert main(_cli(device, "--force", model="no-such-model")) == 2
+    assert "is not a regular file" in capsys.readouterr().err
+    assert device.is_char_device()
+    with raises():
+        check_output_path(device, device.name)
+
+
+@fault(
+    "Outputs and locks",
+    "`latentbook capture --out X` where X is a text file, not a capture",
+    error=OutputExistsError,
+    says="is a file that is not a latentbook capture, and it would be lost",
+)
+def test_capture_out_onto_a_text_file_says_what_it_is(raises, tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    with raises():
+        _refuse_lost_work(_parser().parse_args(_cli(notes)), notes.with_name("notes.txt.partial"), 0, 1)
+    assert main(_cli(notes, model="no-such-model")) == 2
+    assert notes.read_text() == "my notes\n"

@@ -190,12 +190,18 @@ def remove_stale_temporaries(folder: Path, name_pattern: str) -> list[Path]:
 def check_output_path(path: Path, longest_name: str, option: str = "--out") -> None:
     """Refuse, before any work, an output that could not be written when the work is done.
 
-    ``path`` must not be a folder, its nearest existing ancestor must be a writable folder, and the longest
+    ``path`` must not be a folder or an existing file that is not a regular one (a device, a pipe, a socket), its
+    nearest existing ancestor must be a writable folder, and the longest
     temporary name written beside it (``.{longest_name}.XXXXXXXX.tmp``) must fit the file system.
     """
     if path.is_dir():
         raise InvalidInputError(
             f"{option} {path} is a folder: give a file inside it, e.g. {path / 'capture.safetensors'}."
+        )
+    if path.exists() and not path.is_file():
+        raise InvalidInputError(
+            f"{option} {path} is not a regular file (a device, a pipe or a socket): latentbook writes regular "
+            f"files only, and never replaces one of those. Choose another {option}."
         )
     ancestor = path.parent
     while not ancestor.exists() and ancestor != ancestor.parent:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import re
 import sys
 from collections.abc import Iterator
@@ -131,6 +132,7 @@ def _parser() -> argparse.ArgumentParser:
         help="folder of capture files (default: the repository's results/)",
     )
     ver.add_argument("--csv", type=Path, default=None, help="also write the table as CSV to this path")
+    ver.add_argument("--force", action="store_true", help="overwrite the --csv file if it exists")
     ver.add_argument("--no-book", action="store_true", help="only the results folder, not the book's runs")
     ver.add_argument(
         "--capture-missing", action="store_true", help="capture the book's runs that are not cached (slow)"
@@ -212,8 +214,6 @@ def _utf8_text(path: Path) -> str:
 
 
 def _jsonl_text(path: Path, number: int, line: str) -> str:
-    import json
-
     try:
         text = json.loads(line)["text"]
     except (ValueError, KeyError, TypeError, IndexError) as exc:
@@ -312,6 +312,11 @@ def _refuse_lost_work(args: argparse.Namespace, partial: Path, rank: int, world:
 
     own_partial = dist.rank_checkpoint(partial, rank, world)
     if args.out.exists() and not args.force and rank == 0:
+        if not _holds_capture(args.out):
+            raise OutputExistsError(
+                f"{args.out} is a file that is not a latentbook capture, and it would be lost. Choose another "
+                "--out (or pass --force to replace it)."
+            )
         what = "nothing is left to resume" if args.resume and not own_partial.exists() else "it would be lost"
         raise OutputExistsError(
             f"{args.out} already holds a finished capture and {what}. Pass --force to overwrite it, or choose "
@@ -322,6 +327,44 @@ def _refuse_lost_work(args: argparse.Namespace, partial: Path, rank: int, world:
         raise InvalidInputError(
             f"An interrupted capture left {own_partial}. Pass --resume to continue it, or delete it to start over."
         )
+
+
+def _holds_capture(path: Path) -> bool:
+    """Whether ``path`` is a safetensors file whose header says it is a latentbook capture (read, not verified)."""
+    from .capturing.results import FORMAT
+
+    try:
+        from safetensors import safe_open
+
+        with safe_open(str(path), framework="pt") as f:
+            header = json.loads((f.metadata() or {}).get("latentbook", "{}"))
+    except Exception:  # noqa: BLE001 -- anything unreadable as safetensors is not a capture
+        return False
+    return isinstance(header, dict) and header.get("format") == FORMAT
+
+
+def _check_csv_path(path: Path, force: bool) -> None:
+    """Refuse, before the verdict is computed, a ``--csv`` that would replace a file (a verdict table unless
+    ``--force``; anything else, such as a capture, unless ``--force`` too, with what it would lose named) or that
+    cannot be written."""
+    from ._files import check_output_path
+    from .study.verdict import CSV_COLUMNS
+
+    if path.is_file() and not force:
+        try:
+            with path.open(encoding="utf-8") as f:
+                ours = f.readline().strip() == ",".join(CSV_COLUMNS)
+        except (OSError, UnicodeDecodeError):
+            ours = False
+        if ours:
+            raise OutputExistsError(
+                f"--csv {path} already holds a verdict table. Pass --force to overwrite it, or choose another --csv."
+            )
+        raise OutputExistsError(
+            f"--csv {path} is a file that is not a verdict table, and it would be lost. Choose another --csv "
+            "(or pass --force to replace it)."
+        )
+    check_output_path(path, path.name, "--csv")
 
 
 def _report(args: argparse.Namespace) -> None:
@@ -362,10 +405,12 @@ def _verdict(args: argparse.Namespace) -> None:
     from ._files import atomic_write
     from .study.verdict import interval_problems, to_csv_frame, verdict_table
 
-    if args.csv is not None and args.csv.is_dir():
-        raise InvalidInputError(
-            f"--csv {args.csv} is a folder; give a file path such as {args.csv / 'verdict.csv'}."
-        )
+    if args.csv is not None:
+        if args.csv.is_dir():
+            raise InvalidInputError(
+                f"--csv {args.csv} is a folder; give a file path such as {args.csv / 'verdict.csv'}."
+            )
+        _check_csv_path(args.csv, args.force)  # before the work, so a bad path costs nothing
     table = verdict_table(
         args.results,
         book=not args.no_book,
