@@ -2114,3 +2114,55 @@ def test_capture_out_onto_a_text_file_says_what_it_is(raises, tmp_path):
         _refuse_lost_work(_parser().parse_args(_cli(notes)), notes.with_name("notes.txt.partial"), 0, 1)
     assert main(_cli(notes, model="no-such-model")) == 2
     assert notes.read_text() == "my notes\n"
+
+
+@fault(
+    "Bad input",
+    "Prompt files: a JSON array, `.JSONL` in capitals, a UTF-8 BOM, form feeds / NEL / U+2028 inside a prompt, CRLF",
+    outcome="each read as the prompts it holds: the array's items, the lines' texts, no BOM, one prompt per `\\n`",
+)
+def test_prompt_files_are_read_by_format_not_by_luck(tmp_path):
+    from latentbook.prompts.files import read_prompt_file
+
+    def write(name: str, data: str) -> Path:
+        path = tmp_path / name
+        path.write_bytes(data.encode("utf-8"))
+        return path
+
+    assert read_prompt_file(write("a.txt", '["one", "two"]')) == ['["one", "two"]']  # .txt is text
+    assert read_prompt_file(write("a.json", '["one", {"text": "two"}]')) == ["one", "two"]
+    assert read_prompt_file(write("a.prompts", '[\n "one",\n "two"\n]\n')) == ["one", "two"]  # by content
+    assert read_prompt_file(write("a.JSONL", '{"text": "one"}\n\n{"text": "two"}\n')) == ["one", "two"]
+    assert read_prompt_file(write("b.data", '{"text": "one"}\n')) == ["one"]
+    assert read_prompt_file(write("bom.txt", "\ufefffirst\nsecond\n")) == ["first", "second"]
+    assert read_prompt_file(write("bom.jsonl", '\ufeff{"text": "x"}\n')) == ["x"]
+    odd = "a\x0cb\x85c\u2028d"
+    assert read_prompt_file(write("odd.txt", f"{odd}\nnext\n")) == [odd, "next"]
+    assert read_prompt_file(write("crlf.txt", "one\r\ntwo\r\n")) == ["one", "two"]
+    assert read_prompts(str(tmp_path / "a.json"), limit=1) == ["one"]
+
+
+@fault(
+    "Bad input",
+    "A `.jsonl` error after blank lines",
+    error=InvalidInputError,
+    says="line 4: expected a JSON object",
+)
+def test_jsonl_errors_name_the_physical_line(raises, tmp_path):
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"text": "one"}\n\n\nnot json\n')
+    with raises():
+        read_prompts(str(prompts))
+
+
+@fault(
+    "Bad input",
+    "A `.json` file that holds an object, not an array",
+    error=InvalidInputError,
+    says="not an array",
+)
+def test_json_prompt_file_that_is_not_an_array(raises, tmp_path):
+    prompts = tmp_path / "prompts.json"
+    prompts.write_text('{"text": "one"}')
+    with raises():
+        read_prompts(str(prompts))

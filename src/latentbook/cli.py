@@ -53,7 +53,11 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=_DefaultsShown,
     )
     cap.add_argument("model", help="zoo name (see `latentbook models`), local folder or cached hub id")
-    cap.add_argument("--prompts", default="general", help="shipped prompt set name, or a .txt/.jsonl file")
+    cap.add_argument(
+        "--prompts",
+        default="general",
+        help="shipped prompt set name, or a file: JSON lines, a JSON array, or one prompt per line",
+    )
     cap.add_argument("--out", required=True, type=Path, help="where to write the capture (.safetensors)")
     cap.add_argument(
         "--max-prompts", type=int, default=None, help="use only the first N prompts (default: all)"
@@ -184,8 +188,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def read_prompts(spec: str, limit: int | None = None) -> list[str]:
-    """A shipped prompt set by name, or a file: ``.jsonl`` with ``{"text": ...}`` per line, or ``.txt`` (one per line)."""
+    """A shipped prompt set by name, or a file (``prompts.files.read_prompt_file``: JSON lines, a JSON array, or
+    one prompt per line)."""
     from . import prompts as prompt_sets
+    from .prompts.files import read_prompt_file
 
     prompt_sets.check_limit(limit, "--max-prompts")
     if spec in prompt_sets.names():
@@ -195,34 +201,7 @@ def read_prompts(spec: str, limit: int | None = None) -> list[str]:
         raise InvalidInputError(
             f"--prompts {spec!r} is neither a shipped set {prompt_sets.names()} nor a file."
         )
-    lines = [line for line in _utf8_text(path).splitlines() if line.strip()]
-    if path.suffix != ".jsonl":
-        return lines[:limit]
-    return [_jsonl_text(path, number, line) for number, line in enumerate(lines, start=1)][:limit]
-
-
-def _utf8_text(path: Path) -> str:
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InvalidInputError(
-            f"{path} is not UTF-8 text (byte {exc.start}, line {line}: {exc.reason}). Save it as UTF-8, e.g. "
-            f"iconv -f latin1 -t utf-8 {path.name} > fixed{path.suffix}."
-        ) from exc
-
-
-def _jsonl_text(path: Path, number: int, line: str) -> str:
-    try:
-        text = json.loads(line)["text"]
-    except (ValueError, KeyError, TypeError, IndexError) as exc:
-        raise InvalidInputError(
-            f"{path}, line {number}: expected a JSON object with a 'text' field ({exc!r})."
-        ) from exc
-    if not isinstance(text, str):
-        raise InvalidInputError(f"{path}, line {number}: 'text' must be a string, got {type(text).__name__}.")
-    return text
+    return read_prompt_file(path)[:limit]
 
 
 def _capture(args: argparse.Namespace) -> None:

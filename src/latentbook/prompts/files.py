@@ -1,0 +1,111 @@
+"""Prompts from a user's file, one reader for every format (``latentbook capture --prompts FILE``).
+
+- **JSON lines** (``.jsonl``, any case, or content whose first non-blank line is a JSON object): one
+  ``{"text": ...}`` per line;
+- **a JSON array** (``.json``, any case, or content that parses as one): strings, or ``{"text": ...}`` objects;
+- **text** (anything else): one prompt per line.
+
+Lines end at ``\\n`` only (a trailing ``\\r`` is dropped), never at the form feeds, NEL or U+2028 that
+``str.splitlines`` also splits on, so one prompt stays one prompt; a UTF-8 byte-order mark is dropped; blank lines
+are skipped, and errors name the file's physical line.
+Introduced in: the CLI (appendix on the command line).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import InvalidInputError
+
+BOM = "\ufeff"
+
+
+def utf8_text(path: Path) -> str:
+    """The file's text, decoded as UTF-8 without its byte-order mark, or an error naming the line to fix."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InvalidInputError(
+            f"{path} is not UTF-8 text (byte {exc.start}, line {line}: {exc.reason}). Save it as UTF-8, e.g. "
+            f"iconv -f latin1 -t utf-8 {path.name} > fixed{path.suffix}."
+        ) from exc
+    return text.removeprefix(BOM)
+
+
+def physical_lines(text: str) -> list[tuple[int, str]]:
+    """``(line number, line)`` of every non-blank line, split at ``\\n`` only, a trailing ``\\r`` dropped."""
+    lines = (line.removesuffix("\r") for line in text.split("\n"))
+    return [(number, line) for number, line in enumerate(lines, start=1) if line.strip()]
+
+
+def file_format(path: Path, text: str) -> str:
+    """``"jsonl"``, ``"json"`` or ``"text"``: from the suffix (any case) when it names one, else from content."""
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".json"):
+        return suffix[1:]
+    if suffix in (".txt", ".text"):
+        return "text"
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            if isinstance(json.loads(text), list):
+                return "json"
+        except ValueError:
+            pass
+    first = physical_lines(text)[:1]
+    if first and first[0][1].lstrip().startswith("{"):
+        try:
+            if isinstance(json.loads(first[0][1]), dict):
+                return "jsonl"
+        except ValueError:
+            pass
+    return "text"
+
+
+def _text_of(item, where: str) -> str:
+    text = item.get("text") if isinstance(item, dict) else item
+    if isinstance(item, dict) and "text" not in item:
+        raise InvalidInputError(
+            f"{where}: expected a JSON object with a 'text' field, got keys {sorted(item)}."
+        )
+    if not isinstance(text, str):
+        raise InvalidInputError(f"{where}: 'text' must be a string, got {type(text).__name__}.")
+    return text
+
+
+def read_prompt_file(path: str | Path) -> list[str]:
+    """The prompts of ``path`` in the file's format (``file_format``), in order."""
+    path = Path(path)
+    text = utf8_text(path)
+    kind = file_format(path, text)
+    if kind == "json":
+        try:
+            items = json.loads(text)
+        except ValueError as exc:
+            raise InvalidInputError(f"{path} is not a JSON array of prompts ({exc}).") from exc
+        if not isinstance(items, list):
+            raise InvalidInputError(
+                f'{path} holds a JSON {type(items).__name__}, not an array: write ["first prompt", ...].'
+            )
+        return [_text_of(item, f"{path}, item {i}") for i, item in enumerate(items, start=1)]
+    lines = physical_lines(text)
+    if kind == "text":
+        return [line for _, line in lines]
+    prompts = []
+    for number, line in lines:
+        try:
+            item = json.loads(line)
+        except ValueError as exc:
+            raise InvalidInputError(
+                f"{path}, line {number}: expected a JSON object with a 'text' field ({exc!r})."
+            ) from exc
+        if not isinstance(item, dict):
+            raise InvalidInputError(
+                f"{path}, line {number}: expected a JSON object with a 'text' field, got a "
+                f"{type(item).__name__}."
+            )
+        prompts.append(_text_of(item, f"{path}, line {number}"))
+    return prompts
