@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
@@ -2166,3 +2167,54 @@ def test_json_prompt_file_that_is_not_an_array(raises, tmp_path):
     prompts.write_text('{"text": "one"}')
     with raises():
         read_prompts(str(prompts))
+
+
+@fault(
+    "Bad input",
+    "`latentbook verdict --results X` where X is missing, or a capture file instead of a folder",
+    error=InvalidInputError,
+    says="give a folder of captures",
+)
+def test_verdict_results_that_is_not_a_folder(raises, saved_capture, tmp_path, capsys, monkeypatch):
+    from latentbook.study import verdict as study_verdict
+
+    monkeypatch.setattr(
+        study_verdict, "measured_runs", lambda *a, **k: pytest.fail("measured before the check")
+    )
+    for results in (tmp_path / "no-such-folder", saved_capture):
+        assert main(["verdict", "--results", str(results)]) == 2
+        assert "give a folder of captures" in capsys.readouterr().err
+        with raises():
+            study_verdict.verdict_table(results)
+
+
+@fault(
+    "Bad input",
+    "A results folder with one capture too small to measure, and a file not named `*.safetensors`",
+    outcome="the table of every other capture, with each skipped file named and why",
+)
+def test_one_unmeasurable_capture_costs_its_rows_not_the_table(tmp_path, capsys):
+    from latentbook.analysis import synthetic
+
+    rng = np.random.default_rng(0)
+    results = tmp_path / "results"
+    results.mkdir()
+    ids = np.repeat(np.arange(40), 5)
+    good = rng.standard_normal((9, len(ids), 16))
+    synthetic.as_capture(good, ids, np.tile(np.arange(1, 6), 40), name="good").save(
+        results / "good.safetensors"
+    )
+    ids = np.repeat(np.arange(3), 4)
+    small = rng.standard_normal((3, len(ids), 16))
+    synthetic.as_capture(small, ids, np.tile(np.arange(1, 5), 3), name="small").save(
+        results / "small.safetensors"
+    )
+    (results / "notes.md").write_text("my notes\n")
+    (results / ".hidden").write_text("")
+    out = tmp_path / "v.csv"
+    assert main(["verdict", "--no-book", "--results", str(results), "--csv", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "skipped small (small.safetensors): could not be measured: bimodality needs at least 20" in err
+    assert "skipped notes.md: not a .safetensors file" in err and ".hidden" not in err
+    models = set(pd.read_csv(out)["model"])
+    assert "good (good.safetensors)" in models and "small (small.safetensors)" not in models

@@ -399,7 +399,7 @@ def _verdict(args: argparse.Namespace) -> None:
     for label in table.attrs["skipped"]:
         print(f"skipped {label}: not captured yet (pass --capture-missing)", file=sys.stderr)
     for problem in table.attrs["problems"]:
-        print(f"skipped file {problem}", file=sys.stderr)
+        print(f"skipped {problem}", file=sys.stderr)
     frame = to_csv_frame(table)
     with_number = frame.assign(estimate=frame["estimate"].map(lambda v: f"{v:.3f}"))
     print(with_number[["claim", "model", "estimate", "verdict"]].to_string(index=False))

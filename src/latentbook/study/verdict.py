@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..analysis.verdict import CLAIMS, COLUMNS, Row, TCOSummary
-from ..errors import CaptureFileError
+from ..errors import CaptureFileError, InvalidInputError, LatentbookError
 from .ladder_rows import ladder_rows
 from .measure import Measurements, measure
 from .paths import find_results_dir
@@ -43,15 +43,31 @@ if TYPE_CHECKING:
 CSV_COLUMNS = ("claim", "model", "run", "estimate", "ci_low", "ci_high", "verdict", "scope", "reason")
 
 
+def check_results_folder(folder: str | Path) -> None:
+    """Refuse a results folder that is not one (missing, or a capture file given instead), naming the fix."""
+    if not Path(folder).is_dir():
+        raise InvalidInputError(
+            f"The results folder {folder} {'is a file' if Path(folder).exists() else 'does not exist'}: give a "
+            "folder of captures (for one capture file, `latentbook report FILE` judges it)."
+        )
+
+
 def load_results(folder: str | Path | None) -> tuple[dict[str, Capture], list[str]]:
     """Every ``*.safetensors`` capture in ``folder`` (not recursive), by label ``"<model> (<file>)"``, and a
-    message for each file that is not a readable capture (it is skipped, never silently)."""
+    message for each file that is not a readable capture or not named ``*.safetensors`` (it is skipped, never
+    silently; folders and hidden files are passed over). A ``folder`` that is not one is refused."""
     from ..capturing.results import load_capture
 
     captures, problems = {}, []
-    if folder is None or not Path(folder).is_dir():
+    if folder is None:
         return captures, problems
-    for path in sorted(Path(folder).glob("*.safetensors")):
+    check_results_folder(folder)
+    for path in sorted(Path(folder).iterdir()):
+        if path.name.startswith(".") or path.is_dir():
+            continue
+        if path.suffix != ".safetensors":
+            problems.append(f"{path.name}: not a .safetensors file, so not read as a capture")
+            continue
         try:
             cap = load_capture(path)
         except CaptureFileError as exc:
@@ -96,7 +112,11 @@ def runs_table(
     kinds = {label: run_kind(label) for label in runs}
     results, problems = load_results(results_dir)
     for label, cap in results.items():
-        runs[label] = measure(cap, label, n_boot=n_boot)
+        try:
+            runs[label] = measure(cap, label, n_boot=n_boot)
+        except LatentbookError as exc:  # one capture that cannot be measured costs its rows, not the table
+            problems.append(f"{label}: could not be measured: {exc}")
+            continue
         kinds[label] = "results file"
     tco = tco or {}
     rows: list[Row] = []
@@ -146,6 +166,8 @@ def verdict_table(
     """The verdict table of the book's runs (``book``; only cached captures unless ``capture_missing``) and of
     every capture in ``results_dir`` (default: the repository's ``results/``). ``table.attrs["skipped"]`` lists
     the book runs left out because they were not cached."""
+    if results_dir is not None:
+        check_results_folder(results_dir)  # before the book's runs are measured
     runs, skipped = measured_runs(capture_missing, progress) if book else ({}, [])
     folder = results_dir if results_dir is not None else find_results_dir()
     table = runs_table(runs, results_dir=folder, ladder=ladder)
