@@ -14,13 +14,11 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
-from provenance import fresh_value, git_commit
+from provenance import fresh_value, run_provenance
 
 from latentbook._files import atomic_write
-from latentbook._version import __version__
 from latentbook.study import planted_calibration
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,16 +48,13 @@ def main() -> None:
             f"written to {args.out}. Rerun tools/calibrate_planted.py once the code has settled."
         )
     record = {
-        "provenance": {
-            "latentbook": __version__,
-            "source_hash": source_hash,
-            "git_commit": git_commit(),
-            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "n_cases": args.n_cases,
-            "seed": args.seed,
-            "capture": planted_calibration.CAPTURE,
-            "seconds": round(time.perf_counter() - start, 1),
-        },
+        "provenance": run_provenance(
+            source_hash,
+            args.n_cases,
+            args.seed,
+            time.perf_counter() - start,
+            capture=planted_calibration.CAPTURE,
+        ),
         "records": records,
     }
     atomic_write(args.out, lambda tmp: tmp.write_text(json.dumps(record, indent=0) + "\n", encoding="utf-8"))

@@ -26,3 +26,22 @@ def fresh_value(code: str) -> str:
     return subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.strip()
+
+
+def run_provenance(source_hash: str, n_cases: int, seed: int, seconds: float, **settings) -> dict:
+    """What a calibration record keeps of its run: the package version, the source hash of the code it ran on,
+    the commit, the date, its cases and seed, any ``settings``, and how long it took."""
+    from datetime import datetime, timezone
+
+    from latentbook._version import __version__
+
+    return {
+        "latentbook": __version__,
+        "source_hash": source_hash,
+        "git_commit": git_commit(),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "n_cases": n_cases,
+        "seed": seed,
+        **settings,
+        "seconds": round(seconds, 1),
+    }
