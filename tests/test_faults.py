@@ -2218,3 +2218,62 @@ def test_one_unmeasurable_capture_costs_its_rows_not_the_table(tmp_path, capsys)
     assert "skipped notes.md: not a .safetensors file" in err and ".hidden" not in err
     models = set(pd.read_csv(out)["model"])
     assert "good (good.safetensors)" in models and "small (small.safetensors)" not in models
+
+
+@fault(
+    "Bad input",
+    "`latentbook plan CONFIG` where CONFIG holds only `model_type` (no sizes)",
+    error=InvalidInputError,
+    says="gives no layer count",
+)
+def test_plan_refuses_a_config_without_its_sizes(raises, tmp_path, capsys):
+    from latentbook.capturing.plan import make_plan
+
+    config = tmp_path / "config.json"
+    config.write_text('{"model_type": "llama"}')
+    with raises():
+        make_plan(str(config))
+    assert main(["plan", str(config)]) == 2
+    assert "transformers would plan its defaults" in capsys.readouterr().err
+
+
+@fault(
+    "Bad input",
+    "`latentbook plan CONFIG` with 0, a million or a string of layers, or a width of 1e15",
+    error=InvalidInputError,
+    says="is not a size (a positive integer up to",
+)
+@pytest.mark.parametrize(
+    "sizes",
+    [
+        {"num_hidden_layers": 0},
+        {"num_hidden_layers": 1_000_000},
+        {"num_hidden_layers": "32"},
+        {"hidden_size": 10**15},
+        {"text_config": {"num_hidden_layers": True, "hidden_size": 64}},
+    ],
+)
+def test_plan_refuses_sizes_that_are_not_sizes(raises, tmp_path, sizes):
+    from latentbook.capturing.plan import make_plan
+
+    base = json.loads((Path(lb.__file__).parent / "capturing" / "configs" / "Qwen2.5-1.5B.json").read_text())
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(base | sizes))
+    with raises():
+        make_plan(str(config))
+
+
+@fault(
+    "Bad input",
+    "`latentbook plan MODEL --gpus 8000`",
+    error=InvalidInputError,
+    says="gpus must be an integer from 0 (a CPU capture) to",
+)
+def test_plan_refuses_an_absurd_number_of_gpus_at_once(raises, capsys):
+    from latentbook.capturing.plan import make_plan
+
+    start = time.perf_counter()
+    with raises():
+        make_plan("Qwen/Qwen2.5-1.5B", gpus=8000)
+    assert main(["plan", "Qwen/Qwen2.5-1.5B", "--gpus", "8000"]) == 2
+    assert time.perf_counter() - start < 30  # refused before any planning, not after minutes

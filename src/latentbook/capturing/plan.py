@@ -102,6 +102,53 @@ def _read_json(path: Path) -> dict:
     return data
 
 
+LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+WIDTH_KEYS = ("hidden_size", "n_embd", "d_model", "dim")
+SIZE_LIMITS = {  # beyond these a config describes no model that exists or could be planned for
+    "layers": 10_000,
+    "width": 1_000_000,
+    "other": 100_000_000,
+}
+SIZE_KEYS = (
+    LAYER_KEYS
+    + WIDTH_KEYS
+    + (
+        "intermediate_size",
+        "num_attention_heads",
+        "num_key_value_heads",
+        "head_dim",
+        "vocab_size",
+        "n_head",
+        "n_inner",
+    )
+)
+MAX_GPUS = 1024
+
+
+def check_sizes(data: dict, source: str) -> None:
+    """Refuse a config without its sizes (a layer count and a width, at the top or in ``text_config``: without
+    them transformers would fill in its defaults, a 7B model), or whose sizes are not positive integers within
+    ``SIZE_LIMITS``, before anything is built from it."""
+    scopes = [data] + ([data["text_config"]] if isinstance(data.get("text_config"), dict) else [])
+    for keys, what in ((LAYER_KEYS, "layer count"), (WIDTH_KEYS, "width")):
+        if not any(key in scope for scope in scopes for key in keys):
+            raise InvalidInputError(
+                f"{source} gives no {what} ({' or '.join(keys[:2])}): transformers would plan its defaults, "
+                "not your model. Give the model's full config.json."
+            )
+    for scope in scopes:
+        for key in SIZE_KEYS:
+            if key not in scope or scope[key] is None:
+                continue
+            value = scope[key]
+            limit = SIZE_LIMITS["layers" if key in LAYER_KEYS else "width" if key in WIDTH_KEYS else "other"]
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= limit:
+                raise InvalidInputError(
+                    f"{source}: {key} = {value!r} is not a size (a positive integer up to {limit:,}). Fix the "
+                    "config, or give the model's own config.json."
+                )
+
+
 def load_config(name: str):
     """The ``transformers`` config of ``name`` and where it came from, reading no weights.
 
@@ -141,6 +188,7 @@ def load_config(name: str):
             f"a hub id already in your Hugging Face cache, or one of the shipped configs "
             f"{sorted(shipped_configs())}."
         )
+    check_sizes(data, source)
     fields = {k: v for k, v in data.items() if not k.startswith("_")}
     model_type = fields.pop("model_type")
     if "torch_dtype" in fields and _dtype_is_named_dtype():  # newer transformers call it dtype (and warn)
@@ -387,8 +435,10 @@ def make_plan(
     CPU, with ``gpu_mem_gib`` the RAM to plan for). ``dtype="auto"``: bfloat16 on GPUs, float32 on the CPU
     (as ``lb.load_model``); ``depths`` as ``lb.capture``'s (``settings.DEPTHS_RULE``)."""
 
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
-        raise InvalidInputError(f"gpus must be an integer >= 0 (0: a CPU capture), got {gpus!r}.")
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or not 0 <= gpus <= MAX_GPUS:
+        raise InvalidInputError(
+            f"gpus must be an integer from 0 (a CPU capture) to {MAX_GPUS}, got {gpus!r}."
+        )
     if not (isinstance(gpu_mem_gib, (int, float)) and math.isfinite(gpu_mem_gib) and gpu_mem_gib > 0):
         raise InvalidInputError(f"gpu_mem_gib must be a positive number of GiB, got {gpu_mem_gib!r}.")
     check_settings(

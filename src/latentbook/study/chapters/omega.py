@@ -203,7 +203,7 @@ def decomposition_table(null_tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame
         rows.append(
             {
                 "capture": label,
-                "m - g": float(inner[list(DECOMPOSITION)].sum(1).mean()),  # the parts add up to m - g
+                "m - g": float(inner[list(DECOMPOSITION)].sum(axis=1).mean()),  # the parts add up to m - g
                 **{part: float(inner[part].mean()) for part in DECOMPOSITION},
                 "largest step of m_z": float(np.abs(np.diff(inner["standardised"].to_numpy())).max()),
             }
