@@ -2277,3 +2277,52 @@ def test_plan_refuses_an_absurd_number_of_gpus_at_once(raises, capsys):
         make_plan("Qwen/Qwen2.5-1.5B", gpus=8000)
     assert main(["plan", "Qwen/Qwen2.5-1.5B", "--gpus", "8000"]) == 2
     assert time.perf_counter() - start < 30  # refused before any planning, not after minutes
+
+
+@fault(
+    "Checkpoints and resume",
+    "Ctrl-C during `latentbook capture`",
+    outcome="one line, exit 130: nothing written to `--out`, the checkpoint intact, rerun with `--resume`",
+)
+def test_ctrl_c_ends_in_one_line_that_says_how_to_continue(monkeypatch, tmp_path, capsys):
+    import latentbook.cli as cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_capture", interrupted)
+    assert main(_cli(tmp_path / "X.safetensors")) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "rerun the same command with --resume" in err[0] and "X.safetensors" in err[0]
+
+
+@fault(
+    "Outputs and locks",
+    "`latentbook models | head` (the reader closes the pipe)",
+    outcome="exit 0 and nothing on stderr: no BrokenPipeError traceback",
+)
+def test_a_closed_pipe_is_not_an_error():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "latentbook", "models", "--wide"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+    )
+    proc.stdout.close()  # the reader is gone before the first line
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0 and b"Traceback" not in err and b"BrokenPipe" not in err
+
+
+@fault(
+    "Bad input",
+    '`latentbook train-ladder --rungs ""`',
+    error=InvalidInputError,
+    says="names no rung: leave it out for all of",
+)
+def test_train_ladder_with_empty_rungs_names_none(raises, monkeypatch, tmp_path, capsys):
+    from latentbook.ladder import jobs
+
+    monkeypatch.setattr(jobs, "train_ladder", lambda *a, **k: pytest.fail("trained"))
+    assert main(["train-ladder", "--rungs", "", "--out", str(tmp_path)]) == 2
+    assert "names no rung" in capsys.readouterr().err
+    assert main(["train-ladder", "--rungs", " , ", "--out", str(tmp_path)]) == 2

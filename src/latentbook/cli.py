@@ -421,7 +421,16 @@ def _train_ladder(args: argparse.Namespace) -> None:
 
     if args.out is not None:
         os.environ["LATENTBOOK_LADDER_DIR"] = str(args.out)
-    names = args.rungs.split(",") if args.rungs else [r.name for r in train.LADDER]
+    if args.rungs is not None and not [n for n in args.rungs.split(",") if n.strip()]:
+        raise InvalidInputError(
+            f"--rungs {args.rungs!r} names no rung: leave it out for all of "
+            f"{[r.name for r in train.LADDER]}, or name some, e.g. --rungs l4-d64."
+        )
+    names = (
+        [n.strip() for n in args.rungs.split(",") if n.strip()]
+        if args.rungs
+        else [r.name for r in train.LADDER]
+    )
     rungs = tuple(train.ladder_rung(name) for name in names)
     config = train.LADDER_CONFIG
     if args.steps is not None:
@@ -476,7 +485,30 @@ def main(argv: list[str] | None = None) -> int:
     except LatentbookError as exc:
         print(f"latentbook: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"latentbook: interrupted. {_what_is_safe(args)}", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `latentbook models | head`: the reader has what it wanted
+        import os
+
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        except (AttributeError, OSError, ValueError):  # a stdout without a file descriptor (a test's capture)
+            pass
+        return 0
     return 0
+
+
+def _what_is_safe(args: argparse.Namespace) -> str:
+    """One line after Ctrl-C: what is on disk and how to continue."""
+    if args.command == "capture":
+        return (
+            f"Nothing was written to {args.out}; the last checkpoint ({args.out}.partial, if one was written) is "
+            f"intact: rerun the same command with --resume to continue from it."
+        )
+    if args.command == "train-ladder":
+        return "Finished rungs are kept; rerun the same command to continue (complete rungs are skipped)."
+    return "Nothing was written."
 
 
 if __name__ == "__main__":
