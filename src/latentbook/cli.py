@@ -419,13 +419,13 @@ def _train_ladder(args: argparse.Namespace) -> None:
     from .ladder import report, store, train
     from .ladder.jobs import train_ladder
 
-    if args.out is not None:
-        os.environ["LATENTBOOK_LADDER_DIR"] = str(args.out)
     if args.rungs is not None and not [n for n in args.rungs.split(",") if n.strip()]:
         raise InvalidInputError(
             f"--rungs {args.rungs!r} names no rung: leave it out for all of "
             f"{[r.name for r in train.LADDER]}, or name some, e.g. --rungs l4-d64."
         )
+    if args.out is not None:
+        os.environ["LATENTBOOK_LADDER_DIR"] = str(args.out)
     names = (
         [n.strip() for n in args.rungs.split(",") if n.strip()]
         if args.rungs
