@@ -2323,7 +2323,8 @@ def test_train_ladder_with_empty_rungs_names_none(raises, monkeypatch, tmp_path,
     from latentbook.ladder import jobs
 
     monkeypatch.setattr(jobs, "train_ladder", lambda *a, **k: pytest.fail("trained"))
-    monkeypatch.setenv("LATENTBOOK_LADDER_DIR", str(tmp_path))  # restored after the test, whatever the CLI sets
+    # restored after the test, whatever the CLI sets
+    monkeypatch.setenv("LATENTBOOK_LADDER_DIR", str(tmp_path))
     assert main(["train-ladder", "--rungs", "", "--out", str(tmp_path)]) == 2
     assert "names no rung" in capsys.readouterr().err
     assert main(["train-ladder", "--rungs", " , ", "--out", str(tmp_path)]) == 2
