@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import re
 import sys
 from collections.abc import Iterator
@@ -310,16 +309,13 @@ def _refuse_lost_work(args: argparse.Namespace, partial: Path, rank: int, world:
 
 def _holds_capture(path: Path) -> bool:
     """Whether ``path`` is a safetensors file whose header says it is a latentbook capture (read, not verified)."""
-    from .capturing.results import FORMAT
+    from .capturing.results import FORMAT, capture_header
 
     try:
-        from safetensors import safe_open
-
-        with safe_open(str(path), framework="pt") as f:
-            header = json.loads((f.metadata() or {}).get("latentbook", "{}"))
+        header = capture_header(path)
     except Exception:  # noqa: BLE001 -- anything unreadable as safetensors is not a capture
         return False
-    return isinstance(header, dict) and header.get("format") == FORMAT
+    return header is not None and header.get("format") == FORMAT
 
 
 def _check_csv_path(path: Path, force: bool) -> None:

@@ -375,11 +375,21 @@ def _sub(state: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]
     return {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
 
 
+def capture_header(path: str | Path) -> dict | None:
+    """The ``latentbook`` header of a safetensors file, read and not verified; None when the file has none.
+    Raises whatever safetensors raises on a file it cannot read."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        metadata = f.metadata() or {}
+    header = json.loads(metadata["latentbook"]) if "latentbook" in metadata else None
+    return header if isinstance(header, dict) else None
+
+
 def load_capture(path: str | Path) -> Capture:
     """Read a capture written by ``Capture.save``; verifies format, schema version and checksum, then that
     the tensors are exactly those the header describes (names, shapes, dtypes) and every statistic is finite.
     Whatever is wrong with the file, the error is a ``CaptureFileError``."""
-    from safetensors import safe_open
     from safetensors.torch import load_file
 
     path = Path(path)
@@ -388,9 +398,7 @@ def load_capture(path: str | Path) -> Capture:
             f"No capture file at {path}. Create one with lb.capture(...).save(path) or `latentbook capture`."
         )
     try:
-        with safe_open(str(path), framework="pt") as f:
-            metadata = f.metadata() or {}
-        header = json.loads(metadata["latentbook"]) if "latentbook" in metadata else None
+        header = capture_header(path)
         state = load_file(str(path))
     except Exception as exc:
         raise CaptureFileError(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -74,16 +75,18 @@ def diagnostic_values(entry: dict) -> dict[str, float]:
 # Controls beyond size, per diagnostic: what the diagnostic may share with capability without being the claim.
 # TCO stability reads the query's probe at the later hops; a model whose probe decodes the bound value well at the
 # query itself (the positive control) also scores high there, and that control tracks capability closely.
-EXTRA_CONTROLS: dict[str, tuple[str, str]] = {
-    "stability": ("the positive control", "TCO accuracy within the query step"),
+EXTRA_CONTROLS: dict[str, tuple[str, Callable[[dict], float]]] = {
+    "stability": ("the positive control", lambda entry: entry["tco"]["scores"]["control"]["accuracy"]),
 }
 
 
 def extra_control_value(entry: dict, name: str) -> float:
     """The value of ``EXTRA_CONTROLS[name]`` for one measured model."""
-    if name == "stability":
-        return entry["tco"]["scores"]["control"]["accuracy"]
-    raise InvalidInputError(f"no extra control for the diagnostic {name!r}; known: {sorted(EXTRA_CONTROLS)}.")
+    if name not in EXTRA_CONTROLS:
+        raise InvalidInputError(
+            f"no extra control for the diagnostic {name!r}; known: {sorted(EXTRA_CONTROLS)}."
+        )
+    return EXTRA_CONTROLS[name][1](entry)
 
 
 def measure_ladder(
