@@ -127,8 +127,31 @@ def _gains(n_prompts: int = 12, n_blocks: int = 4, seed: int = 0):
         return jacobian.block_gains(toy.anatomy, toy.batches, start=0, stop=n_blocks, k=toy.k, n_directions=2)
 
 
-def _fit(q: float, ci: tuple[float, float], n_prompts: int = 16) -> contraction.GainFit:
-    return contraction.GainFit("m", q, ci, np.full(3, q), np.tile(ci, (3, 1)), 12, 15, 10, n_prompts, 1, 0.95)
+def _fit(
+    q: float,
+    ci: tuple[float, float],
+    n_prompts: int = 16,
+    transverse: tuple[float, tuple[float, float]] | None = None,
+) -> contraction.GainFit:
+    """A fit whose relevant gain is 1 (the transverse gain alone equals ``q``) unless ``transverse`` is given."""
+    alone, alone_ci = transverse if transverse is not None else (q, ci)
+    return contraction.GainFit(
+        "m",
+        q,
+        ci,
+        np.full(3, q),
+        np.tile(ci, (3, 1)),
+        12,
+        15,
+        10,
+        n_prompts,
+        1,
+        0.95,
+        alone,
+        alone_ci,
+        alone / q,
+        (alone_ci[0] / ci[1], alone_ci[1] / ci[0]),
+    )
 
 
 def test_bootstrap_weights_are_whole_prompts():
@@ -183,6 +206,18 @@ def test_judge_transverse_gain_needs_a_minimum_effect_and_to_beat_the_twin():
     assert judge(_fit(0.90, (0.88, 0.92)), _fit(np.nan, (np.nan, np.nan)))[0] == "inconclusive"
     assert judge(None)[0] == "not testable here"
     assert f"{contraction.MAX_Q}" in judge(_fit(0.97, (0.965, 0.975)), twin)[1]
+    # every direction shrinks alike: the transverse gain alone is 0.88, relative to the relevant one 1.0
+    assert judge(_fit(1.0, (0.99, 1.01), transverse=(0.88, (0.87, 0.89))), twin)[0] == "does not hold"
+    # the relevant gain above 1 (an amplified direction inside U), the transverse one kept
+    assert judge(_fit(0.90, (0.88, 0.92), transverse=(0.99, (0.98, 1.0))), twin)[0] == "does not hold"
+    assert judge(_fit(0.90, (0.88, 0.92), transverse=(0.93, (0.91, 0.96))), twin)[0] == "inconclusive"
+    assert (
+        judge(
+            _fit(0.90, (0.88, 0.92), transverse=(0.90, (0.88, 0.92))),
+            _fit(0.98, (0.975, 0.985), transverse=(0.89, (0.88, 0.90))),
+        )[0]
+        == "inconclusive"
+    )  # the twin's transverse gain overlaps
 
 
 def test_the_gain_judge_meets_its_calibration_targets():
@@ -406,23 +441,38 @@ _NO_TOKENS = (
 
 
 def test_transverse_gain_is_the_geometric_mean_of_the_block_gains_with_a_prompt_bootstrap():
+    """q: the geometric mean over blocks of g⊥_l / g∥_l, each part from its own sums with the RMS ratio; the
+    intervals from one prompt bootstrap shared by both parts and every block."""
     from latentbook.analysis import resampling
 
     gains = _gains(n_prompts=12, n_blocks=4, seed=1)
-    into = gains.in_sq.sum()
-    g = np.sqrt(gains.out_sq.sum((0, 2)) / into * gains.state_sq.sum(0)[:-1] / gains.state_sq.sum(0)[1:])
+    states = gains.state_sq.sum(0)
+
+    def part(out_sq, in_sq, w):
+        return np.sqrt(
+            (w @ out_sq.sum(2))
+            / (w @ in_sq.sum(1))[:, None]
+            * (w @ gains.state_sq)[:, :-1]
+            / (w @ gains.state_sq)[:, 1:]
+        )
+
+    perp = np.sqrt(gains.out_sq.sum((0, 2)) / gains.in_sq.sum() * states[:-1] / states[1:])
+    par = np.sqrt(gains.relevant_out_sq.sum((0, 2)) / gains.relevant_in_sq.sum() * states[:-1] / states[1:])
     fit = contraction.transverse_gain(gains, n_boot=20, level=0.8, seed=7)
-    np.testing.assert_allclose(fit.gains, g, rtol=1e-12)
-    assert fit.q == pytest.approx(np.exp(np.mean(np.log(g))), rel=1e-12)
+    np.testing.assert_allclose(fit.gains, perp / par, rtol=1e-12)
+    assert fit.q == pytest.approx(np.exp(np.mean(np.log(perp / par))), rel=1e-12)
+    assert fit.transverse == pytest.approx(np.exp(np.mean(np.log(perp))), rel=1e-12)
+    assert fit.relevant == pytest.approx(np.exp(np.mean(np.log(par))), rel=1e-12)
+    assert abs(fit.relevant - 1) < 0.01 and abs(fit.q - fit.transverse) < 0.01  # the toy keeps U
     w = resampling.cluster_weights(np.random.default_rng(7), 12, 20)
-    draws = np.sqrt(
-        (w @ gains.out_sq.sum(2))
-        / (w @ gains.in_sq.sum(1))[:, None]
-        * (w @ gains.state_sq)[:, :-1]
-        / (w @ gains.state_sq)[:, 1:]
+    draws_perp = part(gains.out_sq, gains.in_sq, w)
+    draws = draws_perp / part(gains.relevant_out_sq, gains.relevant_in_sq, w)
+    np.testing.assert_allclose(
+        fit.ci, np.percentile(np.exp(np.mean(np.log(draws), axis=1)), [10, 90]), rtol=1e-12
     )
-    q_draws = np.exp(np.mean(np.log(draws), axis=1))
-    np.testing.assert_allclose(fit.ci, np.percentile(q_draws, [10, 90]), rtol=1e-12)
+    np.testing.assert_allclose(
+        fit.transverse_ci, np.percentile(np.exp(np.mean(np.log(draws_perp), axis=1)), [10, 90]), rtol=1e-12
+    )
     np.testing.assert_allclose(fit.gains_ci, np.percentile(draws, [10, 90], axis=0).T, rtol=1e-12)
     assert (fit.model_name, fit.start, fit.stop, fit.k, fit.n_prompts, fit.n_directions, fit.level) == (
         gains.model_name,
@@ -492,30 +542,38 @@ def test_judge_transverse_gain_reasons_say_why():
     judge = contraction.judge_transverse_gain
     twin = _fit(0.98, (0.975, 0.985))
     found = (
-        "block gain q = 0.900 [0.880, 0.920] per layer over depths 12-15 (16 prompts x 1 tangents, k = 10)"
+        "relative block gain q = 0.900 [0.880, 0.920], transverse alone 0.900 [0.880, 0.920], relevant 1.000, "
+        "per layer over depths 12-15 (16 prompts x 1 tangents, k = 10)"
     )
     assert judge(_fit(0.90, (0.88, 0.92)), twin) == (
         "holds",
-        found + ": below 0.95, below the random twin's 0.980 [0.975, 0.985]",
+        found + ": both below 0.95, below the random twin's 0.980 [0.975, 0.985] and 0.980 [0.975, 0.985]",
     )
-    assert judge(_fit(0.90, (0.88, 0.92))) == ("holds", found + ": below 0.95")
+    assert judge(_fit(0.90, (0.88, 0.92))) == ("holds", found + ": both below 0.95")
     assert judge(None) == ("not testable here", "fewer than 2 interior depths after the split")
     verdict, reason = judge(_fit(0.90, (np.nan, 0.92)), twin)
     assert verdict == "inconclusive" and reason.endswith(": a bootstrap draw had no tokens at some depth")
     verdict, reason = judge(_fit(0.90, (0.88, 0.92)), _fit(0.98, (0.97, np.inf)))
     assert verdict == "inconclusive"
     assert reason == found + ": the random twin's interval is undefined (a draw without tokens)"
-    assert judge(_fit(0.96, (0.955, 0.97)), twin)[1] == (
-        "block gain q = 0.960 [0.955, 0.970] per layer over depths 12-15 (16 prompts x 1 tangents, k = 10)"
-        ": not below the minimum effect 0.95"
+    assert judge(_fit(0.96, (0.955, 0.97)), twin)[1].endswith(
+        "(16 prompts x 1 tangents, k = 10): the relative gain is not below the minimum effect 0.95"
+    )
+    uniform = judge(_fit(1.0, (0.99, 1.01), transverse=(0.88, (0.87, 0.89))), twin)[1]
+    assert "transverse alone 0.880 [0.870, 0.890], relevant 0.880" in uniform
+    assert uniform.endswith(": the relative gain is not below the minimum effect 0.95")
+    assert judge(_fit(0.90, (0.88, 0.92), transverse=(0.99, (0.98, 1.0))), twin)[1].endswith(
+        ": the transverse gain is not below the minimum effect 0.95"
     )
     verdict, reason = judge(_fit(0.90, (0.88, 0.92)), _fit(0.86, (0.84, 0.87)))
     assert verdict == "does not hold" and reason.endswith(
-        ": no stronger than the random twin's 0.860 [0.840, 0.870]"
+        ": the relative gain is no stronger than the random twin's 0.860 [0.840, 0.870]"
     )
-    assert judge(_fit(0.93, (0.91, 0.96)), twin)[1].endswith(": the interval reaches the minimum effect 0.95")
+    assert judge(_fit(0.93, (0.91, 0.96)), twin)[1].endswith(
+        ": the relative gain's interval reaches the minimum effect 0.95"
+    )
     assert judge(_fit(0.90, (0.88, 0.92)), _fit(0.92, (0.91, 0.93)))[1].endswith(
-        ": the interval overlaps the random twin's [0.910, 0.930]"
+        ": the relative gain's interval overlaps the random twin's [0.910, 0.930]"
     )
 
 
@@ -557,6 +615,9 @@ def planted():
 
 
 def test_planted_gains_plant_the_q_of_each_kind(planted):
+    """The planted q (transverse relative to relevant) and relevant gain of each kind, read back: the transverse
+    gain alone within the estimator's ~1-2 %; the relevant one exactly where the estimator's k is the planted
+    one, and within -5 % to +12 % where U holds one transverse direction besides (amplified or not)."""
     planted_range = {"paper": contraction.PLANTED_Q, "twin too": contraction.PLANTED_Q, "small": (0.96, 0.99)}
     twin_qs = []
     for case in planted:
@@ -564,6 +625,8 @@ def test_planted_gains_plant_the_q_of_each_kind(planted):
         (model_toy, twin_toy) = case["toys"]
         low, high = planted_range.get(kind, (1.0, 1.0))
         assert low <= model_toy["q"] <= high, case
+        c_low, c_high = contraction.PLANTED_Q if kind == "uniform" else (1.0, 1.0)
+        assert c_low <= model_toy["relevant_gain"] <= c_high and twin_toy["relevant_gain"] == 1.0
         if kind == "twin too":
             assert twin_toy["q"] == model_toy["q"]
         else:
@@ -571,16 +634,24 @@ def test_planted_gains_plant_the_q_of_each_kind(planted):
             twin_qs.append(twin_toy["q"])
         for fit, toy in ((model, model_toy), (twin, twin_toy)):
             assert fit.model_name == f"block toy, q = {toy['q']:.3f}"
-            assert fit.q == pytest.approx(toy["q"], rel=0.025)  # measured within the estimator's ~1-2 %
+            c = toy["relevant_gain"]
+            assert fit.transverse == pytest.approx(toy["q"] * c, rel=0.025)  # within the estimator's ~1-2 %
+            if fit.k == toy["k"]:
+                assert fit.relevant == pytest.approx(c, rel=0.01)
+                assert fit.q == pytest.approx(toy["q"], rel=0.025)
+            else:
+                assert c * 0.95 <= fit.relevant <= c * 1.12
             assert fit.level == 0.95 and fit.ci[0] < fit.ci[1]
         if kind in ("paper", "twin too"):
-            assert 0.84 <= model.q <= 0.94 and (kind == "paper" or 0.84 <= twin.q <= 0.94)
+            assert 0.84 <= model.transverse <= 0.94 and (kind == "paper" or 0.84 <= twin.transverse <= 0.94)
         elif kind == "small":
-            assert 0.94 <= model.q <= 1.01
+            assert 0.94 <= model.transverse <= 1.01
+        elif kind == "uniform":
+            assert 0.84 <= model.transverse <= 0.94 and 0.88 <= model.q <= 1.025
         else:
-            assert model.q == pytest.approx(1.0, abs=0.025)
+            assert model.transverse == pytest.approx(1.0, abs=0.025)
         if kind != "twin too":
-            assert 0.94 <= twin.q <= 1.02
+            assert 0.94 <= twin.transverse <= 1.02
     assert np.ptp(twin_qs) > 0.02  # the twins' q are drawn, not one value
     small = [case["toys"][0]["q"] for case in planted if case["kind"] == "small"]
     assert np.ptp(small) > 0.01

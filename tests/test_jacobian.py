@@ -114,6 +114,35 @@ def test_the_subspace_is_held_fixed_across_the_window():
                 assert gains.out_sq[prompt, depth, 0] == pytest.approx(np.sum((jv @ perp) ** 2), rel=1e-4)
 
 
+def test_the_relevant_pass_reads_tangents_in_u_on_u():
+    """relevant_out_sq equals ||P_U J_l V_U||^2 by hand for a toy whose every direction shrinks by 0.9 (the bias
+    holds the stream's scale), V_U the same Gaussian draw projected onto U."""
+    toy = toys.block_toy(1.0, d=24, k=3, n_layers=4, n_prompts=6, relevant_gain=0.9, seed=4)
+    gains = _measure(toy, n_directions=1, seed=9)
+    along = gains.basis @ gains.basis.T
+    for batch in toy.batches:
+        for row, prompt in enumerate(batch.prompts):
+            keep = batch.keep[row].numpy()
+            v = jacobian._tangent(9, int(prompt), 0, int(keep.sum()), 24).double().numpy() @ along
+            assert gains.relevant_in_sq[prompt, 0] == pytest.approx(np.sum(v**2), rel=1e-5)
+            for depth, block in enumerate(toy.anatomy.layers):
+                jv = block.scale * 0.9 * v * block.gain[prompt].double().numpy()
+                assert gains.relevant_out_sq[prompt, depth, 0] == pytest.approx(
+                    np.sum((jv @ along) ** 2), rel=1e-4
+                )
+
+
+@pytest.mark.parametrize("c", [0.85, 0.92])
+def test_a_contraction_of_every_direction_is_no_relative_contraction(c):
+    """Every direction shrinks by c while the stream keeps its scale: the transverse gain alone reads c (what the
+    criterion before the relevant pass judged a contraction), relative to the relevant gain 1."""
+    toy = toys.block_toy(1.0, relevant_gain=c, growth=(1.0, 1.3), prompt_spread=0.03, seed=5)
+    fit = contraction.transverse_gain(_measure(toy), n_boot=50)
+    assert fit.transverse == pytest.approx(c, abs=0.01) and fit.relevant == pytest.approx(c, abs=0.01)
+    assert fit.q == pytest.approx(1.0, abs=0.01)
+    assert contraction.judge_transverse_gain(fit)[0] == "does not hold"
+
+
 def test_tangents_are_drawn_per_prompt_whatever_the_batching(tiny):
     prompts = [SHORT_PROMPTS[i] for i in (0, 1, 4)]
     settings = dict(window=(0, 2), k=4, n_directions=2)
@@ -189,7 +218,7 @@ def test_save_load_round_trip_refuses_overwrite_and_detects_damage(tmp_path, mon
     gains.provenance = {"where": str(tmp_path.home() / "models" / "x"), "k": gains.k}
     path = gains.save(tmp_path / "gains.safetensors")
     loaded = jacobian.load_gains(path)
-    for name in ("basis", "out_sq", "in_sq", "state_sq", "n_tokens"):
+    for name in jacobian.ARRAYS:
         np.testing.assert_array_equal(getattr(loaded, name), getattr(gains, name))
     assert (loaded.start, loaded.stop, loaded.n_layers) == (0, 3, 3)
     assert loaded.provenance["where"] == "~/models/x"
@@ -208,3 +237,8 @@ def test_save_load_round_trip_refuses_overwrite_and_detects_damage(tmp_path, mon
     cap_file = synthetic.as_capture(np.zeros((2, 3, 4)) + 1.0).save(tmp_path / "capture.safetensors")
     with pytest.raises(lb.CaptureFileError, match="format/schema"):
         jacobian.load_gains(cap_file)
+    monkeypatch.setattr(jacobian, "SCHEMA_VERSION", 1)  # a file from before the relevant pass
+    old = gains.save(tmp_path / "schema1.safetensors")
+    monkeypatch.undo()
+    with pytest.raises(lb.CaptureFileError, match="schema 2"):
+        jacobian.load_gains(old)

@@ -16,8 +16,25 @@ def _fit(q, ci, start=3, stop=7) -> ContractionFit:
     return ContractionFit(q, ci, start, stop, 10, np.ones(stop - start + 1), 0.95)
 
 
-def _gain(q, ci, n_prompts=24) -> GainFit:
-    return GainFit("m", q, ci, np.array([q]), np.array([ci]), 4, 8, 10, n_prompts, 4, 0.95)
+def _gain(q, ci, n_prompts=24, relevant=1.0) -> GainFit:
+    """A fit whose relevant gain is ``relevant``: the transverse gain alone is ``q * relevant``."""
+    alone = (q * relevant, (ci[0] * relevant, ci[1] * relevant))
+    return GainFit(
+        "m",
+        q,
+        ci,
+        np.array([q]),
+        np.array([ci]),
+        4,
+        8,
+        10,
+        n_prompts,
+        4,
+        0.95,
+        *alone,
+        relevant,
+        (relevant,) * 2,
+    )
 
 
 def _chain_capture(q: float, n_prompts: int = 100, per_prompt: int = 4, d: int = 24, steps: int = 8):
@@ -91,16 +108,22 @@ def test_gain_table_and_glue_with_the_verdict_against_the_twin():
         "random:smollm2-135m": _gain(0.98, (0.96, 1.0)),
         "gemma3-270m": _gain(0.97, (0.96, 0.99)),
         "random:gemma3-270m": _gain(0.9, (0.85, 0.95)),
+        "minilm-l6": _gain(1.0, (0.99, 1.01), relevant=0.88),
+        "random:minilm-l6": _gain(0.99, (0.98, 1.0)),
     }
     table = tables.gain_table(gain_fits)
     assert table["run"].tolist() == list(gain_fits)
-    assert table["q (block gain)"].tolist() == [0.8, 0.98, 0.97, 0.9]
-    assert table["CI low"].tolist() == [0.75, 0.96, 0.96, 0.85]
-    assert table["CI high"].tolist() == [0.85, 1.0, 0.99, 0.95]
-    assert table["depths"].tolist() == ["4-8"] * 4
-    glued = tables.gain_glue(gain_fits, ["smollm2-135m", "gemma3-270m"])
+    assert table["q = q⊥ / q∥"].tolist() == [0.8, 0.98, 0.97, 0.9, 1.0, 0.99]
+    assert table["CI low"].tolist() == [0.75, 0.96, 0.96, 0.85, 0.99, 0.98]
+    assert table["CI high"].tolist() == [0.85, 1.0, 0.99, 0.95, 1.01, 1.0]
+    assert table["q⊥ (transverse alone)"].tolist() == pytest.approx([0.8, 0.98, 0.97, 0.9, 0.88, 0.99])
+    assert table["q∥ (relevant)"].tolist() == [1.0, 1.0, 1.0, 1.0, 0.88, 1.0]
+    assert table["depths"].tolist() == ["4-8"] * 6
+    glued = tables.gain_glue(gain_fits, ["smollm2-135m", "gemma3-270m", "minilm-l6"])
     assert glued["gain_smollm2"] == 0.8 and glued["gain_random_smollm2_hi"] == 1.0
     assert glued["gain_gemma3_lo"] == 0.96 and glued["gain_random_gemma3"] == 0.9
+    assert glued["gain_minilm_perp"] == pytest.approx(0.88) and glued["gain_minilm_par"] == 0.88
     assert glued["gain_smollm2_verdict"] == "holds"  # below MAX_Q and below the twin
     assert glued["gain_gemma3_verdict"] == "does not hold"  # at or above MAX_Q
+    assert glued["gain_minilm_verdict"] == "does not hold"  # every direction shrinks alike
     assert "gain_random_smollm2_verdict" not in glued

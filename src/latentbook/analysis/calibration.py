@@ -518,6 +518,7 @@ def families() -> list[Family]:
         Family("transverse_contraction", "q = 1, scale growing 10-50 %", False, _gain_case("growing scale")),
         Family("transverse_contraction", "block gain 0.96-0.99", False, _gain_case("small")),
         Family("transverse_contraction", "the twin contracts as much", False, _gain_case("twin too")),
+        Family("transverse_contraction", "every direction shrinks 8-14 %", False, _gain_case("uniform")),
         Family("tco", "stable value code", True, _tco_case("stable")),
         Family("tco", "a new code at every step", False, _tco_case("per step")),
         Family("tco", "only the bag of values", False, _tco_case("bag")),

@@ -6,11 +6,16 @@ Theorem 6.1 (PAPER.md): if the linearised dynamics over a depth interval contrac
 
 **The gain of the map** (what the theorem states; what the verdict judges). ``capturing.jacobian`` measures, with
 Jacobian-vector products at real token states, how much each block ``l`` of a window scales random tangents in
-the complement of a subspace ``U`` held fixed over the window, between RMS-normalised states:
+the complement of a subspace ``U`` held fixed over the window, and tangents inside ``U``, between RMS-normalised
+states:
 
-    g_l^2 = sum_(p,j) ||P⊥ J_l V_pj||^2 / sum_(p,j) ||V_pj||^2 * (rms_l / rms_(l+1))^2,    q = exp(mean_l log g_l)
+    g⊥_l^2 = sum_(p,j) ||P⊥ J_l V_pj||^2 / sum_(p,j) ||V_pj||^2 * (rms_l / rms_(l+1))^2,   g∥_l likewise on U,
+    q = exp(mean_l log(g⊥_l / g∥_l))
 
-(``transverse_gain``). Its interval resamples whole prompts (a prompt's tangents go with it), the same draw at every
+(``transverse_gain``): the transverse gain *relative to* the relevant one, as Theorem 6.1 has it (a map that
+keeps ``U`` and shrinks its complement). A map that shrinks every direction alike (``g⊥ = g∥ < 1``, which a
+normalisation pulling the states towards a point does) gives ``q = 1``; the transverse gain alone would call it a
+contraction. Its interval resamples whole prompts (a prompt's tangents go with it), the same draw at every
 block. ``judge_transverse_gain``: "holds" only when the interval lies below ``MAX_Q`` (a minimum effect, not
 merely below 1) and below the twin's interval; ``planted_gains`` are its calibration cases.
 
@@ -212,13 +217,13 @@ def contraction_after(
 
 @dataclass(frozen=True)
 class GainFit:
-    """``q = exp(mean_l log g_l)`` over the blocks of a window, with the per-block gains and prompt-bootstrap
-    percentile intervals."""
+    """``q = exp(mean_l log(g⊥_l / g∥_l))`` over the blocks of a window, the per-block ratios, each part's own
+    geometric mean (``transverse``: ``q⊥``, ``relevant``: ``q∥``) and prompt-bootstrap percentile intervals."""
 
     model_name: str
-    q: float
+    q: float  # q⊥ / q∥: what Theorem 6.1 is about, what the judge reads
     ci: tuple[float, float]
-    gains: np.ndarray  # g_l of each block start..stop-1
+    gains: np.ndarray  # g⊥_l / g∥_l of each block start..stop-1
     gains_ci: np.ndarray  # (n_blocks, 2)
     start: int
     stop: int
@@ -226,17 +231,23 @@ class GainFit:
     n_prompts: int
     n_directions: int
     level: float
+    transverse: float  # q⊥ = exp(mean_l log g⊥_l)
+    transverse_ci: tuple[float, float]
+    relevant: float  # q∥ = exp(mean_l log g∥_l)
+    relevant_ci: tuple[float, float]
 
 
-def block_gain_draws(gains: TransverseGains, weights: np.ndarray) -> np.ndarray:
-    """``g_l`` of every block under each row of prompt ``weights`` ``(B, n_prompts)``: ``(B, n_blocks)``.
+def block_gain_draws(gains: TransverseGains, weights: np.ndarray, relevant: bool = False) -> np.ndarray:
+    """``g⊥_l`` (``g∥_l`` with ``relevant``) of every block under each row of prompt ``weights``
+    ``(B, n_prompts)``: ``(B, n_blocks)``.
 
     ``g_l^2 = (sum_p w_p sum_j out_sq[p, l, j]) / (sum_p w_p sum_j in_sq[p, j]) * (sum_p w_p state_sq[p, l])
     / (sum_p w_p state_sq[p, l + 1])``: the token counts of ``rms_l^2`` cancel (the same tokens at every depth).
     """
     w = np.asarray(weights, dtype=np.float64)
-    out = w @ gains.out_sq.sum(2)  # (B, n_blocks)
-    into = w @ gains.in_sq.sum(1)  # (B,)
+    out_sq, in_sq = (gains.relevant_out_sq, gains.relevant_in_sq) if relevant else (gains.out_sq, gains.in_sq)
+    out = w @ out_sq.sum(2)  # (B, n_blocks)
+    into = w @ in_sq.sum(1)  # (B,)
     states = w @ gains.state_sq  # (B, n_blocks + 1)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.sqrt(out / into[:, None] * states[:, :-1] / states[:, 1:])
@@ -245,9 +256,9 @@ def block_gain_draws(gains: TransverseGains, weights: np.ndarray) -> np.ndarray:
 def transverse_gain(
     gains: TransverseGains, n_boot: int = GAIN_BOOT, level: float = 0.95, seed: int = 0
 ) -> GainFit:
-    """``q`` of the blocks' transverse gains (``capturing.jacobian``; ``flow.q_from_block_factors``) with a
-    prompt-bootstrap percentile interval: ``n_boot`` draws of whole prompts (``resampling.cluster_weights``), the
-    same draw at every block. Introduced in: chapter 5."""
+    """``q = q⊥ / q∥`` of the blocks' gains (``capturing.jacobian``; ``flow.q_from_block_factors``), and each
+    part alone, with prompt-bootstrap percentile intervals: ``n_boot`` draws of whole prompts
+    (``resampling.cluster_weights``), the same draw at every block and for both parts. Introduced in: chapter 5."""
     from ..capturing.jacobian import check_gains
 
     check_gains(gains)
@@ -255,27 +266,40 @@ def transverse_gain(
         raise InvalidInputError(f"n_boot must be an integer >= 20, got {n_boot!r}.")
     if not 0 < level < 1:
         raise InvalidInputError(f"level must lie in (0, 1), got {level!r}.")
-    if gains.in_sq.sum() <= 0 or np.any(gains.state_sq.sum(0) <= 0):
+    if gains.in_sq.sum() <= 0 or gains.relevant_in_sq.sum() <= 0 or np.any(gains.state_sq.sum(0) <= 0):
         raise InvalidInputError(
             "These gains hold no perturbed tokens (every prompt is a single token?): measure on longer prompts."
         )
     n = gains.n_prompts
-    g = block_gain_draws(gains, np.ones((1, n)))[0]
-    draws = block_gain_draws(gains, cluster_weights(np.random.default_rng(seed), n, n_boot))
-    q_draws = q_from_block_factors(draws)  # a draw without tokens at some depth is NaN: it stays NaN
-    low, high = percentile_interval(q_draws, level)
+    weights = np.vstack([np.ones((1, n)), cluster_weights(np.random.default_rng(seed), n, n_boot)])
+    transverse, relevant = (block_gain_draws(gains, weights, part) for part in (False, True))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = transverse / relevant
+
+    def mean_and_interval(draws: np.ndarray) -> tuple[float, tuple[float, float]]:
+        q_draws = q_from_block_factors(draws)  # a draw without tokens at some depth is NaN: it stays NaN
+        low, high = percentile_interval(q_draws[1:], level)
+        return float(q_draws[0]), (float(low), float(high))
+
+    q, ci = mean_and_interval(ratio)
+    q_transverse, ci_transverse = mean_and_interval(transverse)
+    q_relevant, ci_relevant = mean_and_interval(relevant)
     return GainFit(
         gains.model_name,
-        float(q_from_block_factors(g)),
-        (float(low), float(high)),
-        g,
-        percentile_interval(draws, level, axis=0).T,
+        q,
+        ci,
+        ratio[0],
+        percentile_interval(ratio[1:], level, axis=0).T,
         gains.start,
         gains.stop,
         gains.k,
         n,
         gains.n_directions,
         level,
+        q_transverse,
+        ci_transverse,
+        q_relevant,
+        ci_relevant,
     )
 
 
@@ -283,49 +307,73 @@ def _ci(low: float, high: float) -> str:
     return f"[{low:.3f}, {high:.3f}]"
 
 
+def _parts(fit: GainFit) -> tuple[tuple[str, float, tuple[float, float]], ...]:
+    """What a contraction must show: the transverse gain relative to the relevant one, and alone."""
+    return ("relative", fit.q, fit.ci), ("transverse", fit.transverse, fit.transverse_ci)
+
+
 def judge_transverse_gain(fit: GainFit | None, twin: GainFit | None = None) -> tuple[str, str]:
-    """Theorem 6.1 on a model: "holds" when the interval of ``q`` lies below ``MAX_Q`` and below the twin's
-    interval; "does not hold" when it lies at or above ``MAX_Q``, or at or above the twin's whole interval (a
-    contraction the untrained architecture has too); else, or with fewer than ``MIN_PROMPTS`` prompts,
-    "inconclusive". Without a twin (a null run) only ``MAX_Q`` counts."""
+    """Theorem 6.1 on a model: "holds" when the intervals of both ``q = q⊥ / q∥`` (the transverse gain relative to
+    the relevant one: a contraction of every direction alike is not one) and ``q⊥`` (the transverse gain alone:
+    a relevant gain above 1, from a direction the blocks amplify that entered ``U`` with its variance, is not one
+    either) lie below ``MAX_Q`` and below the twin's; "does not hold" when either lies at or above ``MAX_Q``, or
+    at or above the twin's whole interval (a contraction the untrained architecture has too); else, or with
+    fewer than ``MIN_PROMPTS`` prompts, "inconclusive". Without a twin (a null run) only ``MAX_Q`` counts."""
     if fit is None:
         return "not testable here", "fewer than 2 interior depths after the split"
-    low, high = fit.ci
     found = (
-        f"block gain q = {fit.q:.3f} {_ci(low, high)} per layer over depths {fit.start}-{fit.stop} "
+        f"relative block gain q = {fit.q:.3f} {_ci(*fit.ci)}, transverse alone {fit.transverse:.3f} "
+        f"{_ci(*fit.transverse_ci)}, relevant {fit.relevant:.3f}, per layer over depths {fit.start}-{fit.stop} "
         f"({fit.n_prompts} prompts x {fit.n_directions} tangents, k = {fit.k})"
     )
-    if not np.isfinite([fit.q, low, high]).all():
+    mine = _parts(fit)
+    if not all(np.isfinite([value, *ci]).all() for _, value, ci in mine):
         return "inconclusive", found + ": a bootstrap draw had no tokens at some depth"
-    if twin is not None and not np.isfinite([twin.q, *twin.ci]).all():
+    theirs = _parts(twin) if twin is not None else (None, None)
+    if twin is not None and not all(np.isfinite([value, *ci]).all() for _, value, ci in theirs):
         return "inconclusive", found + ": the random twin's interval is undefined (a draw without tokens)"
     if fit.n_prompts < MIN_PROMPTS:
         return "inconclusive", found + f": fewer than {MIN_PROMPTS} prompts to resample"
-    if low >= MAX_Q:
-        return "does not hold", found + f": not below the minimum effect {MAX_Q}"
-    if twin is not None and low >= twin.ci[1]:
-        return "does not hold", found + f": no stronger than the random twin's {twin.q:.3f} {_ci(*twin.ci)}"
-    if high >= MAX_Q:
-        return "inconclusive", found + f": the interval reaches the minimum effect {MAX_Q}"
-    if twin is not None and high >= twin.ci[0]:
-        return "inconclusive", found + f": the interval overlaps the random twin's {_ci(*twin.ci)}"
-    beside = f", below the random twin's {twin.q:.3f} {_ci(*twin.ci)}" if twin is not None else ""
-    return "holds", found + f": below {MAX_Q}{beside}"
+    for (name, _, (low, _)), other in zip(mine, theirs):
+        if low >= MAX_Q:
+            return "does not hold", found + f": the {name} gain is not below the minimum effect {MAX_Q}"
+        if other is not None and low >= other[2][1]:
+            return "does not hold", found + (
+                f": the {name} gain is no stronger than the random twin's {other[1]:.3f} {_ci(*other[2])}"
+            )
+    for (name, _, (_, high)), other in zip(mine, theirs):
+        if high >= MAX_Q:
+            return "inconclusive", found + f": the {name} gain's interval reaches the minimum effect {MAX_Q}"
+        if other is not None and high >= other[2][0]:
+            return (
+                "inconclusive",
+                found + f": the {name} gain's interval overlaps the random twin's {_ci(*other[2])}",
+            )
+    beside = (
+        f", below the random twin's {twin.q:.3f} {_ci(*twin.ci)} and {twin.transverse:.3f} "
+        f"{_ci(*twin.transverse_ci)}"
+        if twin is not None
+        else ""
+    )
+    return "holds", found + f": both below {MAX_Q}{beside}"
 
 
 # --- planted cases: the calibration of judge_transverse_gain ----------------------------------------------------
 
 PLANTED_Q = (0.86, 0.92)  # a paper-size contraction: about 10 % per block
-PLANTED_KINDS = ("paper", "none", "growing scale", "small", "twin too")
+PLANTED_KINDS = ("paper", "none", "growing scale", "small", "twin too", "uniform")
 
 
 def planted_gains(rng: np.random.Generator, kind: str, n_boot: int = GAIN_BOOT) -> tuple[GainFit, GainFit]:
     """A (model, twin) pair of ``GainFit`` measured by ``capturing.jacobian.block_gains`` on ``capturing.toys.block_toy``
-    stacks, with ``kind`` of contraction planted in the model (the twin's ``q`` is 0.96-1.0 unless said):
+    stacks, with ``kind`` of contraction planted in the model (the twin's ``q`` is 0.96-1.0 unless said; ``q``
+    is the transverse gain relative to the relevant one):
 
     - "paper": ``q`` in ``PLANTED_Q``; "none": ``q = 1``; "growing scale": ``q = 1`` while the stream grows by
       10-50 % a block; "small": ``q`` 0.96-0.99, under the minimum effect; "twin too": model and twin share a
-      paper-size ``q`` (the architecture contracts, not learning).
+      paper-size ``q`` (the architecture contracts, not learning); "uniform": every direction, relevant ones
+      included, shrinks by a paper-size factor while the stream keeps its scale (``q = 1``: the transverse
+      gain alone reads 0.86-0.92).
 
     Every case has a growing scale (up to 30 % a block), a massive coordinate, a sink, padding, prompt effects
     (sigma 0.01-0.05, five times SmolLM2's at most, correlated 0.3-0.8 across depths), blocks that differ (s.d.
@@ -347,6 +395,7 @@ def planted_gains(rng: np.random.Generator, kind: str, n_boot: int = GAIN_BOOT) 
         "twin too": rng.uniform(*PLANTED_Q),
     }
     model_q = q.get(kind, 1.0)
+    relevant_gain = rng.uniform(*PLANTED_Q) if kind == "uniform" else 1.0
     twin_q = model_q if kind == "twin too" else rng.uniform(0.96, 1.0)
     growth = (1.1, 1.5) if kind == "growing scale" else (1.0, rng.uniform(1.0, 1.3))
     shape = dict(
@@ -359,7 +408,10 @@ def planted_gains(rng: np.random.Generator, kind: str, n_boot: int = GAIN_BOOT) 
     k_estimated = shape["k"] + int(rng.integers(0, 2))
     n_directions = int(rng.choice([1, 2]))
     fits = []
-    for planted, spread in ((model_q, rng.uniform(0.01, 0.05)), (twin_q, rng.uniform(0.005, 0.02))):
+    for planted, spread, c in (
+        (model_q, rng.uniform(0.01, 0.05), relevant_gain),
+        (twin_q, rng.uniform(0.005, 0.02), 1.0),
+    ):
         toy = block_toy(
             planted,
             **shape,
@@ -368,6 +420,7 @@ def planted_gains(rng: np.random.Generator, kind: str, n_boot: int = GAIN_BOOT) 
             depth_correlation=rng.uniform(0.3, 0.8),
             block_spread=rng.uniform(0.0, 0.05),
             anisotropy=rng.uniform(0.1, 0.3),
+            relevant_gain=c,
             batch_size=shape["n_prompts"],
             seed=int(rng.integers(2**31)),
         )

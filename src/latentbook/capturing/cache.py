@@ -150,7 +150,10 @@ def _gain_prompts() -> tuple[list[str], str]:
 
 def book_gains_path(model_name: str) -> Path:
     """The file ``book_gains`` reads or writes for ``model_name``; ``.is_file()`` says if it is cached."""
-    key = cache_key(model_name, _gain_prompts()[0], {"transverse_gains": BOOK_GAIN_SETTINGS})
+    from .jacobian import SCHEMA_VERSION
+
+    settings = {"transverse_gains": BOOK_GAIN_SETTINGS, "schema": SCHEMA_VERSION}
+    key = cache_key(model_name, _gain_prompts()[0], settings)
     return inside(capture_cache_dir(), f"{_stem(model_name)}-gains-{key}.safetensors")
 
 

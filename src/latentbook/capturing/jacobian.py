@@ -12,10 +12,16 @@ measures that map, not the spread of the states:
    is injected at depth ``l`` and the block's Jacobian-vector product ``J_l V`` read at depth ``l + 1``, for every
    ``l`` of the window in one forward: at each depth the incoming tangent is read and replaced by the same ``V``,
    so every read-out is one block's map;
-3. the sums saved give the gain of the map between RMS-normalised states ``h_l / rms_l -> h_(l+1) / rms_(l+1)``
-   on ``U⊥`` (``analysis.contraction.transverse_gain`` reads ``q`` and a prompt-resampled interval from them):
+3. the same for tangents ``V_U`` projected onto ``U`` and read on ``U``: the gain of the relevant subspace;
+4. the sums saved give the gain of the map between RMS-normalised states ``h_l / rms_l -> h_(l+1) / rms_(l+1)``
+   on ``U⊥`` and on ``U`` (``analysis.contraction.transverse_gain`` reads them, their ratio and a
+   prompt-resampled interval):
 
-       g_l^2 = sum ||P⊥ (J_l V)_t||^2 / sum ||V_t||^2 * (rms_l / rms_(l+1))^2,   rms_l^2 = mean_t ||h_(l,t)||^2.
+       g⊥_l^2 = sum ||P⊥ (J_l V)_t||^2 / sum ||V_t||^2 * (rms_l / rms_(l+1))^2,   rms_l^2 = mean_t ||h_(l,t)||^2,
+       g∥_l^2 = sum ||P_U (J_l V_U)_t||^2 / sum ||V_U,t||^2 * (rms_l / rms_(l+1))^2.
+
+   Theorem 6.1 is about ``g⊥`` relative to ``g∥``: a map that shrinks every direction alike (``g⊥ = g∥ < 1``)
+   keeps the transverse part's share, and contracts nothing relative to what it keeps.
 
 The state is the whole sequence: ``V`` perturbs every kept position at once and ``J_l V`` is read at every kept
 position, so a block's attention (a token's dependence on the tokens it reads) is part of its map. Kept
@@ -27,8 +33,9 @@ How: ``torch.autograd.forward_ad`` dual tensors swapped in by forward pre-hooks 
 by hand, so any ``transformers`` version's layer signatures work); every forward stops after depth ``stop``.
 Attention runs eagerly while measuring: the fused SDPA kernels have no forward-mode derivative (PyTorch raises
 NotImplementedError for ``_scaled_dot_product_flash_attention_for_cpu``); the model's own implementation is
-restored afterwards. Two passes over the prompts: a plain one for the RMS at each depth and ``U``, then the
-tangents (each prompt repeated ``n_directions`` times in the batch: about ``2.3 n_directions`` plain forwards).
+restored afterwards. Three passes over the prompts: a plain one for the RMS at each depth and ``U``, then the
+transverse and the relevant tangents (each prompt repeated ``n_directions`` times in the batch: about
+``4.6 n_directions`` plain forwards).
 
 Usage: ``gains = transverse_gains(model, prompts, after=0.42)``, ``gains.save(path)``, ``load_gains(path)``.
 Introduced in: chapter 5.
@@ -57,7 +64,8 @@ from .capture import _versions, check_prompts, prompt_set_hash
 from .results import _digest, scrub
 
 FORMAT = "latentbook.transverse_gains"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the relevant subspace's sums (relevant_out_sq, relevant_in_sq)
+ARRAYS = ("basis", "out_sq", "in_sq", "relevant_out_sq", "relevant_in_sq", "state_sq", "n_tokens")
 
 
 @dataclass(frozen=True)
@@ -73,7 +81,8 @@ class Batch:
 class TransverseGains:
     """Sums of a JVP measurement over a window of depths ``start..stop``, per prompt and direction.
 
-    ``out_sq[p, i, j] = sum_t ||P⊥ (J_(start+i) V_pj)_t||^2``, ``in_sq[p, j] = sum_t ||V_pj,t||^2``,
+    ``out_sq[p, i, j] = sum_t ||P⊥ (J_(start+i) V_pj)_t||^2``, ``in_sq[p, j] = sum_t ||V_pj,t||^2``, the same
+    for a tangent in ``U`` read on ``U`` (``relevant_out_sq``, ``relevant_in_sq``),
     ``state_sq[p, i] = sum_t ||h_(start+i), t||^2`` and ``n_tokens[p]`` kept positions of prompt ``p``.
     """
 
@@ -84,6 +93,8 @@ class TransverseGains:
     basis: np.ndarray  # (d, k) orthonormal: the relevant subspace U, the same at every depth
     out_sq: np.ndarray  # (n_prompts, stop - start, n_directions)
     in_sq: np.ndarray  # (n_prompts, n_directions)
+    relevant_out_sq: np.ndarray  # (n_prompts, stop - start, n_directions)
+    relevant_in_sq: np.ndarray  # (n_prompts, n_directions)
     state_sq: np.ndarray  # (n_prompts, stop - start + 1)
     n_tokens: np.ndarray  # (n_prompts,)
     provenance: dict[str, Any] = field(default_factory=dict)
@@ -114,14 +125,7 @@ class TransverseGains:
         return self.depths / self.n_layers
 
     def tensors(self) -> dict[str, torch.Tensor]:
-        arrays = {
-            "basis": self.basis,
-            "out_sq": self.out_sq,
-            "in_sq": self.in_sq,
-            "state_sq": self.state_sq,
-            "n_tokens": self.n_tokens,
-        }
-        return {name: torch.from_numpy(np.ascontiguousarray(a)) for name, a in arrays.items()}
+        return {name: torch.from_numpy(np.ascontiguousarray(getattr(self, name))) for name in ARRAYS}
 
     def header(self) -> dict[str, Any]:
         return {
@@ -184,7 +188,7 @@ def load_gains(path: str | Path) -> TransverseGains:
             int(header["n_layers"]),
             int(header["start"]),
             int(header["stop"]),
-            *(state[name].numpy() for name in ("basis", "out_sq", "in_sq", "state_sq", "n_tokens")),
+            *(state[name].numpy() for name in ARRAYS),
             provenance=header["provenance"],
         )
         check_gains(gains)
@@ -203,19 +207,26 @@ def check_gains(gains: TransverseGains) -> None:
             f"Window {gains.start}..{gains.stop} of {gains.n_layers} layers with out_sq of shape {out.shape}: need "
             "0 <= start < stop <= n_layers and at least one prompt and one direction. Measure again."
         )
+    basis = np.asarray(gains.basis)
+    if basis.ndim != 2 or not 0 < basis.shape[1] < basis.shape[0] or not np.all(np.isfinite(basis)):
+        raise InvalidInputError(
+            f"basis must be a finite (d, k) matrix with 0 < k < d, got shape {basis.shape}."
+        )
     n_blocks = gains.stop - gains.start
-    expected = {"out_sq": (p, n_blocks, m), "in_sq": (p, m), "state_sq": (p, n_blocks + 1), "n_tokens": (p,)}
+    expected = {
+        "out_sq": (p, n_blocks, m),
+        "in_sq": (p, m),
+        "relevant_out_sq": (p, n_blocks, m),
+        "relevant_in_sq": (p, m),
+        "state_sq": (p, n_blocks + 1),
+        "n_tokens": (p,),
+    }
     for name, shape in expected.items():
         array = np.asarray(getattr(gains, name))
         if array.shape != shape:
             raise InvalidInputError(f"{name} has shape {array.shape}, expected {shape} for this window.")
         if not np.all(np.isfinite(array)) or np.any(array < 0):
             raise InvalidInputError(f"{name} holds NaN, Inf or negative sums: measure again.")
-    basis = np.asarray(gains.basis)
-    if basis.ndim != 2 or not 0 < basis.shape[1] < basis.shape[0] or not np.all(np.isfinite(basis)):
-        raise InvalidInputError(
-            f"basis must be a finite (d, k) matrix with 0 < k < d, got shape {basis.shape}."
-        )
 
 
 # --- the measurement ---------------------------------------------------------------------------------------
@@ -345,8 +356,16 @@ def _tangent_sums(
     n_directions: int,
     seed: int,
     n_prompts: int,
+    relevant: bool = False,
 ):
-    """Pass 2: ``out_sq`` ``(n_prompts, stop - start, m)`` and ``in_sq`` ``(n_prompts, m)`` by forward-mode AD."""
+    """Pass 2 (pass 3 with ``relevant``): ``out_sq`` ``(n_prompts, stop - start, m)`` and ``in_sq``
+    ``(n_prompts, m)`` by forward-mode AD, for tangents in ``U⊥`` read on ``U⊥`` (with ``relevant``: in ``U``,
+    read on ``U``). Both project the same Gaussian draw, so the two kinds of tangent are independent."""
+
+    def project(x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        along = (x @ u) @ u.T
+        return along if relevant else x - along
+
     m = n_directions
     out_sq = np.zeros((n_prompts, stop - start, m))
     in_sq = np.zeros((n_prompts, m))
@@ -367,7 +386,7 @@ def _tangent_sums(
                         "next layer as its hidden state, so its blocks cannot be measured one by one."
                     )
                 t = tangent.float()
-                sums = _row_sums(t - (t @ u) @ u.T, on)
+                sums = _row_sums(project(t, u), on)
                 _check_finite(sums, "tangent", depth)
                 out_sq[rows, depth - start - 1, cols] = sums.numpy()
             if depth == stop:
@@ -378,7 +397,7 @@ def _tangent_sums(
                     where = keep[r].cpu()
                     v[r, where] = _tangent(seed, int(p), int(j), int(where.sum()), primal.shape[-1])
                 v = v.to(primal.device)
-                v = (v - (v @ u) @ u.T) * on[..., None]
+                v = project(v, u) * on[..., None]
                 state["v"] = v.to(primal.dtype)
                 in_sq[rows, cols] = _row_sums(state["v"], on).numpy()
             return fwAD.make_dual(primal, state["v"].to(primal.device))  # layers may sit on several GPUs
@@ -400,7 +419,7 @@ def block_gains(
     seed: int = 0,
     model_name: str = "model",
 ) -> TransverseGains:
-    """The two passes over ``batches`` (rows indexed ``0..n_prompts-1`` by ``Batch.prompts``), for any trunk
+    """The three passes over ``batches`` (rows indexed ``0..n_prompts-1`` by ``Batch.prompts``), for any trunk
     whose layers pass their output to the next layer (a real model, or a planted toy of ``analysis.synthetic``).
     Call it inside ``torch.no_grad()`` with attention that has a forward-mode derivative."""
     n_layers = anatomy.n_layers
@@ -410,9 +429,23 @@ def block_gains(
         )
     n_prompts = int(max(int(b.prompts.max()) for b in batches)) + 1
     state_sq, n_tokens, basis = _states(anatomy, batches, start, stop, n_prompts, k)
-    out_sq, in_sq = _tangent_sums(anatomy, batches, start, stop, basis, n_directions, seed, n_prompts)
+    sums = [
+        _tangent_sums(anatomy, batches, start, stop, basis, n_directions, seed, n_prompts, relevant)
+        for relevant in (False, True)
+    ]
+    (out_sq, in_sq), (relevant_out_sq, relevant_in_sq) = sums
     return TransverseGains(
-        model_name, n_layers, start, stop, basis.double().cpu().numpy(), out_sq, in_sq, state_sq, n_tokens
+        model_name,
+        n_layers,
+        start,
+        stop,
+        basis.double().cpu().numpy(),
+        out_sq,
+        in_sq,
+        relevant_out_sq,
+        relevant_in_sq,
+        state_sq,
+        n_tokens,
     )
 
 
@@ -476,7 +509,8 @@ def transverse_gains(
     tangent spans every kept position and ``d - k`` dimensions, so its gain barely varies; prompts carry the
     sampling error), prompts truncated at ``max_length`` tokens. Tangents take the model's dtype: load it in
     float32 (bfloat16 rounds each block's product to ~1 %, the size of the effect judged). Cost: one plain forward
-    and one forward-mode pass of ``n_directions`` copies of each prompt, each stopped at depth ``stop``.
+    and two forward-mode passes (transverse, relevant) of ``n_directions`` copies of each prompt, each stopped at
+    depth ``stop``.
     Introduced in: chapter 5.
     """
     prompts = check_prompts(prompts)

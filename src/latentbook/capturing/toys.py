@@ -26,34 +26,46 @@ class BlockToy:
 
     anatomy: Any  # models.anatomy.Anatomy of the stack
     batches: list  # capturing.jacobian.Batch, rows right-padded, the sink at position 0
-    q: float  # the planted transverse gain per block (population value of g_l)
+    q: float  # the planted transverse gain per block relative to the relevant one (population value of g_l)
     k: int  # relevant dimensions: the massive coordinate 0 and k - 1 signal coordinates
     growth: np.ndarray  # (n_layers,) scale factor of each block (the residual stream's growth)
+    relevant_gain: float  # the planted gain of every direction between RMS-normalised states (1: none)
 
 
-def _block_stack(gains: np.ndarray, growth: np.ndarray, k: int, sink_gain: float):
-    """Block ``l``: ``h' = s_l g * h``, ``g = [1 ; gains[l, p]]`` for prompt ``p``, ``[1 ; sink_gain]`` at the sink."""
+def _block_stack(
+    gains: np.ndarray, growth: np.ndarray, k: int, sink_gain: float, relevant_gain: float, level: float
+):
+    """Block ``l``: ``h' = s_l c g * h + b_l``, ``g = [1 ; gains[l, p]]`` for prompt ``p`` (``[1 ; sink_gain]`` at the
+    sink), ``c`` the ``relevant_gain``; ``b_l = s_l (1 - c) M_l e_0`` keeps the massive coordinate at its level
+    ``M_l = level prod_(i<l) s_i``, so with ``c < 1`` every direction contracts while the stream does not shrink."""
     import torch
     from torch import nn
 
+    levels = level * np.concatenate([[1.0], np.cumprod(growth)[:-1]])
+
     class Block(nn.Module):
-        def __init__(self, transverse: np.ndarray, scale: float):
+        def __init__(self, transverse: np.ndarray, scale: float, massive_level: float):
             super().__init__()
             ones = np.ones((transverse.shape[0], k))
             self.register_buffer("gain", torch.from_numpy(np.hstack([ones, transverse])).float())
             sink = np.concatenate([np.ones(k), np.full(transverse.shape[1], sink_gain)])
             self.register_buffer("sink", torch.from_numpy(sink).float())
+            bias = np.zeros(k + transverse.shape[1])
+            bias[0] = scale * (1 - relevant_gain) * massive_level
+            self.register_buffer("bias", torch.from_numpy(bias).float())
             self.scale = scale
 
         def forward(self, hidden, prompt_index):
             gain = self.gain[prompt_index][:, None, :].repeat(1, hidden.shape[1], 1)
             gain[:, 0] = self.sink
-            return self.scale * gain * hidden
+            return self.scale * relevant_gain * gain * hidden + self.bias
 
     class Stack(nn.Module):
         def __init__(self):
             super().__init__()
-            self.layers = nn.ModuleList(Block(g, float(s)) for g, s in zip(gains, growth))
+            self.layers = nn.ModuleList(
+                Block(g, float(s), float(m)) for g, s, m in zip(gains, growth, levels)
+            )
 
         def forward(self, inputs_embeds, prompt_index):
             hidden = inputs_embeds
@@ -79,14 +91,18 @@ def block_toy(
     anisotropy: float = 0.3,
     massive: float = 30.0,
     sink_gain: float = 3.0,
+    relevant_gain: float = 1.0,
     batch_size: int = 8,
     seed: int = 0,
 ) -> BlockToy:
-    """Blocks whose Jacobian is planted: block ``l`` multiplies the ``k`` relevant coordinates by ``s_l`` and
-    transverse coordinate ``i`` of prompt ``p`` by ``s_l q b_l a_(l,i) exp(sigma z_(p,l) - sigma^2)``, so the
-    population gain of the map between RMS-normalised states is ``q b_l``, of geometric mean ``q`` over the blocks
+    """Blocks whose Jacobian is planted: block ``l`` multiplies the ``k`` relevant coordinates by ``s_l c`` and
+    transverse coordinate ``i`` of prompt ``p`` by ``s_l c q b_l a_(l,i) exp(sigma z_(p,l) - sigma^2)``, so the
+    population gain of the map between RMS-normalised states is ``c`` on the relevant subspace and ``c q b_l`` on
+    the transverse one: relative to the relevant gain, ``q b_l``, of geometric mean ``q`` over the blocks
     (``mean_l log b_l = 0``, ``mean_i a_(l,i)^2 = 1``, ``E exp(2 sigma z - 2 sigma^2) = 1``; the transverse share
-    of the RMS is about 1 %, so its decay moves the RMS by under 0.2 %).
+    of the RMS is about 1 %, so its decay moves the RMS by under 0.2 %). ``c = relevant_gain`` below 1 is a
+    contraction of every direction: a bias holds the massive coordinate (which sets the RMS) at its level, so the
+    states do not shrink with the map and the RMS normalisation cannot undo it.
 
     Nuisances: the growth ``s_l ~ U(growth)`` of the residual scale; a massive coordinate 0 (``massive`` times the
     signal, growing with the stream); prompt effects ``z_(p,l)`` (correlation ``depth_correlation`` across
@@ -105,8 +121,10 @@ def block_toy(
             f"Need 0 < k < d, n_layers >= 1, n_prompts >= 1 and 2 <= lengths[0] <= lengths[1]; got k={k}, d={d}, "
             f"n_layers={n_layers}, n_prompts={n_prompts}, lengths={lengths}."
         )
-    if not 0 < q or prompt_spread < 0 or anisotropy < 0:
-        raise InvalidInputError(f"Need q > 0 and spreads >= 0, got q={q!r}.")
+    if not 0 < q or not 0 < relevant_gain or prompt_spread < 0 or anisotropy < 0:
+        raise InvalidInputError(
+            f"Need q > 0, relevant_gain > 0 and spreads >= 0, got q={q!r}, relevant_gain={relevant_gain!r}."
+        )
     rng = np.random.default_rng(seed)
     rho = depth_correlation
     z = rho * rng.standard_normal((n_prompts, 1)) + np.sqrt(1 - rho**2) * rng.standard_normal(
@@ -119,7 +137,7 @@ def block_toy(
     a *= np.exp(b - b.mean())[:, None]
     gains = q * a[:, None, :] * prompt_factor.T[:, :, None]  # (n_layers, n_prompts, d - k)
     scales = rng.uniform(*growth, n_layers)
-    stack = _block_stack(gains, scales, k, sink_gain)
+    stack = _block_stack(gains, scales, k, sink_gain, relevant_gain, massive)
 
     n_tokens = rng.integers(lengths[0], lengths[1] + 1, n_prompts)
     spread = np.concatenate([[massive], np.full(k - 1, 3.0), np.geomspace(1.0, 0.3, d - k)])
@@ -136,4 +154,4 @@ def block_toy(
         inputs = {"inputs_embeds": torch.from_numpy(x).float(), "prompt_index": torch.from_numpy(ids)}
         batches.append(Batch(inputs, torch.from_numpy(keep), ids))
     anatomy = Anatomy(base=stack, layers=stack.layers, final_norm=None, attention=())
-    return BlockToy(anatomy, batches, float(q), int(k), scales)
+    return BlockToy(anatomy, batches, float(q), int(k), scales, float(relevant_gain))

@@ -78,15 +78,17 @@ def k_sensitivity_table(
 
 
 def gain_table(gain_fits: Mapping[str, GainFit]) -> pd.DataFrame:
-    """One row per run: ``q = exp(mean_l log g_l)`` of the blocks' transverse gains
-    (``contraction.transverse_gain``), its prompt-bootstrap interval and the depths of the window."""
+    """One row per run: ``q = q⊥ / q∥`` of the blocks' gains (``contraction.transverse_gain``), its
+    prompt-bootstrap interval, each part alone and the depths of the window."""
     return pd.DataFrame(
         [
             {
                 "run": label,
-                "q (block gain)": f.q,
+                "q = q⊥ / q∥": f.q,
                 "CI low": f.ci[0],
                 "CI high": f.ci[1],
+                "q⊥ (transverse alone)": f.transverse,
+                "q∥ (relevant)": f.relevant,
                 "depths": f"{f.start}-{f.stop}",
             }
             for label, f in gain_fits.items()
@@ -95,15 +97,19 @@ def gain_table(gain_fits: Mapping[str, GainFit]) -> pd.DataFrame:
 
 
 def gain_glue(gain_fits: Mapping[str, GainFit], names: Sequence[str]) -> dict[str, object]:
-    """``gain_{label}`` with ``_lo`` and ``_hi`` for each of ``names`` and its random twin, and each trained
-    model's ``gain_{label}_verdict``, the word of ``contraction.judge_transverse_gain`` against its twin."""
+    """``gain_{label}`` (``q = q⊥ / q∥``) with ``_lo``, ``_hi``, ``_perp`` (``q⊥``) and ``_par`` (``q∥``) for each
+    of ``names`` and its random twin, and each trained model's ``gain_{label}_verdict``, the word of
+    ``contraction.judge_transverse_gain`` against its twin."""
     glued: dict[str, object] = {}
     for name in names:
         for label in (name, f"random:{name}"):
             fit = gain_fits[label]
-            glued[f"gain_{label_key(label)}"] = float(fit.q)
-            glued[f"gain_{label_key(label)}_lo"] = float(fit.ci[0])
-            glued[f"gain_{label_key(label)}_hi"] = float(fit.ci[1])
+            key = f"gain_{label_key(label)}"
+            glued[key] = float(fit.q)
+            glued[f"{key}_lo"] = float(fit.ci[0])
+            glued[f"{key}_hi"] = float(fit.ci[1])
+            glued[f"{key}_perp"] = float(fit.transverse)
+            glued[f"{key}_par"] = float(fit.relevant)
         verdict_word, _ = contraction.judge_transverse_gain(gain_fits[name], gain_fits[f"random:{name}"])
         glued[f"gain_{label_key(name)}_verdict"] = verdict_word
     return glued
