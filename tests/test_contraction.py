@@ -164,13 +164,16 @@ def test_bootstrap_weights_are_whole_prompts():
         gains,
         out_sq=np.repeat(gains.out_sq, w, axis=0),
         in_sq=np.repeat(gains.in_sq, w, axis=0),
+        relevant_out_sq=np.repeat(gains.relevant_out_sq, w, axis=0),
+        relevant_in_sq=np.repeat(gains.relevant_in_sq, w, axis=0),
         state_sq=np.repeat(gains.state_sq, w, axis=0),
         n_tokens=np.repeat(gains.n_tokens, w),
     )
-    np.testing.assert_allclose(
-        contraction.block_gain_draws(gains, w[None].astype(float)),
-        contraction.block_gain_draws(repeated, np.ones((1, int(w.sum())))),
-    )
+    for relevant in (False, True):
+        np.testing.assert_allclose(
+            contraction.block_gain_draws(gains, w[None].astype(float), relevant),
+            contraction.block_gain_draws(repeated, np.ones((1, int(w.sum()))), relevant),
+        )
 
 
 def test_transverse_gain_interval_contains_the_estimate_and_refuses_bad_input():
