@@ -2328,3 +2328,71 @@ def test_train_ladder_with_empty_rungs_names_none(raises, monkeypatch, tmp_path,
     assert main(["train-ladder", "--rungs", "", "--out", str(tmp_path)]) == 2
     assert "names no rung" in capsys.readouterr().err
     assert main(["train-ladder", "--rungs", " , ", "--out", str(tmp_path)]) == 2
+
+
+@fault(
+    "Bad input",
+    "`--device-map balanced` or `sequential` (as documented), and a device map that is none of them",
+    error=InvalidInputError,
+    says="device_map must be one of auto, balanced, balanced_low_0, sequential or a dict",
+)
+def test_every_documented_device_map_places_the_model_and_others_are_refused_before_loading(
+    raises, monkeypatch
+):
+    from latentbook.models import zoo
+
+    for device_map in zoo.DEVICE_MAPS:  # placed by accelerate: on this machine, every module on the CPU
+        loaded = lb.load_model("random:llama-tiny", device_map=device_map)
+        assert loaded.device.type == "cpu" and loaded.n_layers == 2
+    monkeypatch.setattr(zoo, "_loader_for", lambda name: pytest.fail("loaded before the check"))
+    with raises():
+        lb.load_model("random:llama-tiny", device_map="everywhere")
+
+
+@fault(
+    "Wrong results refused",
+    "`latentbook capture random:FOLDER`: the random twin of a user's model folder",
+    outcome="the folder's config and tokenizer with weights from the initialiser at the fixed seed (the folder's "
+    "weights never read), named `random:<folder name>`",
+)
+def test_the_random_twin_of_a_model_folder(tiny, tmp_path):
+    model = copy.deepcopy(tiny.model)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(1.0)  # "trained": not what the initialiser draws
+    folder = tmp_path / "my-llama"
+    model.save_pretrained(folder)
+    tiny.tokenizer.save_pretrained(folder)
+    twin = lb.load_model(f"random:{folder}")
+    again = lb.load_model(f"random:{folder}")
+    assert twin.name == "random:my-llama" and (twin.n_layers, twin.d_model) == (tiny.n_layers, tiny.d_model)
+    for mine, same, trained in zip(
+        twin.model.state_dict().values(), again.model.state_dict().values(), model.state_dict().values()
+    ):
+        assert torch.equal(mine, same) and not torch.equal(mine, trained)
+    assert twin.tokenizer("a b c")["input_ids"] == tiny.tokenizer("a b c")["input_ids"]
+
+
+@fault(
+    "Wrong results refused",
+    "`latentbook report CAPTURE --twin TRAINED`: a twin whose capture names no `random:` model",
+    outcome="the report says the twin is not known to be untrained, what a 'holds' then means, and how to "
+    "capture a random twin",
+)
+def test_report_does_not_call_a_twin_random_unless_it_is(tmp_path):
+    from latentbook.analysis import synthetic
+    from latentbook.study.report import capture_report
+
+    rng = np.random.default_rng(0)
+    states = rng.standard_normal((5, 96, 16))
+    ids = np.repeat(np.arange(24), 4)
+    cap = synthetic.as_capture(states, ids, np.tile(np.arange(4), 24), name="mine")
+    other = synthetic.as_capture(states[::-1].copy(), ids, np.tile(np.arange(4), 24), name="someone-trained")
+    random_twin = synthetic.as_capture(
+        states[::-1].copy(), ids, np.tile(np.arange(4), 24), name="random:mine"
+    )
+    text = " ".join(capture_report(cap, twin=other, n_boot=100).text().split())
+    assert "Judged against someone-trained as the twin. Its capture names no random: model" in text
+    assert "latentbook capture random:FOLDER" in text
+    text = " ".join(capture_report(cap, twin=random_twin, n_boot=100).text().split())
+    assert "Judged against the random twin random:mine." in text

@@ -118,7 +118,8 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         default=None,
         metavar="CAPTURE",
-        help="a capture of the random-weight twin, to judge the claims against",
+        help="a capture of the random-weight twin (latentbook capture random:NAME or random:FOLDER), to judge "
+        "the claims against",
     )
     rep.add_argument(
         "--no-verdict", action="store_true", help="skip the verdict rows (the slow part on large captures)"

@@ -176,6 +176,7 @@ def _available(name: str) -> bool:
 
 
 DEVICE_TYPES = ("cpu", "cuda", "mps")
+DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")  # the strings transformers reads
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
@@ -246,6 +247,11 @@ def load_model(
     """
     if not isinstance(name, str) or not name.strip():
         raise UnknownModelError(f"A model name must be a non-empty string, got {name!r}. See lb.models().")
+    if device_map is not None and not isinstance(device_map, dict) and device_map not in DEVICE_MAPS:
+        raise InvalidInputError(
+            f"device_map must be one of {', '.join(DEVICE_MAPS)} or a dict of module -> device, got "
+            f"{device_map!r}."
+        )
     loader = _loader_for(name)
     torch_device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, torch_device)
@@ -258,7 +264,8 @@ def load_model(
 
 
 def _loader_for(name: str) -> Callable[..., LoadedModel]:
-    """Which loader serves ``name``: zoo name, ``random:`` null model, local folder or cached hub id.
+    """Which loader serves ``name``: zoo name, ``random:`` null model (of a zoo name or of a local folder),
+    local folder or cached hub id.
 
     A path is accepted only as an existing folder (with ``config.json`` and ``*.safetensors``, checked by
     its loader); ``..`` anywhere in a name is refused, so no name can climb out of a folder.
@@ -276,6 +283,8 @@ def _loader_for(name: str) -> Callable[..., LoadedModel]:
     zoo_names = [*EMBEDDED, *(e.name for e in _random_entries())]
     if name.startswith("random:") and name in zoo_names:
         return _load_random
+    if name.startswith("random:") and Path(name.removeprefix("random:")).expanduser().is_dir():
+        return _load_random_folder
     path = Path(name).expanduser()
     if not name.startswith("random:") and path.is_dir():
         return _load_folder
@@ -576,7 +585,7 @@ def _embedded_folder(name: str) -> Path:
 
 def _load_random(name, dtype, device_map, trust_remote_code) -> LoadedModel:
     """``random:<family>-<size>``, or ``random:<embedded name>``: that model's exact config with random weights."""
-    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer
 
     twin = name.removeprefix("random:")
     if twin in EMBEDDED:
@@ -589,18 +598,63 @@ def _load_random(name, dtype, device_map, trust_remote_code) -> LoadedModel:
     tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
     if twin not in EMBEDDED:
         config = random_config(name, len(tokenizer))
+    return _with_random_weights(config, tokenizer, name, kind, dtype, device_map)
+
+
+def _with_random_weights(config, tokenizer, name: str, kind: str, dtype, device_map) -> LoadedModel:
+    """The model of ``config`` with weights drawn from its own initialiser at ``RANDOM_SEED``."""
+    from transformers import AutoModel, AutoModelForCausalLM
+
     auto = AutoModelForCausalLM if kind == "causal" else AutoModel
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(RANDOM_SEED)
         model = auto.from_config(config, dtype=dtype)
     sha = _config_sha(config)
     if device_map is not None:
-        from accelerate import dispatch_model, infer_auto_device_map
+        from accelerate import dispatch_model
 
-        model = dispatch_model(
-            model, device_map=infer_auto_device_map(model) if device_map == "auto" else device_map
-        )
+        model = dispatch_model(model, device_map=_placement(model, device_map))
     return _finish(model, tokenizer, name, kind, sha)
+
+
+def _load_random_folder(name, dtype, device_map, trust_remote_code) -> LoadedModel:
+    """``random:<folder>``: the random twin of a user's model, its config and tokenizer with random weights (the
+    folder's weights are never read), named ``random:<folder name>`` as the folder's own run is ``<folder name>``."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    folder = Path(name.removeprefix("random:")).expanduser().resolve()
+    config_file = folder / "config.json"
+    if not config_file.is_file():
+        raise ModelUnavailableError(
+            f"{folder} has no config.json: point at a folder saved by save_pretrained."
+        )
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise IntegrityError(f"{config_file} is not valid JSON ({exc}): the folder is damaged.") from exc
+    if not isinstance(config, dict):
+        raise IntegrityError(f"{config_file} holds a JSON {type(config).__name__}, not an object.")
+    _refuse_remote_code(folder, config, trust_remote_code)
+    _refuse_unknown_model_type(config_file, config, trust_remote_code)
+    auto_config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    return _with_random_weights(
+        auto_config, tokenizer, f"random:{folder.name}", _kind_of(config), dtype, device_map
+    )
+
+
+def _placement(model: torch.nn.Module, device_map: str | dict) -> dict:
+    """A module -> device dict for ``accelerate.dispatch_model`` from one of ``DEVICE_MAPS`` (as transformers
+    reads them: "auto" and "balanced" spread memory evenly, "balanced_low_0" spares the first GPU, "sequential"
+    fills each GPU in turn), or ``device_map`` itself when it is already a dict."""
+    if isinstance(device_map, dict):
+        return device_map
+    from accelerate.utils import get_balanced_memory, infer_auto_device_map
+
+    if device_map == "sequential":
+        return infer_auto_device_map(model)
+    memory = get_balanced_memory(model, low_zero=device_map == "balanced_low_0")
+    return infer_auto_device_map(model, max_memory=memory)
 
 
 def _config_sha(config) -> str:

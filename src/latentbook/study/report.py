@@ -383,8 +383,15 @@ def _render_verdict(r: Report, width: int) -> list[str]:
         return out + wrap(f"No verdict rows: {r.verdict_note}.", width)
     if r.is_null:
         against = "This is a null run (random weights): its rows show what the null model passes."
-    elif r.twin_label:
+    elif r.twin_label and r.twin_label.startswith("random:"):
         against = f"Judged against the random twin {r.twin_label}."
+    elif r.twin_label:
+        against = (
+            f"Judged against {r.twin_label} as the twin. Its capture names no random: model, so nothing here "
+            "shows its weights are untrained: each 'random twin' in the reasons is that model, and a 'holds' "
+            "says this capture beats it, not that training made the difference unless it is untrained. The "
+            "random twin of a model folder: latentbook capture random:FOLDER."
+        )
     else:
         against = (
             "Judged without a random twin (pass --twin FILE): a 'holds' here is not yet shown to beat the "
