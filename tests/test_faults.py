@@ -2396,3 +2396,107 @@ def test_report_does_not_call_a_twin_random_unless_it_is(tmp_path):
     assert "latentbook capture random:FOLDER" in text
     text = " ".join(capture_report(cap, twin=random_twin, n_boot=100).text().split())
     assert "Judged against the random twin random:mine." in text
+
+
+@fault(
+    "Checkpoints and resume",
+    "A float32 checkpoint resumed with `--dtype bfloat16` (through the API, and through the CLI before the model loads)",
+    error=CheckpointMismatchError,
+    says="was written with other settings",
+)
+def test_a_resume_across_weight_dtypes_is_refused(raises, tiny, tmp_path, monkeypatch, capsys):
+    import latentbook.cli as cli
+
+    checkpoint = tmp_path / "run.ckpt"
+    with pytest.raises(KeyboardInterrupt):
+        lb.capture(
+            tiny,
+            SHORT_PROMPTS,
+            batch_size=1,
+            checkpoint=checkpoint,
+            checkpoint_every=1,
+            on_batch=_interrupt_when(2),
+            progress=False,
+        )
+    before = checkpoint.read_bytes()
+    half = dataclasses.replace(tiny, model=copy.deepcopy(tiny.model).to(torch.bfloat16))
+    with raises() as info:
+        lb.capture(half, SHORT_PROMPTS, batch_size=1, checkpoint=checkpoint, progress=False)
+    assert "dtype" in str(info.value)
+    assert checkpoint.read_bytes() == before  # nothing mixed in
+    out = tmp_path / "X.safetensors"
+    shutil.copy(checkpoint, out.with_name(out.name + ".partial"))
+    monkeypatch.setattr(cli, "read_prompts", lambda *a: list(SHORT_PROMPTS))
+    models = importlib.import_module("latentbook.models")
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("the model loaded first"))
+    assert main(_cli(out, "--resume", "--dtype", "bfloat16", "--batch-size", "1")) == 2
+    assert "dtype 'float32' -> 'bfloat16'" in capsys.readouterr().err
+
+
+@fault(
+    "Capture files",
+    "`Capture.merge` of a float32 and a bfloat16 capture",
+    error=InvalidInputError,
+    says="Cannot merge captures taken with other settings (dtype: 'float32' vs 'bfloat16')",
+)
+def test_captures_of_other_weight_dtypes_do_not_merge(raises, tiny):
+    half = dataclasses.replace(tiny, model=copy.deepcopy(tiny.model).to(torch.bfloat16))
+    full = lb.capture(tiny, SHORT_PROMPTS[:3], progress=False)
+    other = lb.capture(half, SHORT_PROMPTS[3:], progress=False)
+    with raises():
+        full.merge(other)
+    expected = full.n_tokens + other.n_tokens
+    full.merge(other, allow=("dtype",))  # on purpose, it is allowed
+    assert full.n_tokens == expected
+
+
+@fault(
+    "Wrong results refused",
+    "`lb.omega` of a float32 vector whose squares overflow (coordinates near 1e19 to 3e19)",
+    outcome="the true Omega (0.139 here, as in float64), not 1.0 from an infinite 2-norm",
+)
+def test_omega_does_not_overflow_in_float32():
+    v = torch.tensor([3e19, 1e19, 2e19, 0.5e19])
+    exact = 1 - (6.5 / np.sqrt(4)) / np.sqrt(9 + 1 + 4 + 0.25)
+    assert float(lb.omega(v)) == pytest.approx(exact, rel=1e-6)
+    assert float(lb.omega(np.array([3e19, 1e19, 2e19, 0.5e19]))) == pytest.approx(exact, rel=1e-12)
+    assert float(lb.omega(v * 1e-30)) == pytest.approx(exact, rel=1e-6)  # nor underflow
+
+
+@fault(
+    "Bad input",
+    "`lb.omega` of complex vectors, of `(3, 0)` tensors or of a scalar",
+    error=InvalidInputError,
+    says="Omega",
+)
+@pytest.mark.parametrize(
+    "x",
+    [
+        np.ones(3) + 1j,
+        torch.ones(3, dtype=torch.complex64),
+        torch.zeros(3, 0),
+        np.zeros((3, 0)),
+        torch.tensor(1.0),
+    ],
+    ids=["complex numpy", "complex torch", "(3, 0) torch", "(3, 0) numpy", "scalar"],
+)
+def test_omega_refuses_what_has_no_omega(raises, x):
+    with raises():
+        lb.omega(x)
+
+
+@fault(
+    "Wrong results refused",
+    "m(gamma) of a capture of 2 prompts of 2 tokens (`latentbook report` of it)",
+    outcome="every interval inside Omega's range [0, 1] and around its estimate",
+)
+def test_m_intervals_stay_inside_omegas_range():
+    from latentbook.analysis import synthetic
+
+    rng = np.random.default_rng(3)
+    states = rng.standard_normal((4, 4, 8)) * np.array([1.0, 30.0, 1.0, 30.0])[None, :, None]
+    states[:, 2:] = np.abs(states[:, 2:]) * 0 + 1.0  # the second prompt: equal magnitudes, Omega 0
+    cap = synthetic.as_capture(states, np.array([0, 0, 1, 1]), np.array([1, 2, 1, 2]))
+    prof = lb.omega_analysis.profile(cap, n_boot=200)
+    assert np.all(prof.low >= 0) and np.all(prof.high <= 1)
+    assert np.all(prof.low <= prof.m) and np.all(prof.m <= prof.high)

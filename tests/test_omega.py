@@ -61,7 +61,7 @@ def test_profile_draws_are_prompt_weighted_means_and_the_arms_are_stretched_by_t
 
     rng = np.random.default_rng(0)
     ids = np.repeat(np.arange(6), [1, 2, 3, 4, 5, 6]) + 10  # ids need not start at 0
-    values = rng.normal(size=(2, len(ids))) + np.array([[0.0], [1.0]])
+    values = 0.25 + 0.05 * rng.normal(size=(2, len(ids))) + np.array([[0.0], [0.5]])  # inside [0, 1]
     p = omega.profile(values, ids, n_boot=500, seed=3, level=0.9)
     weights = resampling.cluster_weights(np.random.default_rng(3), 6, 500)
     sums = np.stack([np.bincount(ids - 10, weights=v) for v in values])

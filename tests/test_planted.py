@@ -147,3 +147,24 @@ def test_conclusion_names_what_meets_and_what_misses_with_the_tables_numbers():
     text = planted_calibration.conclusion(table)
     assert text.startswith("omega_jump meet both targets on every family (80 cases")
     assert "spectral_concentration does not (massive: holds in 75% of cases)" in text
+
+
+def test_the_liquid_families_fall_on_either_side_of_the_solid_level():
+    """End to end on one small case: the one-hot code crosses the solid level (both liquid rows: does not hold),
+    the same model with nothing planted stays below it (both hold), and a massive coordinate lifts only raw m."""
+    from latentbook.study.rows import claim_rows
+
+    base = replace(
+        planted_calibration.base_spec(0), n_layers=12, d=128, sink=False, massive=False, growth=1.0
+    )
+    twin = planted_calibration.measure_spec(planted.twin_spec(base), spectra=False)
+    by_family = {family.name: family for family in planted_calibration.families()}
+    rng = np.random.default_rng(0)
+    verdicts = {}
+    for name in ("a one-hot code above the solid level", "nothing planted", "massive coordinate at 0.42"):
+        measured = planted_calibration.measure_spec(by_family[name].plant(base, rng), spectra=False)
+        rows = {row.claim: row for row in claim_rows(measured, twin, run="planted")}
+        verdicts[name] = tuple(rows[claim].verdict for claim in planted_calibration.LIQUID_ROWS)
+    assert verdicts["a one-hot code above the solid level"] == ("does not hold", "does not hold")
+    assert verdicts["nothing planted"] == ("holds", "holds")
+    assert verdicts["massive coordinate at 0.42"] == ("does not hold", "holds")

@@ -227,6 +227,7 @@ def _capture(args: argparse.Namespace) -> None:
     partial = args.out.with_name(args.out.name + ".partial")
     own_partial = dist.rank_checkpoint(partial, rank, world)
     with _claimed_output(args, partial, rank, world):
+        _check_resume_early(args, texts, own_partial)
         model = load_model(args.model, device=args.device, dtype=args.dtype, device_map=args.device_map)
         result = capture(
             model,
@@ -250,6 +251,43 @@ def _capture(args: argparse.Namespace) -> None:
         dist.barrier()  # every checkpoint is gone before the lock is released
     if dist.is_main_process():
         print(f"Captured {result.n_tokens} tokens of {model.name} at {result.n_depths} depths -> {args.out}")
+
+
+def _check_resume_early(args: argparse.Namespace, texts: list[str], checkpoint: Path) -> None:
+    """The settings of a checkpoint to ``--resume`` that are known before the model loads (the prompts, the
+    weights' dtype, lengths, precision, attention) compared now, so a mismatch costs a second, not a model load;
+    the model itself is compared once loaded (``capture``'s resume)."""
+    from .capturing.capture import prompt_set_hash
+    from .capturing.results import capture_header
+    from .errors import CheckpointMismatchError
+    from .models.zoo import resolve_device, resolve_dtype
+
+    if not (args.resume and checkpoint.exists()):
+        return
+    try:
+        saved = (capture_header(checkpoint) or {}).get("provenance") or {}
+    except Exception:  # an unreadable checkpoint: the resume itself says what is wrong with it
+        return
+    wanted = {
+        "prompt_set_sha256": prompt_set_hash(texts),
+        "n_prompts": len(texts),
+        "dtype": str(resolve_dtype(args.dtype, resolve_device(args.device))).removeprefix("torch."),
+        "max_length": args.max_length,
+        "exclude_first": args.exclude_first,
+        "precision": args.precision,
+        "attention": args.attention,
+    }
+    differing = [
+        f"{key} {saved[key]!r} -> {value!r}"
+        for key, value in wanted.items()
+        if saved.get(key, value) != value
+    ]
+    if differing:
+        raise CheckpointMismatchError(
+            f"The checkpoint {checkpoint} was written with other settings ({'; '.join(differing)}). Resume with "
+            "the same prompts and settings (the same --dtype too: mixing weight dtypes mixes two populations), "
+            "or delete the checkpoint to start over."
+        )
 
 
 @contextlib.contextmanager

@@ -45,16 +45,24 @@ def omega(x: Any) -> Any:
     A torch tensor gives a float32 tensor (``capturing.accumulators.omega_of``, the function the capture
     streams); anything else is read as a numpy array and gives float64.
     """
-    if type(x).__module__.startswith("torch"):
+    torch_input = type(x).__module__.startswith("torch")
+    shape = tuple(x.shape) if torch_input else np.shape(x)
+    if len(shape) == 0 or shape[-1] == 0:
+        raise InvalidInputError(f"Omega needs vectors along the last axis; got shape {shape}.")
+    if x.is_complex() if torch_input else np.iscomplexobj(x):
+        raise InvalidInputError(
+            "Omega is defined for real vectors; got complex input: pass its real part or abs."
+        )
+    if torch_input:
         from ..capturing.accumulators import omega_of
 
         return omega_of(x)
     h = np.asarray(x, dtype=np.float64)
-    if h.ndim == 0 or h.shape[-1] == 0:
-        raise InvalidInputError(f"Omega needs vectors along the last axis; got shape {h.shape}.")
     with np.errstate(invalid="ignore"):  # inf / inf: those rows are NaN below
-        l1 = np.abs(h).sum(-1)
-        l2 = np.linalg.norm(h, axis=-1)
+        largest = np.abs(h).max(-1, keepdims=True)  # scaled first: no square overflows
+        scaled = np.abs(h) / np.where(largest > 0, largest, 1.0)
+        l1 = scaled.sum(-1)
+        l2 = np.linalg.norm(scaled, axis=-1)
         safe = np.where(l2 > 0, l2, 1.0)
         value = np.where(l2 > 0, 1.0 - l1 / (np.sqrt(h.shape[-1]) * safe), 0.0)
     return np.where(np.isfinite(h).all(-1), value, np.nan)
@@ -244,6 +252,7 @@ def profile(
     seed: int = 0,
     drop_top_dims: int = 0,
     drop_first: bool = False,
+    bounds: tuple[float, float] = (0.0, 1.0),
 ) -> Profile:
     """The order parameter ``m(gamma)`` = mean Omega over tokens, with a percentile bootstrap interval.
 
@@ -252,7 +261,8 @@ def profile(
     prompt ids are known) resamples whole prompts, since tokens of one prompt are correlated; ``by="token"``
     resamples tokens as if independent (narrower, optimistic). Draws are paired across depths. The interval's
     arms are stretched by Student's ``t_{G-1} / z`` (``G`` prompts or tokens resampled), the usual correction of
-    the percentile bootstrap's narrowness with few clusters.
+    the percentile bootstrap's narrowness with few clusters; the interval is then clipped to ``bounds``, the
+    range of the values (Omega's ``[0, 1]``; with two or three prompts the stretch can reach below 0).
 
     For a capture, ``m`` is the exact mean over all captured tokens (``cap.omega_mean()``) and the interval is
     the bootstrap spread of the token sample's mean around it (conservative: the sample is smaller than all
@@ -313,6 +323,7 @@ def profile(
     stretch = t.ppf((1 + level) / 2, (n_groups or n) - 1) / norm.ppf((1 + level) / 2)
     m = sample_mean if exact is None else exact
     low, high = m - stretch * (sample_mean - low), m + stretch * (high - sample_mean)
+    low, high = np.clip(low, *bounds), np.clip(high, *bounds)  # the stretch must not leave the values' range
     return Profile(gamma, m, low, high, n, n_groups, by, level, m + (draws - sample_mean))
 
 
@@ -426,7 +437,9 @@ def excess_profile(
     values, ids = _vector_values(
         cap, drop_first, drop_top_dims, lambda x, layer: omega(x) - permutation_null(x, seed + layer)
     )
-    return profile(values, prompt_ids=ids, gamma=cap.gamma, n_boot=n_boot, seed=seed, level=level)
+    return profile(
+        values, prompt_ids=ids, gamma=cap.gamma, n_boot=n_boot, seed=seed, level=level, bounds=(-1.0, 1.0)
+    )
 
 
 def distributions(cap: Capture) -> tuple[np.ndarray, np.ndarray]:

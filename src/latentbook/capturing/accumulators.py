@@ -33,11 +33,17 @@ def omega_of(x: torch.Tensor) -> torch.Tensor:
     """Object integrity along the last axis: ``Omega(h) = 1 - ||h||_1 / (sqrt(d) ||h||_2)``; ``Omega(0) = 0``;
     NaN for a vector with a non-finite coordinate.
 
+    Each vector is divided by its largest magnitude first (Omega does not depend on the scale), so squares that
+    overflow float32 (coordinates above ~1.8e19) cannot turn ``||h||_2`` into inf and Omega into 1.
+
     Introduced in: chapter 3 (PAPER.md, "Order parameter").
     """
     x = x.float()
-    l1 = x.abs().sum(-1)
-    l2 = torch.linalg.vector_norm(x, dim=-1)
+    magnitude = x.abs()
+    largest = magnitude.amax(-1, keepdim=True)
+    scaled = magnitude / torch.where(largest > 0, largest, torch.ones_like(largest))
+    l1 = scaled.sum(-1)
+    l2 = torch.linalg.vector_norm(scaled, dim=-1)
     ratio = l1 / (math.sqrt(x.shape[-1]) * l2)
     value = torch.where(l2 > 0, 1.0 - ratio, torch.zeros_like(ratio))
     return torch.where(torch.isfinite(x).all(-1), value, torch.full_like(value, math.nan))

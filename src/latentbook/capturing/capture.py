@@ -127,12 +127,14 @@ def _versions() -> dict[str, str]:
 
 
 def run_settings(loaded: LoadedModel, prompts: list[str], **settings) -> dict:
-    """What a capture depends on: a checkpoint is only resumed by a run with the same settings."""
+    """What a capture depends on, the weights' dtype included: a checkpoint is only resumed by a run with the same
+    settings."""
     return {
         "model": loaded.name,
         "model_sha256": loaded.sha,
         "prompt_set_sha256": prompt_set_hash(prompts),
         "n_prompts": len(prompts),
+        "dtype": str(loaded.dtype).removeprefix("torch."),
         **settings,
     }
 
@@ -339,7 +341,7 @@ def capture(
         streamer.attention = AttentionStats(loaded.n_layers)
     done = 0
     if checkpoint is not None and Path(checkpoint).exists():
-        done = _resume(streamer, Path(checkpoint), settings)
+        done = _resume(streamer, Path(checkpoint), settings, loaded.device)
 
     remaining = order[done:]
     batches = [remaining[i : i + batch_size] for i in range(0, len(remaining), batch_size)]
@@ -464,6 +466,7 @@ def _to_capture(
 _RESUME_KEYS = (
     "model",
     "model_sha256",
+    "dtype",
     "prompt_set_sha256",
     "n_prompts",
     "max_length",
@@ -476,14 +479,22 @@ _RESUME_KEYS = (
 )
 
 
-def _resume(streamer: _Streamer, path: Path, settings: dict) -> int:
-    """Load a checkpoint's accumulators into ``streamer``; return how many prompts it had finished."""
+def _resume(streamer: _Streamer, path: Path, settings: dict, device: torch.device) -> int:
+    """Load a checkpoint's accumulators into ``streamer``; return how many prompts it had finished. Another
+    ``device`` type than the checkpoint's warns (float rounding only); another dtype is refused."""
     saved = load_capture(path)
     differing = [k for k in _RESUME_KEYS if saved.provenance.get(k) != settings.get(k)]
     if differing:
         raise CheckpointMismatchError(
             f"The checkpoint {path} was written with other settings ({', '.join(differing)} differ). "
             "Resume with the same model, prompts and settings, or delete the checkpoint to start over."
+        )
+    kind = torch.device(device).type
+    if str(saved.provenance.get("device", kind)).split(":")[0] != kind:
+        warnings.warn(
+            f"Resuming {path} on {kind}, written on {saved.provenance.get('device')}: the same dtype, so the "
+            "result equals an uninterrupted run up to the devices' float rounding.",
+            stacklevel=3,
         )
     if saved.provenance.get("batch_size") != settings["batch_size"]:
         warnings.warn(

@@ -29,9 +29,10 @@ FORMAT = "latentbook.capture"
 TOKEN_ENV_VARS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN", "HF_API_TOKEN")
 TOKEN_PATTERN = re.compile(r"hf_[A-Za-z0-9]{20,}")
 # The provenance entries two captures must share to be merged (see ``Capture.merge``).
-MERGE_SETTINGS = (
+MERGE_SETTINGS = (  # the device is not one: shards of one run on several GPUs merge (capturing.distributed)
     "model",
     "model_sha256",
+    "dtype",
     "prompt_set",
     "max_length",
     "exclude_first",

@@ -116,7 +116,8 @@ def _rise(cap) -> dict:
 
     first, ids = omega.samples(cap, 0)
     last, _ = omega.samples(cap, -1)
-    p = omega.profile((last - first)[None, :], prompt_ids=ids, gamma=np.array([1.0]), n_boot=1000)
+    rise = (last - first)[None, :]  # a difference of Omegas: in [-1, 1]
+    p = omega.profile(rise, prompt_ids=ids, gamma=np.array([1.0]), n_boot=1000, bounds=(-1.0, 1.0))
     return {"value": float(p.m[0]), "ci": (float(p.low[0]), float(p.high[0]))}
 
 

@@ -46,6 +46,7 @@ OMEGA_ROWS = ("critical_depth", "omega_jump", "omega_jump_cleaned")
 SPECTRAL_ROWS = ("spectral_concentration", "effective_rank")
 CLEAN_SPECTRAL_ROWS = ("spectral_concentration_cleaned", "effective_rank_cleaned")
 ARTEFACT_ROWS = OMEGA_ROWS + CLEAN_SPECTRAL_ROWS + SPECTRAL_ROWS
+LIQUID_ROWS = ("stays_liquid", "stays_liquid_cleaned")
 FILE = Path("calibration") / "planted_models.json"
 
 
@@ -84,12 +85,26 @@ def _artefact(plant: str, strength: tuple[float, float]) -> Callable:
     return make
 
 
+def _solid_code(base: planted.PlantSpec, rng: np.random.Generator) -> planted.PlantSpec:
+    """One coordinate per token (k = 1), written 24-48 times the residual's median norm from 0.38-0.46 on:
+    token vectors near one-hot, whose m crosses the solid level (``verdict.solid_threshold``) at every width."""
+    return replace(
+        base,
+        plant="sparse_code",
+        k=1,
+        gamma=float(rng.uniform(0.38, 0.46)),
+        strength=float(rng.uniform(24, 48)),
+    )
+
+
 def _twin_with_code(base: planted.PlantSpec, rng: np.random.Generator) -> planted.PlantSpec:
     return replace(planted.twin_spec(base), plant="sparse_code", gamma=base.gamma, strength=base.strength)
 
 
 def families() -> list[Family]:
-    """The planted families: the phenomenon where the paper puts it and elsewhere, and its artefacts."""
+    """The planted families: the phenomenon where the paper puts it and elsewhere, and its artefacts; for the
+    small-model claim (``LIQUID_ROWS``: m stays below the solid level), models that stay below it (present) and
+    one whose tokens condense far enough to cross it (absent)."""
     return [
         Family("sparse code, step in 0.33-0.51", _code((0.33, 0.51)), present=OMEGA_ROWS),
         Family(
@@ -98,9 +113,19 @@ def families() -> list[Family]:
             present=("omega_jump", "omega_jump_cleaned"),
             absent=("critical_depth",),
         ),
-        Family("massive coordinate at 0.42", _artefact("massive", (4.0, 20.0)), absent=ARTEFACT_ROWS),
+        Family(
+            "massive coordinate at 0.42",
+            _artefact("massive", (4.0, 20.0)),
+            present=("stays_liquid_cleaned",),
+            absent=ARTEFACT_ROWS,
+        ),
         Family("rogue coordinates at 0.42", _artefact("rogue", (2.0, 4.0)), absent=ARTEFACT_ROWS),
-        Family("norm growth from 0.42", _artefact("norm_growth", (1.0, 1.0)), absent=ARTEFACT_ROWS),
+        Family(
+            "norm growth from 0.42",
+            _artefact("norm_growth", (1.0, 1.0)),
+            present=LIQUID_ROWS,
+            absent=ARTEFACT_ROWS,
+        ),
         Family("a change at the sink only", _artefact("sink_only", (4.0, 20.0)), absent=OMEGA_ROWS),
         Family("sparse code, rotated basis", _code((0.33, 0.51), "rotated_code"), absent=OMEGA_ROWS),
         Family(
@@ -109,7 +134,8 @@ def families() -> list[Family]:
             absent=OMEGA_ROWS,
             twin=lambda spec, rng: _twin_with_code(spec, rng),
         ),
-        Family("nothing planted", _artefact("none", (1.0, 1.0)), absent=ARTEFACT_ROWS),
+        Family("nothing planted", _artefact("none", (1.0, 1.0)), present=LIQUID_ROWS, absent=ARTEFACT_ROWS),
+        Family("a one-hot code above the solid level", _solid_code, absent=LIQUID_ROWS),
     ]
 
 
@@ -285,6 +311,7 @@ def source_hash() -> str:
         _code,
         _artefact,
         _twin_with_code,
+        _solid_code,
         families,
         base_spec,
         measure_spec,
@@ -293,6 +320,8 @@ def source_hash() -> str:
         verdict.judge_critical_depth,
         verdict.judge_concentration,
         verdict.min_jump,
+        verdict.judge_liquid,
+        verdict.solid_threshold,
         rows.claim_rows,
     )
     text = "".join(inspect.getsource(part) for part in parts) + repr((CAPTURE, LAYERS, WIDTHS))
