@@ -473,8 +473,6 @@ def test_missing_capture_file(raises, tmp_path, capsys):
     with raises() as info:
         lb.load_capture(tmp_path / "nothing.safetensors")
     assert isinstance(info.value, FileNotFoundError)
-    with raises():
-        lb.load_capture(tmp_path)  # a folder is not a capture file
     assert main(["report", str(tmp_path / "nothing.safetensors")]) == 2
     assert "No capture file at" in capsys.readouterr().err
 
@@ -2500,3 +2498,36 @@ def test_m_intervals_stay_inside_omegas_range():
     prof = lb.omega_analysis.profile(cap, n_boot=200)
     assert np.all(prof.low >= 0) and np.all(prof.high <= 1)
     assert np.all(prof.low <= prof.m) and np.all(prof.m <= prof.high)
+
+
+@fault(
+    "Capture files",
+    "A folder (of junk, or a model) given where a capture file is expected",
+    error=CaptureFileError,
+    says="is a folder, not a capture file: give the .safetensors file",
+)
+def test_a_folder_is_not_a_capture(raises, tmp_path, capsys):
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "notes.txt").write_text("not a capture")
+    with raises():
+        lb.load_capture(junk)
+    assert main(["report", str(junk), "--no-verdict"]) == 2
+    assert "is a folder, not a capture file" in capsys.readouterr().err
+
+
+@fault(
+    "Wrong results refused",
+    "`latentbook report` of a capture of one prompt",
+    outcome="the report, its m(gamma) intervals resampling tokens and saying they are too narrow; no refusal",
+)
+def test_a_one_prompt_capture_is_reported_with_token_intervals(tmp_path, capsys):
+    from latentbook.analysis import synthetic
+
+    states = np.random.default_rng(0).standard_normal((4, 12, 16))
+    path = synthetic.as_capture(states, np.zeros(12, dtype=int), np.arange(1, 13)).save(
+        tmp_path / "one.safetensors"
+    )
+    assert main(["report", str(path), "--no-verdict"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "12 tokens, resampled as if independent (one prompt: the interval is too narrow)" in out

@@ -394,6 +394,11 @@ def load_capture(path: str | Path) -> Capture:
     from safetensors.torch import load_file
 
     path = Path(path)
+    if path.is_dir():
+        raise CaptureFileError(
+            f"{path} is a folder, not a capture file: give the .safetensors file that lb.capture(...).save(path) "
+            "or `latentbook capture --out` wrote (a model folder is captured with `latentbook capture FOLDER`)."
+        )
     if not path.is_file():
         raise CaptureFileError(
             f"No capture file at {path}. Create one with lb.capture(...).save(path) or `latentbook capture`."

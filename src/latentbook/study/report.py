@@ -105,7 +105,9 @@ def capture_report(
             f"{cap.n_layers} layers and d = {cap.d_model}: a twin is the same architecture with random weights."
         )
     label = label or cap.model_name
-    prof = omega.profile(cap, n_boot=n_boot, seed=seed)
+    one_prompt = len(np.unique(cap.omega_sample.prompt_ids)) < 2
+    # one prompt has no prompts to resample: its tokens are, and the text says the interval is optimistic
+    prof = omega.profile(cap, n_boot=n_boot, seed=seed, by="token" if one_prompt else "prompt")
     excess, excess_note = _try(lambda: omega.excess_profile(cap, n_boot=n_boot, seed=seed))
     table, spectra_note = _try(lambda: layer_spectra.token_sample_spectrum_profile(cap))
     noise = None
@@ -336,7 +338,11 @@ def _render_references(r: Report, width: int) -> list[str]:
 def _render_depths(r: Report, width: int) -> list[str]:
     p, e, s = r.profile, r.excess, r.spectra
     level = round(100 * p.level)
-    n_what = f"{p.n_prompts} prompts" if p.n_prompts else f"{p.n_tokens} tokens"
+    n_what = (
+        f"{p.n_prompts} prompts"
+        if p.n_prompts
+        else f"{p.n_tokens} tokens, resampled as if independent (one prompt: the interval is too narrow)"
+    )
     out = _section("Depth by depth", width)
     out += wrap(
         f"m(gamma) = mean Omega over all {r.extra['capture'].n_tokens} captured tokens, {level}% interval from "
