@@ -640,13 +640,8 @@ def test_checkpoint_of_other_settings_is_refused(raises, tiny, tmp_path):
     assert "max_length" in str(info.value)
 
 
-@fault(
-    "Checkpoints and resume",
-    "Resuming with another `batch_size`",
-    outcome="`UserWarning`: the result equals an uninterrupted run up to float rounding only",
-)
-def test_resume_with_another_batch_size_warns(tiny, tmp_path):
-    checkpoint = tmp_path / "run.ckpt"
+def _interrupted_checkpoint(tiny, checkpoint: Path) -> Path:
+    """A checkpoint of ``SHORT_PROMPTS`` (batch_size 1) left by a capture interrupted after its second batch."""
     with pytest.raises(KeyboardInterrupt):
         lb.capture(
             tiny,
@@ -657,6 +652,16 @@ def test_resume_with_another_batch_size_warns(tiny, tmp_path):
             on_batch=_interrupt_when(2),
             progress=False,
         )
+    return checkpoint
+
+
+@fault(
+    "Checkpoints and resume",
+    "Resuming with another `batch_size`",
+    outcome="`UserWarning`: the result equals an uninterrupted run up to float rounding only",
+)
+def test_resume_with_another_batch_size_warns(tiny, tmp_path):
+    checkpoint = _interrupted_checkpoint(tiny, tmp_path / "run.ckpt")
     with pytest.warns(UserWarning, match="batch_size=3 instead of 1"):
         resumed = lb.capture(tiny, SHORT_PROMPTS, batch_size=3, checkpoint=checkpoint, progress=False)
     reference = lb.capture(tiny, SHORT_PROMPTS, batch_size=1, progress=False)
@@ -2405,17 +2410,7 @@ def test_report_does_not_call_a_twin_random_unless_it_is(tmp_path):
 def test_a_resume_across_weight_dtypes_is_refused(raises, tiny, tmp_path, monkeypatch, capsys):
     import latentbook.cli as cli
 
-    checkpoint = tmp_path / "run.ckpt"
-    with pytest.raises(KeyboardInterrupt):
-        lb.capture(
-            tiny,
-            SHORT_PROMPTS,
-            batch_size=1,
-            checkpoint=checkpoint,
-            checkpoint_every=1,
-            on_batch=_interrupt_when(2),
-            progress=False,
-        )
+    checkpoint = _interrupted_checkpoint(tiny, tmp_path / "run.ckpt")
     before = checkpoint.read_bytes()
     half = dataclasses.replace(tiny, model=copy.deepcopy(tiny.model).to(torch.bfloat16))
     with raises() as info:
