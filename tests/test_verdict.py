@@ -45,7 +45,8 @@ def _planted_states(
         np.put_along_axis(mask, support, True, axis=1)
         for depth in range(n_depths):
             sparse = order < share[depth]
-            states[depth, sparse] *= mask[sparse]
+            # one coordinate each, over a floor of 1e-4: exact one-hot vectors would all have the same Omega
+            states[depth, sparse] *= mask[sparse] + 1e-4 * ~mask[sparse]
     ids = np.repeat(np.arange(n_prompts), per_prompt)
     positions = np.tile(np.arange(1, per_prompt + 1), n_prompts)
     return states, ids, positions
