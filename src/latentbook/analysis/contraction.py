@@ -16,8 +16,8 @@ states:
 keeps ``U`` and shrinks its complement). A map that shrinks every direction alike (``g⊥ = g∥ < 1``, which a
 normalisation pulling the states towards a point does) gives ``q = 1``; the transverse gain alone would call it a
 contraction. Its interval resamples whole prompts (a prompt's tangents go with it), the same draw at every
-block. ``judge_transverse_gain``: "holds" only when the interval lies below ``MAX_Q`` (a minimum effect, not
-merely below 1) and below the twin's interval; ``planted_gains`` are its calibration cases.
+block. ``judge_transverse_gain``: "holds" only when the intervals of ``q`` and of ``q⊥`` alone lie below ``MAX_Q``
+(a minimum effect, not merely below 1) and below the twin's; ``planted_gains`` are its calibration cases.
 
 **The concentration share** (``contraction_fit``, ``contraction_after``: chapter 5's figure). The variance share of
 each depth's token sample outside that depth's *own* top ``k`` principal directions, fitted as

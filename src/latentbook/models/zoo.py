@@ -623,19 +623,7 @@ def _load_random_folder(name, dtype, device_map, trust_remote_code) -> LoadedMod
     from transformers import AutoConfig, AutoTokenizer
 
     folder = Path(name.removeprefix("random:")).expanduser().resolve()
-    config_file = folder / "config.json"
-    if not config_file.is_file():
-        raise ModelUnavailableError(
-            f"{folder} has no config.json: point at a folder saved by save_pretrained."
-        )
-    try:
-        config = json.loads(config_file.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise IntegrityError(f"{config_file} is not valid JSON ({exc}): the folder is damaged.") from exc
-    if not isinstance(config, dict):
-        raise IntegrityError(f"{config_file} holds a JSON {type(config).__name__}, not an object.")
-    _refuse_remote_code(folder, config, trust_remote_code)
-    _refuse_unknown_model_type(config_file, config, trust_remote_code)
+    config = _folder_config(folder, trust_remote_code)
     auto_config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
     tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
     return _with_random_weights(
@@ -672,18 +660,13 @@ def _kind_of(config: dict) -> str:
     return "causal" if any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in architectures) else "encoder"
 
 
-def _load_folder(name, dtype, device_map, trust_remote_code) -> LoadedModel:
-    folder = Path(name).expanduser().resolve()
+def _folder_config(folder: Path, trust_remote_code: bool) -> dict:
+    """``folder/config.json`` as a dict, after the checks every model folder gets: it exists and is one JSON
+    object, it asks for no remote code unless trusted, and transformers knows its model type."""
     config_file = folder / "config.json"
     if not config_file.is_file():
         raise ModelUnavailableError(
             f"{folder} has no config.json: point at a folder saved by save_pretrained."
-        )
-    weights = list(folder.glob("*.safetensors"))
-    if not weights:
-        raise ModelUnavailableError(
-            f"{folder} has no *.safetensors weights. latentbook loads only safetensors (never pickled .bin "
-            "files, which can run code): convert them with save_pretrained(safe_serialization=True)."
         )
     try:
         config = json.loads(config_file.read_text(encoding="utf-8"))
@@ -696,6 +679,22 @@ def _load_folder(name, dtype, device_map, trust_remote_code) -> LoadedModel:
         )
     _refuse_remote_code(folder, config, trust_remote_code)
     _refuse_unknown_model_type(config_file, config, trust_remote_code)
+    return config
+
+
+def _load_folder(name, dtype, device_map, trust_remote_code) -> LoadedModel:
+    folder = Path(name).expanduser().resolve()
+    if not (folder / "config.json").is_file():
+        raise ModelUnavailableError(
+            f"{folder} has no config.json: point at a folder saved by save_pretrained."
+        )
+    weights = list(folder.glob("*.safetensors"))
+    if not weights:
+        raise ModelUnavailableError(
+            f"{folder} has no *.safetensors weights. latentbook loads only safetensors (never pickled .bin "
+            "files, which can run code): convert them with save_pretrained(safe_serialization=True)."
+        )
+    config = _folder_config(folder, trust_remote_code)
     _check_safetensors(weights)
     kind = _kind_of(config)
     model, tokenizer = _from_folder(folder, kind, dtype, device_map, trust_remote_code)
