@@ -45,3 +45,42 @@ def run_provenance(source_hash: str, n_cases: int, seed: int, seconds: float, **
         **settings,
         "seconds": round(seconds, 1),
     }
+
+
+def calibration_main(module, script: str, description: str, **settings) -> None:
+    """The command line of a calibration script: run ``module.calibrate(n_cases, seed=, jobs=)``, refuse to write
+    when the code changed while it ran (``module.source_hash`` read again in a fresh interpreter), and write the
+    records with their provenance (``run_provenance``, ``settings`` included) to ``results/<module.FILE>`` or
+    ``--out``, atomically; print ``module.confusion(records)``."""
+    import argparse
+    import json
+    import time
+
+    from latentbook._files import atomic_write
+
+    out = ROOT / "results" / module.FILE
+    parser = argparse.ArgumentParser(description=description.splitlines()[0])
+    parser.add_argument("--n-cases", type=int, default=74, help="cases per family (default: 74)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the planted cases (default: 0)")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
+    parser.add_argument(
+        "--out", type=Path, default=out, help=f"where to write (default: {out.relative_to(ROOT)})"
+    )
+    args = parser.parse_args()
+    if args.out.exists() and args.out.is_dir():
+        raise SystemExit(
+            f"--out {args.out} is a folder: give a file name (e.g. {args.out / Path(module.FILE).name})."
+        )
+    start = time.perf_counter()
+    source_hash = module.source_hash()  # of the code just imported: the code that runs
+    records = module.calibrate(args.n_cases, seed=args.seed, jobs=args.jobs)
+    if fresh_value(f"from {module.__name__} import source_hash; print(source_hash())") != source_hash:
+        raise SystemExit(
+            "The code changed while the calibration ran, so the records belong to no version of it: nothing "
+            f"written to {args.out}. Rerun tools/{script} once the code has settled."
+        )
+    provenance = run_provenance(source_hash, args.n_cases, args.seed, time.perf_counter() - start, **settings)
+    record = {"provenance": provenance, "records": records}
+    atomic_write(args.out, lambda tmp: tmp.write_text(json.dumps(record, indent=0) + "\n", encoding="utf-8"))
+    print(module.confusion(records).to_string(index=False))
+    print(f"written: {args.out}")

@@ -6,6 +6,8 @@ that carries the planted answer next to the data, so a test or a chapter reads b
 - ``gaussian(n, d)``: i.i.d. isotropic Gaussian tokens, the pure Marchenko–Pastur null (chapter 4);
 - ``spiked_covariance(n, d, spikes)``: isotropic noise plus a few planted population eigenvalues (chapter 4);
 - ``clustered_tokens(n_prompts, m, d, rho)``: tokens correlated within a prompt, the null of real captures;
+- ``curved_manifold(n_prompts, m, d0, d)``: prompt-correlated tokens on a curved ``d0``-dimensional manifold
+  in ``d`` dimensions, with noise (chapter 9's intrinsic dimension);
 - ``mixture(n, d, k, separation)``: ``k`` equiprobable prototypes plus isotropic noise
   (Theorem 6.3, chapter 6);
 - ``contraction_chain(n, d, n_steps, q)``: a linear depth chain that contracts a transverse subspace by ``q``
@@ -129,6 +131,53 @@ def clustered_tokens(
         np.sqrt(rho) * shared + np.sqrt(1.0 - rho) * rng.standard_normal((n_prompts * m, d))
     )
     return Clustered(x, np.repeat(np.arange(n_prompts), m), np.tile(np.arange(m), n_prompts), float(rho))
+
+
+@dataclass(frozen=True)
+class Manifold:
+    """Tokens on a curved manifold of known dimension (``curved_manifold``)."""
+
+    x: np.ndarray  # (n_prompts * tokens_per_prompt, d)
+    prompt_ids: np.ndarray  # (n,) prompt of each token
+    dimension: int  # the manifold's dimension d0
+
+
+def curved_manifold(
+    n_prompts: int,
+    tokens_per_prompt: int,
+    dimension: int,
+    d: int,
+    *,
+    rho: float = 0.0,
+    curvature: float = 0.5,
+    noise: float = 0.0,
+    seed: int = 0,
+) -> Manifold:
+    """``x = A z + curvature B q(z) / sqrt(d0) + noise e``: latent ``z = sqrt(rho) c_prompt + sqrt(1 - rho) w``
+    (``c, w ~ N(0, I_d0)``: tokens of a prompt correlated by ``rho``), ``q(z)`` the ``d0 (d0 + 1) / 2`` products
+    ``z_i z_j`` (``i <= j``), ``A`` and ``B`` orthonormal maps into ``R^d`` (independent columns) and ``e ~ N(0, I_d)``.
+    A smooth ``d0``-dimensional manifold (a graph over ``A z``), bent by ``curvature``, thickened by ``noise``.
+    Introduced in: chapter 9.
+    """
+    n_prompts, m = (
+        _positive_int("n_prompts", n_prompts),
+        _positive_int("tokens_per_prompt", tokens_per_prompt),
+    )
+    d0, d = _positive_int("dimension", dimension), _positive_int("d", d)
+    n_quadratic = d0 * (d0 + 1) // 2
+    if d < d0 + n_quadratic:
+        raise InvalidInputError(f"d must be at least d0 + d0 (d0 + 1) / 2 = {d0 + n_quadratic}, got {d}.")
+    if not 0.0 <= rho < 1.0 or curvature < 0 or noise < 0:
+        raise InvalidInputError("Need 0 <= rho < 1, curvature >= 0 and noise >= 0.")
+    rng = np.random.default_rng(seed)
+    shared = np.repeat(rng.standard_normal((n_prompts, d0)), m, axis=0)
+    z = np.sqrt(rho) * shared + np.sqrt(1.0 - rho) * rng.standard_normal((n_prompts * m, d0))
+    basis = random_orthonormal(d, d0 + n_quadratic, rng)  # (d, d0 + n_quadratic)
+    upper = np.triu_indices(d0)
+    quadratic = (z[:, :, None] * z[:, None, :])[:, upper[0], upper[1]]
+    x = z @ basis[:, :d0].T + curvature * quadratic @ basis[:, d0:].T / np.sqrt(d0)
+    x = x + noise * rng.standard_normal(x.shape)
+    return Manifold(x, np.repeat(np.arange(n_prompts), m), d0)
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,7 @@ from .resampling import wilson_interval as wilson_interval  # re-exported: calib
 from .tco import TCOScores
 
 GAMMA_C_TOLERANCE = 0.10
+LANDMARK_TOLERANCE = 0.05  # a landmark within this of gamma_c (intervals overlapping) is the same depth
 PAPER_M_LIQUID, PAPER_M_SOLID = 0.69, 0.90  # at the paper's width, omega.PAPER_WIDTH
 SOLID_THRESHOLD = (PAPER_M_LIQUID + PAPER_M_SOLID) / 2
 MIN_JUMP = (PAPER_M_SOLID - PAPER_M_LIQUID) / 2
@@ -170,6 +171,12 @@ CLAIMS: dict[str, Claim] = {
             "entropy after / before < 1",
         ),
         Claim("tco", "TCOs: class identity is stable across reasoning steps", "class stability above chance"),
+        Claim(
+            "landmark_coincidence",
+            "a referee's question, not the paper's claim: gamma_c is a known landmark of depth under another name "
+            "(intrinsic-dimension peak, massive-activation onset, logit-lens convergence; chapter 9)",
+            "(the paper presents gamma_c as new)",
+        ),
         Claim("scaling", "the amplitude of the transition grows with model size", "grows with size"),
         Claim(
             "reasoning_diagnostics",
@@ -287,6 +294,37 @@ def judge_critical_depth(
     if window[0] <= low and high <= window[1]:
         return "holds", f"{found}, inside {PAPER_GAMMA_C} +- {GAMMA_C_TOLERANCE}"
     return "inconclusive", f"{found}: the interval is not inside {PAPER_GAMMA_C} +- {GAMMA_C_TOLERANCE}"
+
+
+def coincides(gamma: float, ci: tuple[float, float], trans) -> bool:
+    """A landmark at ``gamma`` (interval ``ci``) is the transition ``trans``'s depth: within
+    ``LANDMARK_TOLERANCE`` of ``gamma_c``, the two intervals overlapping."""
+    low, high = trans.ci
+    return bool(abs(gamma - trans.gamma_c) <= LANDMARK_TOLERANCE and ci[0] <= high and low <= ci[1])
+
+
+def judge_landmark(trans, landmarks, n_depths: int) -> tuple[str, str]:
+    """Whether the Omega transition ``trans`` (``transition.critical_depth`` of ``m_z``) sits at one of the
+    ``landmarks`` found (``(name, gamma, (low, high))`` each): holds when a landmark lies within
+    ``LANDMARK_TOLERANCE`` of ``gamma_c`` and their intervals overlap; does not hold when every landmark's
+    interval is disjoint from gamma_c's (or none was found); else inconclusive. Not testable without a
+    transition: there is no gamma_c to place."""
+    if trans is None:
+        return "not testable here", f"{n_depths} depths: the Omega fit needs {MIN_DEPTHS}"
+    if not trans.has_transition:
+        return "not testable here", f"no Omega transition to place ({trans.reason})"
+    low, high = trans.ci
+    found = f"gamma_c = {trans.gamma_c:.3f} {_fmt_ci(low, high)}"
+    if not landmarks:
+        return "does not hold", f"{found}; no landmark found"
+    same = [(name, g, ci) for name, g, ci in landmarks if coincides(g, ci, trans)]
+    if same:
+        name, g, ci = same[0]
+        return "holds", f"{found} coincides with the {name} at {g:.3f} {_fmt_ci(*ci)}"
+    if all(ci[1] < low or ci[0] > high for _, _, ci in landmarks):
+        where = ", ".join(f"{name} {g:.2f}" for name, g, _ in landmarks)
+        return "does not hold", f"{found}; every landmark's interval lies apart ({where})"
+    return "inconclusive", f"{found}: a landmark's interval overlaps it, more than {LANDMARK_TOLERANCE} away"
 
 
 def judge_jump(trans, twin_trans=None, min_jump: float = MIN_JUMP) -> tuple[str, str]:

@@ -8,7 +8,8 @@ Usage:
    (``layer_spectra.token_sample_spectrum_profile``) beside pure noise of the same shape
    (``layer_spectra.gaussian_reference``), and the verdict rows of this capture (``verdict_rows``:
    ``study.measure.measure`` and ``study.rows.claim_rows``, the functions ``latentbook verdict`` runs on a results
-   file);
+   file), and the field's landmarks of depth beside the Omega transition (``study.landmarks.depth_landmarks``;
+   the logit lens needs the model, so a capture alone reports it as not computed);
 2. ``print(report.text())``: all of it in words and tables, within 100 columns;
 3. ``view.report_figure.report_figure(report)``: ``m(gamma)`` with its band and the spectra against the MP law.
 
@@ -28,8 +29,9 @@ from .._text import WIDTH, text_table, wrap
 from ..analysis import layer_spectra, omega, spectra
 from ..analysis import verdict as judged
 from ..errors import InvalidInputError
+from .landmarks import depth_landmarks
 from .measure import Measurements, measure, n_parameters
-from .rows import capture_command, claim_rows
+from .rows import capture_command, claim_rows, landmark_row
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -67,11 +69,13 @@ class Report:
     noise: dict[str, float] | None  # mean of layer_spectra.gaussian_reference at the sample's shape
     spectrum_depths: list[int]  # the depths the figure draws against the MP law
     rows: pd.DataFrame | None  # verdict rows (analysis.verdict.COLUMNS); None: not measurable (verdict_note)
+    landmarks: pd.DataFrame | None = None  # study.landmarks.DepthLandmarks.table(); None: see landmarks_note
     twin_label: str | None = None  # the random twin the rows were judged against
     is_null: bool = False  # the capture is itself a null model (random weights)
     excess_note: str = ""
     spectra_note: str = ""
     verdict_note: str = ""
+    landmarks_note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def spectrum(self, layer: int) -> tuple[np.ndarray, spectra.MPFit]:
@@ -116,6 +120,7 @@ def capture_report(
         reference = layer_spectra.gaussian_reference(n, d, n_rep=NOISE_REPS, seed=seed)
         noise = {k: float(reference[k].mean()) for k in ("participation_ratio", "effective_rank", "n_spikes")}
     rows, verdict_note = (None, "skipped (--no-verdict)") if not verdict else _verdict(cap, label, twin)
+    landmarks, landmarks_note = _try(lambda: _landmarks(cap, label, seed))
     return Report(
         label=label,
         facts=_facts(cap),
@@ -131,6 +136,8 @@ def capture_report(
         excess_note=excess_note,
         spectra_note=spectra_note,
         verdict_note=verdict_note,
+        landmarks=landmarks,
+        landmarks_note=landmarks_note,
         extra={"capture": cap},
     )
 
@@ -146,6 +153,10 @@ def verdict_rows(cap: Capture, label: str, twin: Capture | None = None, seed: in
     if missing:
         gap = [_untestable(claim, measured, missing) for claim in SPECTRAL_CLAIMS]
         rows = rows[:-1] + gap + rows[-1:]  # claim_rows' order: ... bimodality, spectra, cooling
+    try:
+        rows.append(landmark_row(measured, depth_landmarks(cap, label, seed=seed), run="results file"))
+    except InvalidInputError as exc:  # too few sampled tokens for the landmarks: the row says so
+        rows.append(_untestable("landmark_coincidence", measured, str(exc)))
     return rows
 
 
@@ -181,6 +192,12 @@ def _verdict(cap: Capture, label: str, twin: Capture | None) -> tuple[pd.DataFra
     except InvalidInputError as exc:
         return None, f"{NOT_ALONE}: {exc}"
     return pd.DataFrame([asdict(row) for row in rows], columns=list(judged.COLUMNS)), ""
+
+
+def _landmarks(cap: Capture, label: str, seed: int) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame(depth_landmarks(cap, label, seed=seed).table())
 
 
 def _try(compute):
@@ -292,7 +309,32 @@ def _render(r: Report, width: int) -> list[str]:
         out += [" " * (key_width + 4) + line for line in lines[1:]]
     out += _render_references(r, width)
     out += _render_depths(r, width)
+    out += _render_landmarks(r, width)
     out += _render_verdict(r, width)
+    return out
+
+
+def _render_landmarks(r: Report, width: int) -> list[str]:
+    from ..analysis.paper import PAPER_GAMMA_C
+
+    out = _section("Other clocks of depth", width)
+    if r.landmarks is None:
+        return out + wrap(f"Not available: {r.landmarks_note}.", width)
+    out += wrap(
+        "The field's landmarks on the same gamma axis (study.landmarks, chapter 9): the intrinsic-dimension peak "
+        "of the token sample (TwoNN; Gride at a larger scale), the onset of massive activations, the logit "
+        f"lens, and the Omega transition of m_z. 'near' means within {PAPER_GAMMA_C} +- "
+        f"{judged.GAMMA_C_TOLERANCE}. The logit lens needs the model: lb.study.landmarks.lens_of(cap, "
+        "lb.load_model(NAME)) computes it.",
+        width,
+    )
+    table = r.landmarks
+    shown = table.assign(
+        at=[_fmt(g, 3) for g in table["gamma"]],
+        interval=[_interval(lo, hi, 3) for lo, hi in zip(table["CI low"], table["CI high"])],
+        near=["yes" if v else "no" for v in table["near 0.42"]],
+    )[["landmark", "at", "interval", "near", "what"]]
+    out.append(text_table(shown, width=width, wrap_column="what", indent=4, below=True))
     return out
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ..analysis.cooling import judge_cooling
 from ..analysis.verdict import (
@@ -31,6 +32,9 @@ from ..analysis.verdict import (
     min_jump,
 )
 from .measure import Measurements
+
+if TYPE_CHECKING:
+    from .landmarks import DepthLandmarks
 
 # The paper's scale, for the commands of "not testable here" rows (Hugging Face ids; weights needed locally).
 LARGE_MODELS = {"Qwen/Qwen2.5-1.5B": 1.5e9, "Qwen/Qwen2.5-7B": 7.6e9, "Qwen/Qwen2.5-32B": 32.8e9}
@@ -289,6 +293,25 @@ def cooling_row(m: Measurements, twin: Measurements | None, run: str, command: s
         c.ci if c is not None else (math.nan, math.nan),
         judged,
         command.replace("--out", "--attention --out"),
+    )
+
+
+def landmark_row(m: Measurements, landmarks: DepthLandmarks, run: str | None = None) -> Row:
+    """The ``landmark_coincidence`` row of a run (``DepthLandmarks.verdict``: ``analysis.verdict.judge_landmark``
+    of the Omega transition of ``m_z`` against the landmarks found; chapter 9)."""
+    jump = landmarks.omega_jump
+    found = landmarks.found()
+    listed = ", ".join(f"{name} {gamma:.2f}" for name, gamma, _ in found) or "no landmark found"
+    placed = jump is not None and jump.has_transition
+    return _row(
+        "landmark_coincidence",
+        m,
+        run or run_kind(m.label),
+        f"gamma_c = {jump.gamma_c:.3f}; {listed}" if placed else listed,
+        jump.gamma_c if placed else math.nan,
+        jump.ci if placed else (math.nan, math.nan),
+        landmarks.verdict(),
+        capture_command(m.model_name),
     )
 
 

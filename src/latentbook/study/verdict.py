@@ -29,10 +29,11 @@ from typing import TYPE_CHECKING
 from ..analysis.verdict import CLAIMS, COLUMNS, Row, TCOSummary
 from ..errors import CaptureFileError, InvalidInputError, LatentbookError
 from .ladder_rows import ladder_rows
+from .landmarks import DepthLandmarks, book_landmarks, depth_landmarks
 from .measure import Measurements, measure
 from .paths import find_results_dir
 from .report import results_label
-from .rows import claim_rows, not_testable_rows, run_kind, scaling_row
+from .rows import claim_rows, landmark_row, not_testable_rows, run_kind, scaling_row
 from .runs import book_runs
 
 if TYPE_CHECKING:
@@ -100,20 +101,24 @@ def runs_table(
     results_dir: str | Path | None = None,
     ladder: bool = True,
     n_boot: int = 200,
+    landmarks: Mapping[str, DepthLandmarks] | None = None,
 ) -> pd.DataFrame:
     """Every claim against every run: ``runs`` (from ``measure``), capture files in ``results_dir`` (measured
     here, labelled "results file"), the ladder's rows, and "not testable here" rows for the paper's scale.
+    ``landmarks`` (``study.landmarks.book_landmarks`` of each run) adds each run's landmark row; a results file's
+    landmarks are read from the file (without the logit lens, which needs the model).
 
     Files in ``results_dir`` that are not readable captures are listed in ``table.attrs["problems"]``.
     """
     import pandas as pd
 
-    runs = dict(runs)
+    runs, landmarks = dict(runs), dict(landmarks or {})
     kinds = {label: run_kind(label) for label in runs}
     results, problems = load_results(results_dir)
     for label, cap in results.items():
         try:
             runs[label] = measure(cap, label, n_boot=n_boot)
+            landmarks[label] = depth_landmarks(cap, label)
         except LatentbookError as exc:  # one capture that cannot be measured costs its rows, not the table
             problems.append(f"{label}: could not be measured: {exc}")
             continue
@@ -126,6 +131,8 @@ def runs_table(
         rows += claim_rows(
             m, twin, tco.get(label), twin_tco, run=kinds[label], shuffled=_shuffled_of(label, runs)
         )
+        if label in landmarks:
+            rows.append(landmark_row(m, landmarks[label], run=kinds[label]))
     rows.append(scaling_row({k: v for k, v in runs.items() if kinds[k] in ("trained", "results file")}))
     trained_sizes = [m.parameters for k, m in runs.items() if kinds[k] in ("trained", "results file")]
     rows += not_testable_rows(max(trained_sizes, default=0.0))
@@ -169,8 +176,9 @@ def verdict_table(
     if results_dir is not None:
         check_results_folder(results_dir)  # before the book's runs are measured
     runs, skipped = measured_runs(capture_missing, progress) if book else ({}, [])
+    landmarks = {run.label: book_landmarks(run) for run in book_runs() if run.label in runs}
     folder = results_dir if results_dir is not None else find_results_dir()
-    table = runs_table(runs, results_dir=folder, ladder=ladder)
+    table = runs_table(runs, results_dir=folder, ladder=ladder, landmarks=landmarks)
     table.attrs["skipped"] = skipped
     return table
 

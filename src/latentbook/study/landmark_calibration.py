@@ -1,0 +1,174 @@
+"""The landmark row's judge calibrated on planted captures: token vectors with an Omega jump, a
+massive-activation onset and a logit-lens convergence planted at known depths, built by the capture's own
+accumulators (``synthetic.as_capture``) and read by the same ``study.landmarks.depth_landmarks`` and
+``analysis.verdict.judge_landmark`` as a model's capture.
+
+Families (``FAMILIES``): the landmarks at the planted jump ("near": the judge should say holds), far from it
+("far": it must not), and no jump at all with a landmark at 0.42 ("no jump": nothing to place, never holds).
+The intrinsic dimension rises with depth in every family, so its peak is at an end and no landmark.
+``tools/calibrate_landmarks.py`` runs ``calibrate`` and keeps the records in ``results/`` (``FILE``) with
+their provenance; ``load`` reads them back with ``confusion``'s table. The 5 % target for false holds needs at least 59 cases per absent
+family (0 in 59 has a Wilson 95 % upper bound of 6.1 %, 0 in 73 of 5.0 %). Introduced in: chapter 9.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..analysis.resampling import wilson_interval
+from ..analysis.synthetic import as_capture, curved_manifold
+from ..errors import InvalidInputError
+from .landmarks import Lens, depth_landmarks
+from .planted_calibration import PlantedTable
+
+FILE = "calibration/landmarks.json"
+N_BOOT = 100  # prompt draws of each landmark's interval in a calibration case
+
+N_DEPTHS = 13  # depths 0..12: enough for the transition fit (11 needed)
+N_PROMPTS, PER_PROMPT, WIDTH = 100, 5, 96
+CODE_SIZE, CODE_STRENGTH = 4, 8.0  # a token-specific sparse code: 4 coordinates at 8 typical coordinate sizes
+TARGET_POWER, TARGET_FALSE = 0.8, 0.05
+
+
+@dataclass(frozen=True)
+class Family:
+    """Where the Omega jump (None: none planted), the massive onset and the lens convergence lie, as depths."""
+
+    name: str
+    jump: int | None
+    onset: int
+    lens: int
+    expect: str  # "holds" or "not holds"
+
+
+FAMILIES = (
+    Family("near: onset and lens at the jump", 5, 5, 5, "holds"),
+    Family("far: onset and lens away from the jump", 5, 10, 11, "not holds"),
+    Family("no jump, onset at 0.42", None, 5, 9, "not holds"),
+)
+
+
+def planted_case(family: Family, seed: int) -> tuple:
+    """The capture and logit lens of one case of ``family``: prompt-correlated tokens on a curved manifold whose
+    dimension grows with depth, a sink at position 0, and the planted landmarks."""
+    rng = np.random.default_rng(seed)
+    n = N_PROMPTS * PER_PROMPT
+    code = np.zeros((n, WIDTH))
+    np.put_along_axis(code, np.argsort(rng.random((n, WIDTH)), axis=1)[:, :CODE_SIZE], CODE_STRENGTH, axis=1)
+    sink = np.arange(n) % PER_PROMPT == 0
+    states = []
+    for depth in range(N_DEPTHS):
+        cloud = curved_manifold(
+            N_PROMPTS, PER_PROMPT, 3 + depth // 2, WIDTH, rho=0.3, noise=0.05, seed=seed + depth
+        )
+        cloud = cloud.x / cloud.x.std()
+        if family.jump is not None and depth >= family.jump:
+            cloud = cloud + code
+        if depth >= family.onset:
+            cloud[sink, 0] = 3000.0
+        states.append(cloud)
+    positions = np.tile(np.arange(PER_PROMPT), N_PROMPTS)
+    prompts = np.repeat(np.arange(N_PROMPTS), PER_PROMPT)
+    cap = as_capture(np.stack(states), prompts, positions, name=f"planted:{family.name}", n_vectors=n)
+    keep = cap.vectors.positions > 0
+    kl = np.maximum(family.lens - np.arange(N_DEPTHS), 0)[:, None] * (
+        1 + 0.2 * rng.random((1, int(keep.sum())))
+    )
+    kl = kl + 0.01 * rng.random(kl.shape)
+    kl[-1] = 0.0
+    return cap, Lens(kl, cap.vectors.prompt_ids[keep])
+
+
+def run_case(case: int, seed: int = 0) -> list[dict]:
+    """The landmark verdict of case ``case`` of every family, one record each."""
+    records = []
+    for family in FAMILIES:
+        cap, lens = planted_case(family, seed * 100_000 + case)
+        verdict, reason = depth_landmarks(cap, lens=lens, n_boot=N_BOOT, seed=case).verdict()
+        records.append({"family": family.name, "case": case, "verdict": verdict, "reason": reason})
+    return records
+
+
+def calibrate(n_cases: int, seed: int = 0, jobs: int = 1) -> list[dict]:
+    """The records of ``n_cases`` cases of every family, over ``jobs`` processes."""
+    if not isinstance(n_cases, (int, np.integer)) or n_cases < 1:
+        raise InvalidInputError(f"n_cases must be a positive integer, got {n_cases!r}.")
+    if jobs <= 1:
+        return [r for case in range(n_cases) for r in run_case(case, seed)]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(jobs) as pool:
+        return [r for part in pool.map(run_case, range(n_cases), [seed] * n_cases) for r in part]
+
+
+def confusion(records: list[dict]) -> pd.DataFrame:
+    """One row per family: the verdict counts, the rate of "holds" (power for "near", false holds for the
+    others) with its Wilson interval, and whether it meets its target (power at least ``TARGET_POWER``; the
+    upper end of the false-hold interval at most ``TARGET_FALSE``)."""
+    table = pd.DataFrame(records)
+    rows = []
+    for family in FAMILIES:
+        verdicts = table.loc[table["family"] == family.name, "verdict"].tolist()
+        n, holds = len(verdicts), verdicts.count("holds")
+        low, high = wilson_interval(holds / n, n)
+        meets = holds / n >= TARGET_POWER if family.expect == "holds" else high <= TARGET_FALSE
+        rows.append(
+            {
+                "family": family.name,
+                "expected": family.expect,
+                "cases": n,
+                "holds": holds,
+                "does not hold": verdicts.count("does not hold"),
+                "inconclusive": verdicts.count("inconclusive"),
+                "not testable": verdicts.count("not testable here"),
+                "holds rate": holds / n,
+                "Wilson low": low,
+                "Wilson high": high,
+                "meets target": bool(meets),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def source_hash() -> str:
+    """sha256 of the code a landmark calibration runs through (the planted cases, the landmark estimators, the
+    Omega fit and the judge): a table in ``results/calibration/`` is current while this matches its record."""
+    from ..analysis import intrinsic_dimension, landmarks, omega, transition, verdict
+    from . import landmarks as run_landmarks
+
+    parts = (
+        intrinsic_dimension,
+        landmarks,
+        omega,
+        transition,
+        run_landmarks,
+        verdict.judge_landmark,
+        verdict.coincides,
+        Family,
+        planted_case,
+        run_case,
+    )
+    text = "".join(inspect.getsource(part) for part in parts) + repr((FAMILIES, N_DEPTHS, N_BOOT))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def load(results_dir: str | Path) -> PlantedTable:
+    """``results_dir / calibration / landmarks.json`` (written by ``tools/calibrate_landmarks.py``)."""
+    path = Path(results_dir) / FILE
+    if not path.is_file():
+        raise InvalidInputError(
+            f"{path} does not exist: run `python tools/calibrate_landmarks.py` to make it."
+        )
+    record = json.loads(path.read_text(encoding="utf-8"))
+    return PlantedTable(
+        table=confusion(record["records"]),
+        provenance=record["provenance"],
+        current=record["provenance"].get("source_hash") == source_hash(),
+    )

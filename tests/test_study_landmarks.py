@@ -1,0 +1,184 @@
+"""Every landmark of a capture (study.landmarks) and chapter 9's tables, on captures with planted landmarks built
+by the same accumulators as a model's capture (synthetic.as_capture)."""
+
+import dataclasses
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from latentbook.analysis.synthetic import as_capture, curved_manifold
+from latentbook.errors import InvalidInputError
+from latentbook.study import landmarks as run_landmarks
+from latentbook.study.chapters import landmarks as tables
+
+N_PROMPTS, PER_PROMPT, D = 100, 5, 96  # positions 0..4: position 0 is the sink, left out
+DIMENSIONS = (2, 3, 4, 5, 8, 12, 8, 5, 4, 3, 3, 2, 2)  # Gride's planted peak at depth 5 of 12
+ONSET = 9
+
+
+def planted_capture() -> tuple:
+    rng = np.random.default_rng(0)
+    states = []
+    for depth, k in enumerate(DIMENSIONS):
+        cloud = curved_manifold(N_PROMPTS, PER_PROMPT, k, D, rho=0.2, curvature=0.3, seed=depth).x
+        cloud = cloud / np.linalg.norm(cloud, axis=1, keepdims=True).mean() + 0.01 * rng.standard_normal(
+            cloud.shape
+        )
+        if depth >= ONSET:
+            cloud[::PER_PROMPT, 7] = 400.0  # a massive coordinate in every prompt's first token
+        states.append(cloud)
+    positions = np.tile(np.arange(PER_PROMPT), N_PROMPTS)
+    prompts = np.repeat(np.arange(N_PROMPTS), PER_PROMPT)
+    return (
+        as_capture(np.stack(states), prompts, positions, n_vectors=N_PROMPTS * PER_PROMPT),
+        prompts,
+        positions,
+    )
+
+
+@pytest.fixture(scope="module")
+def planted():
+    cap, _, _ = planted_capture()
+    kl = np.linspace(4.0, 0.0, 13)[:, None] * np.ones((1, 60))
+    kl[8:] = 0.0  # converged from depth 8 on
+    lens = run_landmarks.Lens(kl, cap.vectors.prompt_ids[cap.vectors.positions > 0][:60])
+    return cap, run_landmarks.depth_landmarks(cap, "planted", lens=lens, n_boot=100)
+
+
+def test_the_sample_leaves_out_the_first_position(planted):
+    cap, _ = planted
+    vectors, prompts = run_landmarks.sample(cap)
+    assert vectors.shape == (13, N_PROMPTS * (PER_PROMPT - 1), D)
+    assert np.abs(vectors[ONSET:, :, 7]).max() < 50  # the sink's massive coordinate is not in it
+
+
+def test_planted_landmarks_are_found_where_planted(planted):
+    cap, result = planted
+    table = pd.DataFrame(result.table()).set_index("landmark")
+    assert table.loc["ID peak (Gride)", "gamma"] == pytest.approx(5 / 12)
+    assert table.loc["ID peak (Gride)", "near 0.42"]
+    assert table.loc["massive onset", "gamma"] == pytest.approx(ONSET / 12)
+    assert table.loc["massive onset", "found"] and not table.loc["massive onset", "near 0.42"]
+    assert table.loc["lens convergence", "gamma"] == pytest.approx(8 / 12)
+    assert not table["with the Omega jump"].any()  # no Omega jump was planted, none is coincided with
+
+
+def test_a_jump_is_coincided_with_only_by_overlapping_landmarks(planted):
+    _, result = planted
+    jump = SimpleNamespace(has_transition=True, gamma_c=0.42, ci=(0.40, 0.45), amplitude=0.2, reason="")
+    table = pd.DataFrame(dataclasses.replace(result, omega_jump=jump).table()).set_index("landmark")
+    assert table.loc["ID peak (Gride)", "with the Omega jump"]
+    assert not table.loc["massive onset", "with the Omega jump"]
+    assert not table.loc["Omega jump (m_z)", "with the Omega jump"]  # a jump does not coincide with itself
+    absent = SimpleNamespace(
+        has_transition=False, gamma_c=0.42, ci=(0.40, 0.45), amplitude=0.0, reason="flat"
+    )
+    table = pd.DataFrame(dataclasses.replace(result, omega_jump=absent).table()).set_index("landmark")
+    assert not table["with the Omega jump"].any()
+
+
+def test_an_end_peak_is_no_landmark(planted):
+    cap, _ = planted
+    rising = cap.at_depths(list(range(0, 6)))  # depths 0..5: the ID rises to the last depth read
+    result = run_landmarks.depth_landmarks(rising, "rising", n_boot=50)
+    row = pd.DataFrame(result.table()).set_index("landmark").loc["ID peak (Gride)"]
+    assert not row["found"] and np.isnan(row["gamma"]) and "no interior peak" in row["what"]
+
+
+def test_too_few_tokens_are_refused():
+    cap = as_capture(np.random.default_rng(0).standard_normal((4, 10, 8)))
+    with pytest.raises(InvalidInputError, match="sampled tokens"):
+        run_landmarks.depth_landmarks(cap)
+
+
+def test_planted_table_reads_clean_clouds_within_15_percent():
+    table = tables.planted_table()
+    clean = table[table["noise"] == 0]
+    assert clean["TwoNN error"].abs().max() < 0.15 and clean["Gride error"].abs().max() < 0.15
+    glued = tables.planted_glue(table)
+    assert glued["planted_noisy_two_nn"] > glued["planted_noisy_gride"]
+
+
+def test_landmark_glue_counts_the_trained_runs_only(planted):
+    _, result = planted
+    rows = pd.DataFrame(result.table())
+    twin = rows.assign(run="random:planted")
+    glued = tables.landmark_glue(pd.concat([rows, twin]), ["planted"])
+    assert (
+        glued["n_trained_found"] == 4
+    )  # two ID peaks, the onset and the lens; the jump row is not a landmark
+    assert glued["n_trained_near"] == int(rows["near 0.42"].sum())
+    assert glued["planted_onset"] == pytest.approx(ONSET / 12)
+    assert glued["n_trained_jumps"] == 0 and glued["n_trained_with_jump"] == 0
+    assert "massive onset" not in glued["near_list"]
+
+
+def _jump(gamma_c=0.42, ci=(0.40, 0.45), has=True):
+    return SimpleNamespace(has_transition=has, gamma_c=gamma_c, ci=ci, amplitude=0.2, reason="flat")
+
+
+def test_judge_landmark_cases():
+    from latentbook.analysis.verdict import judge_landmark
+
+    assert judge_landmark(None, [], 6)[0] == "not testable here"
+    assert (
+        judge_landmark(_jump(has=False), [("massive onset", 0.42, (0.42, 0.42))], 31)[0]
+        == "not testable here"
+    )
+    assert judge_landmark(_jump(), [], 31)[0] == "does not hold"
+    assert judge_landmark(_jump(), [("massive onset", 0.40, (0.40, 0.40))], 31)[0] == "holds"
+    assert (
+        judge_landmark(_jump(), [("massive onset", 0.47, (0.47, 0.47))], 31)[0] == "does not hold"
+    )  # outside CI
+    assert (
+        judge_landmark(_jump(), [("ID peak", 0.60, (0.30, 0.90))], 31)[0] == "inconclusive"
+    )  # overlaps, far
+    assert judge_landmark(_jump(), [("ID peak", 0.60, (0.55, 0.90)), ("lens", 0.1, (0.0, 0.2))], 31)[0] == (
+        "does not hold"
+    )
+
+
+def test_landmark_calibration_reads_the_planted_families():
+    from latentbook.study import landmark_calibration as lc
+
+    records = lc.run_case(0) + lc.run_case(1)
+    table = lc.confusion(records).set_index("family")
+    near, far, none = (f.name for f in lc.FAMILIES)
+    assert table.loc[near, "holds"] == 2
+    assert table.loc[far, "holds"] == 0 and table.loc[none, "holds"] == 0
+    assert table.loc[none, "not testable"] == 2  # no jump: nothing to place
+    assert not table.loc[far, "meets target"]  # 0 of 2 cannot show a 5 % rate
+
+
+def test_landmark_calibration_file_round_trip(tmp_path):
+    import json
+
+    from latentbook.study import landmark_calibration as lc
+
+    path = tmp_path / lc.FILE
+    with pytest.raises(InvalidInputError, match="calibrate_landmarks"):
+        lc.load(tmp_path)
+    path.parent.mkdir(parents=True)
+    records = [{"family": f.name, "case": 0, "verdict": "holds", "reason": ""} for f in lc.FAMILIES]
+    path.write_text(json.dumps({"provenance": {"source_hash": lc.source_hash()}, "records": records}))
+    loaded = lc.load(tmp_path)
+    assert loaded.current and loaded.table["holds"].tolist() == [1, 1, 1]
+    path.write_text(json.dumps({"provenance": {"source_hash": "old"}, "records": records}))
+    assert not lc.load(tmp_path).current
+
+
+def test_the_report_shows_every_landmark_and_the_landmark_row(planted):
+    from latentbook.study.report import capture_report
+
+    cap, _ = planted
+    report = capture_report(cap, "planted", n_boot=100)
+    text = report.text()
+    section = text[text.index("Other clocks of depth") :]
+    assert "massive onset" in section and f"{ONSET / 12:.3f}" in section
+    assert "not computed: the lens needs the model" in " ".join(section.split())
+    assert max(len(line) for line in text.splitlines()) <= 100
+    row = report.rows.set_index("claim").loc["landmark_coincidence"]
+    assert row["verdict"] in ("not testable here", "does not hold", "holds", "inconclusive")
+    assert row["reason"] == run_landmarks.depth_landmarks(cap, "planted").verdict()[1]
