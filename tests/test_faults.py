@@ -2526,3 +2526,20 @@ def test_a_one_prompt_capture_is_reported_with_token_intervals(tmp_path, capsys)
     assert main(["report", str(path), "--no-verdict"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "12 tokens, resampled as if independent (one prompt: the interval is too narrow)" in out
+
+
+@fault(
+    "Capture files",
+    "`report` on a checkpoint copied out of an interrupted capture (2 of 5 prompts done)",
+    outcome="the report says UNFINISHED, 2 of 5 prompts, that they are the shortest ones, and how to finish",
+)
+def test_report_of_a_checkpoint_says_it_is_unfinished(tiny, tmp_path, capsys):
+    checkpoint = _interrupted_checkpoint(tiny, tmp_path / "run.ckpt")
+    copied = tmp_path / "copied.safetensors"
+    shutil.copy(checkpoint, copied)
+    assert main(["report", str(copied), "--no-verdict"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "UNFINISHED: 2 of 5 prompts" in out and "shortest first" in out and "--resume" in out
+    finished = lb.capture(tiny, SHORT_PROMPTS, progress=False).save(tmp_path / "done.safetensors")
+    assert main(["report", str(finished), "--no-verdict"]) == 0
+    assert "UNFINISHED" not in capsys.readouterr().out

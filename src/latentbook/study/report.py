@@ -242,6 +242,16 @@ def _facts(cap: Capture) -> list[tuple[str, str]]:
     facts.append(("shape", f"{cap.n_layers} layers, width d = {cap.d_model}"))
     n_prompts = p.get("prompts_done", p.get("n_prompts"))
     prompts = f"{n_prompts} prompts" if n_prompts is not None else "prompts: not recorded"
+    if (
+        p.get("prompts_done") is not None
+        and p.get("n_prompts") is not None
+        and p["prompts_done"] < p["n_prompts"]
+    ):
+        prompts = (
+            f"UNFINISHED: {p['prompts_done']} of {p['n_prompts']} prompts (an interrupted capture's checkpoint; "
+            "a capture runs its prompts shortest first, so these are not a sample of the set). Finish it with "
+            "the same latentbook capture command and --resume"
+        )
     if p.get("prompt_set"):
         prompts += f" from the set {p['prompt_set']!r}"
     if p.get("max_length"):
