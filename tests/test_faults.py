@@ -2543,3 +2543,33 @@ def test_report_of_a_checkpoint_says_it_is_unfinished(tiny, tmp_path, capsys):
     finished = lb.capture(tiny, SHORT_PROMPTS, progress=False).save(tmp_path / "done.safetensors")
     assert main(["report", str(finished), "--no-verdict"]) == 0
     assert "UNFINISHED" not in capsys.readouterr().out
+
+
+@fault(
+    "Outputs and locks",
+    "A full disk while `latentbook capture` writes (Python's ENOSPC, or safetensors' StorageFull)",
+    outcome="exit 2 and one line: the disk is full, what is intact and to rerun with `--resume`; no traceback",
+)
+@pytest.mark.parametrize(
+    "full",
+    [
+        OSError(28, "No space left on device"),
+        __import__("safetensors").SafetensorError(
+            'Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })'
+        ),
+    ],
+)
+def test_a_full_disk_ends_in_one_line_that_says_how_to_continue(full, tmp_path, monkeypatch, capsys):
+    from latentbook.capturing import results
+
+    def no_space(self, path):
+        raise full
+
+    monkeypatch.setattr(results.Capture, "save", no_space)
+    out = tmp_path / "X.safetensors"
+    assert main(_cli(out)) == 2
+    err = capsys.readouterr().err
+    said = [line for line in err.splitlines() if "latentbook: error:" in line]  # after the progress bar
+    assert len(said) == 1 and "Traceback" not in err
+    assert "latentbook: error: the disk is full" in said[0] and "--resume" in said[0]
+    assert not out.exists()

@@ -523,6 +523,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"latentbook: interrupted. {_what_is_safe(args)}", file=sys.stderr)
         return 130
+    except Exception as exc:  # a full disk, from Python (OSError) or from safetensors' writer
+        if not _disk_full(exc):
+            raise
+        print(
+            f"latentbook: error: the disk is full ({exc}). {_what_is_safe(args)} Free space first.",
+            file=sys.stderr,
+        )
+        return 2
     except BrokenPipeError:  # `latentbook models | head`: the reader has what it wanted
         import os
 
@@ -534,8 +542,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk is full: ``ENOSPC``, or safetensors' "StorageFull" (os error 28)."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return True
+    return any(sign in str(exc) for sign in ("StorageFull", "No space left on device", "os error 28"))
+
+
 def _what_is_safe(args: argparse.Namespace) -> str:
-    """One line after Ctrl-C: what is on disk and how to continue."""
+    """One line after Ctrl-C or a full disk: what is on disk and how to continue."""
     if args.command == "capture":
         return (
             f"Nothing was written to {args.out}; the last checkpoint ({args.out}.partial, if one was written) is "
