@@ -2573,3 +2573,22 @@ def test_a_full_disk_ends_in_one_line_that_says_how_to_continue(full, tmp_path, 
     assert len(said) == 1 and "Traceback" not in err
     assert "latentbook: error: the disk is full" in said[0] and "--resume" in said[0]
     assert not out.exists()
+
+
+@fault(
+    "Bad input",
+    "`latentbook plan` of a config with 4096 layers of width 65536 (sizes in the hundreds of TiB)",
+    outcome="every number in its own column (columns as wide as their widest cell; TiB past 1024 GiB)",
+)
+def test_plan_columns_hold_numbers_of_any_magnitude(tmp_path, capsys):
+    base = json.loads((Path(lb.__file__).parent / "capturing" / "configs" / "Qwen2.5-1.5B.json").read_text())
+    huge = {"hidden_size": 65536, "num_hidden_layers": 4096, "intermediate_size": 262144}
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(base | huge | {"num_attention_heads": 512, "num_key_value_heads": 64}))
+    assert main(["plan", str(config), "--gpus", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split() == ["cuda:0", "cuda:1", "cuda:2", "host"])
+    table = lines[header + 1 : lines.index("", header)]
+    assert len(table) >= 10 and any("TiB" in line for line in table)
+    for line in table:  # a label, then four cells each set off by at least two spaces
+        assert len(re.split(r"\s{2,}", line.strip())) == 5, line

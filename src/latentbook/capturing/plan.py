@@ -335,27 +335,29 @@ class Plan:
             f"attention statistics {'yes' if self.attention else 'no'}",
             "",
         ]
-        width = max(len(r.what) for r in self.rows) + 2
-        lines.append(" " * width + "".join(f"{c:>12}" for c in columns))
-        order = list(dict.fromkeys(r.what for r in self.rows))
-        for what in order:
-            cells = []
-            for c in columns:
-                size = sum(r.bytes for r in self.rows if r.what == what and r.device == c)
-                cells.append(f"{_gib(size) if size else '-':>12}")
-            lines.append(f"{what:<{width}}" + "".join(cells))
+        grid = [[""] + list(columns)]
+        for what in dict.fromkeys(r.what for r in self.rows):
+            sizes = [sum(r.bytes for r in self.rows if r.what == what and r.device == c) for c in columns]
+            grid.append([what] + [_gib(size) if size else "-" for size in sizes])
         act = self.activation_bytes()
-        gpu_act = [_gib(act) if c != "host" or self.devices == ("host",) else "-" for c in columns]
-        lines.append(f"{'activations per batch (estimate)':<{width}}" + "".join(f"{v:>12}" for v in gpu_act))
+        grid.append(
+            ["activations per batch (estimate)"]
+            + [_gib(act) if c != "host" or self.devices == ("host",) else "-" for c in columns]
+        )
         totals = [self.static_bytes(c) + (act if c in self.devices else 0) for c in columns]
-        lines.append(f"{'total':<{width}}" + "".join(f"{_gib(v):>12}" for v in totals))
-        usable = [_gib(self.capacity[c]) if c in self.capacity else "-" for c in columns]
-        lines.append(f"{'usable':<{width}}" + "".join(f"{v:>12}" for v in usable))
+        grid.append(["total"] + [_gib(v) for v in totals])
+        grid.append(["usable"] + [_gib(self.capacity[c]) if c in self.capacity else "-" for c in columns])
+        widths = [max(len(row[i]) for row in grid) + (0 if i == 0 else 2) for i in range(len(grid[0]))]
+        for row in grid:  # every column as wide as its widest cell: no number runs into the next
+            lines.append(f"{row[0]:<{widths[0]}}" + "".join(f"{v:>{w}}" for v, w in zip(row[1:], widths[1:])))
         lines += ["", self.verdict]
         return "\n".join(lines)
 
 
 def _gib(size: float) -> str:
+    """A size in the unit that keeps it short: TiB from 1024 GiB, GiB, MiB or KiB, two decimals."""
+    if size >= 1024 * GIB:
+        return f"{size / (1024 * GIB):.2f} TiB"
     if size >= GIB / 100:
         return f"{size / GIB:.2f} GiB"
     return f"{size / 2**20:.2f} MiB" if size >= 2**20 / 100 else f"{size / 2**10:.2f} KiB"
