@@ -334,3 +334,59 @@ def test_no_command_on_any_page_has_its_double_hyphen_turned_into_a_dash():
     }
     dashed = {page: found for page, found in dashed.items() if found}
     assert not dashed, f"an option printed with a dash instead of '--': {dashed}"
+
+
+# Where the title, the legend, the toolbar and the menus of a plotly figure lie; which of them overlap.
+_OVERLAPS = """(element) => {
+  const box = (selector) => {
+    const found = element.querySelector(selector);
+    if (!found) { return null; }
+    const r = found.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 ? {left: r.left, top: r.top, right: r.right, bottom: r.bottom} : null;
+  };
+  const parts = {title: box(".gtitle"), legend: box(".legend"), toolbar: box(".modebar"),
+                 menus: box(".updatemenu-container")};
+  const hit = (a, b) => a && b && a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  const pairs = [["title", "legend"], ["title", "toolbar"], ["legend", "menus"], ["legend", "toolbar"]];
+  return {found: Object.keys(parts).filter(k => parts[k]),
+          overlaps: pairs.filter(([a, b]) => hit(parts[a], parts[b])).map(([a, b]) => `${a} overlaps ${b}`)};
+}"""
+
+
+@pytest.mark.parametrize("metric", ["omega", "spectrum"])
+def test_the_explorers_title_legend_and_toolbar_do_not_overlap(browser, metric):
+    """The static explorer (the book's) and the live one's figure layout (JupyterLab's), each with the legend of
+    ``metric`` (the spectrum view's has two rows), drawn by the book's plotly.js: the title, legend, toolbar
+    and menus each keep their own place."""
+    import numpy as np
+    import plotly
+    import plotly.graph_objects as go
+
+    from latentbook.analysis import synthetic
+    from latentbook.view import explorer, static_explorer, widgets
+
+    states = np.random.default_rng(0).standard_normal((5, 200, 48))
+    cap = synthetic.as_capture(states, np.repeat(np.arange(40), 5), np.tile(np.arange(5), 40))
+    views = {
+        "a model with a long name": explorer.ModelViews("m", cap),
+        "random:twin": explorer.ModelViews("t", cap),
+    }
+    static = static_explorer.static_explorer(views, metrics=[metric])
+    live = go.Figure(
+        data=static.data, layout=widgets.figure_layout() | {"title": {"text": static.layout.title.text}}
+    )
+    plotly_js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    for name, figure in (("static", static), ("live", live)):
+        page = browser.new_page()
+        page.set_content('<div id="figure" style="width:900px;height:700px"></div>')
+        page.add_script_tag(path=str(plotly_js))
+        page.evaluate(
+            "(f) => Plotly.newPlot('figure', f.data, f.layout, {responsive: true, displaylogo: false})",
+            json.loads(figure.to_json()),
+        )
+        page.hover("#figure .main-svg")  # the toolbar shows on hover
+        layout = page.locator("#figure").evaluate(_OVERLAPS)
+        page.screenshot(path=_artifact(f"explorer-layout/{name}-{metric}.png"))
+        page.close()
+        assert {"title", "legend", "toolbar"} <= set(layout["found"]), (name, layout)
+        assert not layout["overlaps"], f"{name} explorer, {metric}: {layout['overlaps']}"

@@ -68,7 +68,9 @@ def static_explorer(
         return _visibility(slots, n, i, j)
 
     def model_title(i: int, layer: int) -> dict:
-        return dict(text=title(names[i], models[names[i]], layer), x=0.01, xanchor="left", y=0.97)
+        return dict(
+            text=title(names[i], models[names[i]], layer), x=0.01, xanchor="left", y=0.99, yanchor="top"
+        )
 
     model_buttons = []
     for i in range(len(names)):
@@ -134,6 +136,7 @@ def static_explorer(
         barmode="overlay",
         bargap=0.05,
         legend=dict(orientation="h", x=0, xanchor="left", y=1.02, yanchor="bottom"),
+        modebar=dict(orientation="v"),  # the toolbar down the right edge, clear of the title and the legend
         xaxis=dict(title=dict(text=first.x_title)),
         yaxis=dict(title=dict(text=first.y_title)),
         updatemenus=[

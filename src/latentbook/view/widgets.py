@@ -46,6 +46,21 @@ SOURCES = ("residual", "attention", "classes")  # what a book model's views are 
 _NEEDS = {"omega": "residual", "spectrum": "residual", "attention": "attention", "separability": "classes"}
 
 
+def figure_layout() -> dict:
+    """The live explorer's figure layout: the title top left, a legend (two rows in the spectrum view) growing up
+    from the plot into the top margin below it, the toolbar down the right edge, clear of both."""
+    return dict(
+        height=500,
+        margin=dict(t=110, b=50, l=70, r=40),
+        template="plotly_white",
+        barmode="overlay",
+        bargap=0.05,
+        title=dict(x=0.01, xanchor="left", y=0.98, yanchor="top"),
+        legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"),
+        modebar=dict(orientation="v"),
+    )
+
+
 class _Cancelled(Exception):
     """Raised from the capture's ``on_batch`` hook when Cancel was pressed."""
 
@@ -81,16 +96,7 @@ class Explorer(widgets.VBox):
         )
         self.layer = widgets.IntSlider(value=0, min=0, max=1, description="depth l", continuous_update=True)
         self.gamma = widgets.HTML()
-        self.figure = go.FigureWidget(
-            layout=dict(
-                height=460,
-                margin=dict(t=60, b=50, l=70, r=20),
-                template="plotly_white",
-                barmode="overlay",
-                bargap=0.05,
-                legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
-            )
-        )
+        self.figure = go.FigureWidget(layout=figure_layout())
         self.capture_button = widgets.Button(description="Capture", icon="play", button_style="primary")
         self.cancel_button = widgets.Button(description="Cancel", icon="stop", disabled=True)
         self.progress = widgets.FloatProgress(value=0.0, min=0.0, max=1.0, description="progress")
