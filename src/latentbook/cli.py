@@ -523,14 +523,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"latentbook: interrupted. {_what_is_safe(args)}", file=sys.stderr)
         return 130
-    except Exception as exc:  # a full disk, from Python (OSError) or from safetensors' writer
-        if not _disk_full(exc):
-            raise
-        print(
-            f"latentbook: error: the disk is full ({exc}). {_what_is_safe(args)} Free space first.",
-            file=sys.stderr,
-        )
-        return 2
     except BrokenPipeError:  # `latentbook models | head`: the reader has what it wanted
         import os
 
@@ -539,6 +531,14 @@ def main(argv: list[str] | None = None) -> int:
         except (AttributeError, OSError, ValueError):  # a stdout without a file descriptor (a test's capture)
             pass
         return 0
+    except Exception as exc:  # a full disk (Python or safetensors); after BrokenPipeError, an OSError too
+        if not _disk_full(exc):
+            raise
+        print(
+            f"latentbook: error: the disk is full ({exc}). {_what_is_safe(args)} Free space first.",
+            file=sys.stderr,
+        )
+        return 2
     return 0
 
 
