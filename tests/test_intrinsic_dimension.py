@@ -101,3 +101,12 @@ def test_bad_input_is_refused():
         idm.gride(x, np.zeros(3))
     with pytest.raises(InvalidInputError, match="duplicates"):
         idm.two_nn(np.ones((50, 8)))
+
+
+def test_a_massive_coordinate_in_a_few_tokens_leaves_the_dimension():
+    cloud = curved_manifold(**BOOK, dimension=6, d=384, rho=0.3, seed=4)
+    x = cloud.x.copy()
+    x[::50, 0] = 300.0  # a sink-like token every 50 tokens: far from everything, and each other's neighbours
+    for n1 in (1, 8):
+        estimate = idm.gride(x, cloud.prompt_ids, n1=n1, n_boot=50).dimension
+        assert estimate == pytest.approx(6, rel=0.15), n1

@@ -87,3 +87,22 @@ def test_wilson_interval_refuses_no_units_and_a_p_outside_0_1():
     for p, n in ((0.5, 0), (-0.1, 10), (1.1, 10)):
         with pytest.raises(InvalidInputError, match="Need n >= 1"):
             resampling.wilson_interval(p, n)
+
+
+def test_token_weights_give_every_token_its_prompts_draw_count():
+    from latentbook.analysis.resampling import cluster_weights, token_weights
+
+    groups = np.array(["b", "a", "b", "c", "a", "b"])
+    weights = token_weights(np.random.default_rng(3), groups, 50)
+    assert weights.shape == (50, 6)
+    assert np.array_equal(weights[:, 0], weights[:, 2]) and np.array_equal(weights[:, 1], weights[:, 4])
+    by_prompt = cluster_weights(np.random.default_rng(3), 3, 50)  # the same draws: a, b, c in sorted order
+    assert np.array_equal(weights[:, [1, 0, 3]], by_prompt)
+
+
+def test_widened_intervals_hold_their_estimates_column_by_column():
+    from latentbook.analysis.resampling import widened_intervals
+
+    draws = np.tile(np.arange(101.0)[:, None], (1, 3))  # percentiles 2.5 and 97.5 of 0..100
+    intervals = widened_intervals(draws, np.array([50.0, -4.0, 120.0]), 0.95)
+    assert np.allclose(intervals, [[2.5, 97.5], [-4.0, 97.5], [2.5, 120.0]])

@@ -182,3 +182,28 @@ def test_the_report_shows_every_landmark_and_the_landmark_row(planted):
     row = report.rows.set_index("claim").loc["landmark_coincidence"]
     assert row["verdict"] in ("not testable here", "does not hold", "holds", "inconclusive")
     assert row["reason"] == run_landmarks.depth_landmarks(cap, "planted").verdict()[1]
+
+
+def test_the_calibration_script_never_replaces_a_file_that_is_not_its_record(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    foreign = tmp_path / "capture.safetensors"
+    foreign.write_bytes(b"not a calibration record")
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(root / "tools" / "calibrate_landmarks.py"),
+            "--n-cases",
+            "1",
+            "--out",
+            str(foreign),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode != 0 and "not a calibration record" in done.stderr
+    assert foreign.read_bytes() == b"not a calibration record"

@@ -71,6 +71,10 @@ def calibration_main(module, script: str, description: str, **settings) -> None:
         raise SystemExit(
             f"--out {args.out} is a folder: give a file name (e.g. {args.out / Path(module.FILE).name})."
         )
+    if args.out.exists() and not _is_calibration_record(args.out):
+        raise SystemExit(
+            f"--out {args.out} is a file that is not a calibration record, and it would be lost: choose another --out."
+        )
     start = time.perf_counter()
     source_hash = module.source_hash()  # of the code just imported: the code that runs
     records = module.calibrate(args.n_cases, seed=args.seed, jobs=args.jobs)
@@ -84,3 +88,14 @@ def calibration_main(module, script: str, description: str, **settings) -> None:
     atomic_write(args.out, lambda tmp: tmp.write_text(json.dumps(record, indent=0) + "\n", encoding="utf-8"))
     print(module.confusion(records).to_string(index=False))
     print(f"written: {args.out}")
+
+
+def _is_calibration_record(path: Path) -> bool:
+    """Whether ``path`` holds what ``calibration_main`` writes (JSON with ``provenance`` and ``records``)."""
+    import json
+
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(record, dict) and {"provenance", "records"} <= set(record)

@@ -41,7 +41,7 @@ import numpy as np
 from ..errors import InvalidInputError
 from .flow import q_from_block_factors, q_from_variance_decay
 from .layer_spectra import depth_windows, sample_mask
-from .resampling import cluster_weights, percentile_interval
+from .resampling import cluster_weights, percentile_interval, token_weights
 
 if TYPE_CHECKING:
     from ..capturing.jacobian import TransverseGains
@@ -187,8 +187,7 @@ def contraction_fit(
     principal = [_principal(x, rank) for x in window]
     share = np.array([1.0 - lam[:k].sum() / total for total, lam, _ in principal])
     q = float(q_from_variance_decay(layers, share))
-    _, groups = np.unique(prompts, return_inverse=True)
-    weights = cluster_weights(np.random.default_rng(seed), int(groups.max()) + 1, n_boot)[:, groups]
+    weights = token_weights(np.random.default_rng(seed), prompts, n_boot)
     shares = np.stack(
         [_share_draws(x, k, weights, directions) for x, (_, _, directions) in zip(window, principal)], axis=1
     )  # (B, depths)

@@ -31,7 +31,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from ..errors import InvalidInputError
-from .resampling import cluster_weights, percentile_interval
+from .resampling import percentile_interval, token_weights, widened_intervals
 
 OUTLIER_SPREAD = 20.0  # DADApy's cut: mu above q50 + 20 (q95 - q50) is an overlapping point
 _GRID = np.geomspace(0.05, 5000.0, 900)  # d values where the bootstrap draws' scores are evaluated
@@ -151,7 +151,10 @@ def id_profile(
     if vectors.ndim != 3:
         raise InvalidInputError(f"vectors must have shape (n_depths, n_points, d), got {vectors.shape}.")
     n_depths, n_points = vectors.shape[:2]
-    labels = _group_index(groups, n_points)
+    if groups is not None and np.shape(groups) != (n_points,):
+        raise InvalidInputError(
+            f"groups must hold one label per point ({n_points}), got shape {np.shape(groups)}."
+        )
     if not isinstance(n_boot, (int, np.integer)) or n_boot < 20:
         raise InvalidInputError(f"n_boot must be an integer >= 20, got {n_boot!r}.")
     if not 0.5 < level < 1:
@@ -161,7 +164,8 @@ def id_profile(
     gamma = np.asarray(gamma, dtype=np.float64)
     if gamma.shape != (n_depths,):
         raise InvalidInputError(f"gamma must hold one value per depth ({n_depths}), got shape {gamma.shape}.")
-    weights = cluster_weights(np.random.default_rng(seed), int(labels.max()) + 1, n_boot)[:, labels]
+    each_alone = np.arange(n_points) if groups is None else groups
+    weights = token_weights(np.random.default_rng(seed), each_alone, n_boot)
     dimension, draws = np.empty(n_depths), np.empty((n_boot, n_depths))
     n_kept = np.empty(n_depths, dtype=np.int64)
     for depth in range(n_depths):
@@ -169,8 +173,7 @@ def id_profile(
         n_kept[depth] = np.isfinite(log_mu).sum()
         dimension[depth] = _root(log_mu, n1, n2)
         draws[:, depth] = _roots_of_draws(log_mu, weights, n1, n2)
-    low, high = percentile_interval(draws, level, axis=0)
-    ci = np.stack([np.minimum(low, dimension), np.maximum(high, dimension)], axis=1)
+    ci = widened_intervals(draws, dimension, level)
     peak = float(gamma[int(np.argmax(dimension))])
     peak_low, peak_high = percentile_interval(gamma[np.argmax(draws, axis=1)], level)
     peak_ci = (float(min(peak_low, peak)), float(max(peak_high, peak)))
@@ -185,18 +188,6 @@ def _orders(n1: int, n2: int | None) -> tuple[int, int]:
     ):
         raise InvalidInputError(f"Need integers 1 <= n1 < n2, got n1={n1!r}, n2={n2!r}.")
     return int(n1), int(n2)
-
-
-def _group_index(groups: np.ndarray | None, n_points: int) -> np.ndarray:
-    """``0..n_groups-1`` per point: the prompt each point belongs to (each point its own group by default)."""
-    if groups is None:
-        return np.arange(n_points)
-    groups = np.asarray(groups)
-    if groups.shape != (n_points,):
-        raise InvalidInputError(
-            f"groups must hold one label per point ({n_points}), got shape {groups.shape}."
-        )
-    return np.unique(groups, return_inverse=True)[1].reshape(-1)
 
 
 def _kept(log_mu: np.ndarray) -> np.ndarray:

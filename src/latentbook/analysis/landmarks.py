@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidInputError
-from .resampling import cluster_weights, percentile_interval
+from .resampling import percentile_interval, token_weights, widened_intervals
 
 MIN_RISE = 10.0  # massive activations "appear abruptly": the largest coordinate grows 10x in one layer
 MIN_RATIO = 100.0  # ... and is then 100x the median coordinate's largest value
@@ -132,12 +132,10 @@ def token_mean_profile(
         raise InvalidInputError(
             f"groups must hold one prompt per token ({values.shape[0]}), got {groups.shape}."
         )
-    labels = np.unique(groups, return_inverse=True)[1].reshape(-1)
-    weights = cluster_weights(np.random.default_rng(seed), int(labels.max()) + 1, n_boot)[:, labels]
+    weights = token_weights(np.random.default_rng(seed), groups, n_boot)
     mean = values.mean(axis=0)
     draws = (weights @ values) / weights.sum(axis=1, keepdims=True)
-    low, high = percentile_interval(draws, level, axis=0)
-    ci = np.stack([np.minimum(low, mean), np.maximum(high, mean)], axis=1)
+    ci = widened_intervals(draws, mean, level)
     return DepthProfile(np.asarray(gamma, dtype=np.float64), mean, ci, draws)
 
 

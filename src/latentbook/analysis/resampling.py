@@ -4,7 +4,7 @@ bootstrap draws, and the Wilson interval of a proportion.
 Tokens of one prompt are correlated, so the bootstrap resamples whole prompts: a draw gives each prompt a weight,
 how often it was drawn (``cluster_weights``), and every token of the prompt carries it. From the draws of a
 statistic: the percentile interval (``percentile_interval``), the same widened to contain the estimate
-(``widened_interval``), or moved by the draws' median bias (``recentred_interval``).
+(``widened_interval``; ``widened_intervals`` column by column), or moved by the draws' median bias (``recentred_interval``).
 
 Introduced in: chapter 3 (the prompt bootstrap of the order parameter).
 """
@@ -27,6 +27,14 @@ def cluster_weights(rng: np.random.Generator, n_groups: int, n_boot: int) -> np.
     return rng.multinomial(n_groups, np.full(n_groups, 1 / n_groups), size=n_boot).astype(np.float64)
 
 
+def token_weights(rng: np.random.Generator, groups: np.ndarray, n_boot: int) -> np.ndarray:
+    """``(n_boot, n_tokens)`` weights: in each draw, how often each token's group (its prompt) was drawn
+    (``cluster_weights`` of the distinct ``groups``, one per token, spread to their tokens)."""
+    _, index = np.unique(np.asarray(groups), return_inverse=True)
+    index = index.reshape(-1)
+    return cluster_weights(rng, int(index.max()) + 1, n_boot)[:, index]
+
+
 def percentile_interval(draws: np.ndarray, level: float, axis: int | None = None) -> np.ndarray:
     """``[Q_(1 - level)/2, Q_(1 + level)/2]`` of ``draws`` (linear interpolation), over ``axis``: an array whose
     first axis holds the low and the high end."""
@@ -40,6 +48,12 @@ def widened_interval(draws: np.ndarray, estimate: float, level: float) -> tuple[
         return (float("nan"), float("nan"))
     low, high = percentile_interval(draws, level)
     return (float(min(low, estimate)), float(max(high, estimate)))
+
+
+def widened_intervals(draws: np.ndarray, estimates: np.ndarray, level: float) -> np.ndarray:
+    """``(n, 2)``: ``widened_interval`` of each column of ``draws`` (``(n_draws, n)``) around its estimate."""
+    low, high = percentile_interval(draws, level, axis=0)
+    return np.stack([np.minimum(low, estimates), np.maximum(high, estimates)], axis=1)
 
 
 def recentred_interval(

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ..capturing.results import Capture
+    from .landmarks import DepthLandmarks
 
 N_BOOT = 1000  # bootstrap draws of m(gamma) and of the excess (omega.profile's default)
 NOISE_REPS = 3  # pure-noise samples of the token sample's shape (layer_spectra.gaussian_reference)
@@ -103,6 +104,8 @@ def capture_report(
 ) -> Report:
     """The report of ``cap`` (labelled ``label``, as in the verdict table), its verdict rows judged against
     ``twin`` (a capture of the random-weight model of the same architecture) when given."""
+    import pandas as pd
+
     if twin is not None and (twin.n_layers, twin.d_model) != (cap.n_layers, cap.d_model):
         raise InvalidInputError(
             f"--twin {twin.model_name} has {twin.n_layers} layers and d = {twin.d_model}, the capture "
@@ -119,8 +122,10 @@ def capture_report(
         n, d = int(table["n"].iloc[0]), int(table["d"].iloc[0])
         reference = layer_spectra.gaussian_reference(n, d, n_rep=NOISE_REPS, seed=seed)
         noise = {k: float(reference[k].mean()) for k in ("participation_ratio", "effective_rank", "n_spikes")}
-    rows, verdict_note = (None, "skipped (--no-verdict)") if not verdict else _verdict(cap, label, twin)
-    landmarks, landmarks_note = _try(lambda: _landmarks(cap, label, seed))
+    found, landmarks_note = _try(lambda: depth_landmarks(cap, label, seed=seed))
+    rows, verdict_note = (
+        (None, "skipped (--no-verdict)") if not verdict else _verdict(cap, label, twin, found)
+    )
     return Report(
         label=label,
         facts=_facts(cap),
@@ -136,17 +141,24 @@ def capture_report(
         excess_note=excess_note,
         spectra_note=spectra_note,
         verdict_note=verdict_note,
-        landmarks=landmarks,
+        landmarks=pd.DataFrame(found.table()) if found is not None else None,
         landmarks_note=landmarks_note,
         extra={"capture": cap},
     )
 
 
-def verdict_rows(cap: Capture, label: str, twin: Capture | None = None, seed: int = 0) -> list[judged.Row]:
+def verdict_rows(
+    cap: Capture,
+    label: str,
+    twin: Capture | None = None,
+    seed: int = 0,
+    landmarks: DepthLandmarks | None = None,
+) -> list[judged.Row]:
     """The verdict table's rows for ``cap``: ``measure`` then ``claim_rows`` with run
-    "results file", as ``latentbook verdict`` judges a capture file (against ``twin`` when given). A capture
-    too shallow for the spectral claims is measured for the others, and those rows say why they cannot be
-    tested ("not testable here", reason naming the capture's limit)."""
+    "results file", as ``latentbook verdict`` judges a capture file (against ``twin`` when given), and the
+    landmark row (``landmarks``: ``study.landmarks.depth_landmarks`` of ``cap``, measured here when not given).
+    A capture too shallow for the spectral claims is measured for the others, and those rows say why they cannot
+    be tested ("not testable here", reason naming the capture's limit)."""
     measured, missing = _measure(cap, label, seed)
     twin_measured = _measure(twin, f"random twin of {label}", seed)[0] if twin is not None else None
     rows = claim_rows(measured, twin_measured, run="results file")
@@ -154,7 +166,8 @@ def verdict_rows(cap: Capture, label: str, twin: Capture | None = None, seed: in
         gap = [_untestable(claim, measured, missing) for claim in SPECTRAL_CLAIMS]
         rows = rows[:-1] + gap + rows[-1:]  # claim_rows' order: ... bimodality, spectra, cooling
     try:
-        rows.append(landmark_row(measured, depth_landmarks(cap, label, seed=seed), run="results file"))
+        found = landmarks if landmarks is not None else depth_landmarks(cap, label, seed=seed)
+        rows.append(landmark_row(measured, found, run="results file"))
     except InvalidInputError as exc:  # too few sampled tokens for the landmarks: the row says so
         rows.append(_untestable("landmark_coincidence", measured, str(exc)))
     return rows
@@ -184,20 +197,16 @@ def _untestable(claim: str, m: Measurements, why: str) -> judged.Row:
     )
 
 
-def _verdict(cap: Capture, label: str, twin: Capture | None) -> tuple[pd.DataFrame | None, str]:
+def _verdict(
+    cap: Capture, label: str, twin: Capture | None, landmarks: DepthLandmarks | None
+) -> tuple[pd.DataFrame | None, str]:
     import pandas as pd
 
     try:
-        rows = verdict_rows(cap, label, twin)
+        rows = verdict_rows(cap, label, twin, landmarks=landmarks)
     except InvalidInputError as exc:
         return None, f"{NOT_ALONE}: {exc}"
     return pd.DataFrame([asdict(row) for row in rows], columns=list(judged.COLUMNS)), ""
-
-
-def _landmarks(cap: Capture, label: str, seed: int) -> pd.DataFrame:
-    import pandas as pd
-
-    return pd.DataFrame(depth_landmarks(cap, label, seed=seed).table())
 
 
 def _try(compute):

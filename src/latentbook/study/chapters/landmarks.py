@@ -25,10 +25,13 @@ if TYPE_CHECKING:
 
 # (dimension, ambient d, within-prompt correlation, noise): the planted clouds of the estimator check
 PLANTED_CLOUDS = ((3, 256, 0.0, 0.0), (6, 384, 0.5, 0.0), (10, 640, 0.5, 0.0), (6, 384, 0.3, 0.02))
+PLANTED_PROMPTS, PLANTED_PER_PROMPT = 128, 4  # the book's capture: 128 prompts, about 4 sampled tokens each
 _SHORT = dict(zip(LANDMARK_NAMES, ("id_two_nn", "id_gride", "onset", "lens", "jump")))
 
 
-def planted_table(n_prompts: int = 128, tokens_per_prompt: int = 4, seed: int = 0) -> pd.DataFrame:
+def planted_table(
+    n_prompts: int = PLANTED_PROMPTS, tokens_per_prompt: int = PLANTED_PER_PROMPT, seed: int = 0
+) -> pd.DataFrame:
     """TwoNN and Gride (``n1 = ID_SCALE``) on each of ``PLANTED_CLOUDS`` (``synthetic.curved_manifold``, bent by
     0.5) at the book's sample size, with prompt-bootstrap intervals and the relative error of each."""
     rows = []
@@ -63,6 +66,10 @@ def planted_glue(table: pd.DataFrame) -> dict[str, object]:
         "planted_noisy_two_nn": float(noisy["TwoNN"]),
         "planted_noisy_gride": float(noisy["Gride"]),
         "id_scale": ID_SCALE,
+        "planted_prompts": PLANTED_PROMPTS,
+        "planted_per_prompt": PLANTED_PER_PROMPT,
+        "planted_d_min": int(table["d"].min()),
+        "planted_d_max": int(table["d"].max()),
     }
 
 
