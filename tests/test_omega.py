@@ -189,11 +189,19 @@ def test_a_skewed_unimodal_sample_is_not_called_bimodal():
     assert not result.votes["mixture"] and result.verdict != "bimodal"
 
 
-def test_bimodality_refuses_tiny_or_constant_samples():
+def test_bimodality_refuses_tiny_samples_and_calls_a_point_mass_unimodal():
     with pytest.raises(lb.errors.InvalidInputError, match="at least 20"):
         omega.bimodality(np.arange(5.0))
-    with pytest.raises(lb.errors.InvalidInputError, match="equal"):
-        omega.bimodality(np.ones(50))
+    with pytest.raises(lb.errors.InvalidInputError, match="one id per value"):
+        omega.bimodality(np.ones(50), prompt_ids=np.zeros(3))
+    # exact one-hot tokens share one Omega: one mode, no vote, and no number made up for the moments
+    point = omega.bimodality(
+        np.full(50, omega.reference_values(64)["one_hot"]), prompt_ids=np.arange(50) // 5
+    )
+    assert point.verdict == "unimodal" and not any(point.votes.values())
+    assert (point.n, point.n_distinct, point.dip, point.dip_p) == (50, 1, 0.0, 1.0)
+    assert np.isnan(point.coefficient) and np.isnan(point.delta_bic) and np.isnan(point.ashman_d)
+    assert omega.holm_adjusted([point, point])[0].verdict == "unimodal"
 
 
 # --- bimodality at its decision boundaries -----------------------------------------------------------------

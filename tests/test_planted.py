@@ -168,3 +168,16 @@ def test_the_liquid_families_fall_on_either_side_of_the_solid_level():
     assert verdicts["a one-hot code above the solid level"] == ("does not hold", "does not hold")
     assert verdicts["nothing planted"] == ("holds", "holds")
     assert verdicts["massive coordinate at 0.42"] == ("does not hold", "holds")
+
+
+def test_tokenizer_splits_as_words_and_spaces_are_not_tokens():
+    """Every token is a word of ``planted.words`` (whitespace dropped, not a ``<unk>`` between words), so a
+    token-specific code is specific to words, and the vocabulary covers most of the prompts' words."""
+    vocab = planted.vocabulary()
+    tokenizer = planted.build_tokenizer(vocab)
+    texts = lb.prompts.load("general")
+    for text in texts[:40] + ["Two  spaces,\ta tab\nand a line."]:
+        tokens = [vocab[i] for i in tokenizer(text)["input_ids"]]
+        assert tokens == ["<bos>"] + [w if w in vocab else "<unk>" for w in planted.words(text)]
+    ids = np.concatenate([tokenizer(t, truncation=True, max_length=64)["input_ids"] for t in texts[:64]])
+    assert np.mean(ids == vocab.index("<unk>")) < 0.1

@@ -585,16 +585,19 @@ def bimodality(
     ``n / deff`` tokens (``design_effect``): tokens of one prompt are not independent, and treating them so
     finds modes in the prompts' offsets. Verdict: "bimodal" when all three agree, "unimodal" when none does,
     else "inconclusive". Check ``n_distinct``: many ties (repeated tokens at depth 0) make the dip test reject.
+    All values equal (exact one-hot tokens share one Omega): "unimodal", with NaN for the undefined statistics.
     """
     x = np.asarray(values, dtype=np.float64).ravel()
     if len(x) < 20 or not np.all(np.isfinite(x)):
         raise InvalidInputError(f"bimodality needs at least 20 finite values, got {len(x)}.")
-    if np.ptp(x) == 0:
-        raise InvalidInputError("All values are equal: there is no distribution to test.")
     if prompt_ids is not None and np.shape(prompt_ids) != x.shape:
         raise InvalidInputError(
             f"prompt_ids needs one id per value ({len(x)}), got shape {np.shape(prompt_ids)}."
         )
+    if np.ptp(x) == 0:  # a point mass has one mode: dip 0 (p = 1); the moments and mixture are undefined
+        votes = dict.fromkeys(("coefficient", "dip", "mixture"), False)
+        nan = float("nan")
+        return Bimodality(len(x), 1, nan, 0.0, 1.0, nan, nan, votes, "unimodal", float(len(x)))
     n_e = len(x) / design_effect(x, prompt_ids) if prompt_ids is not None else float(len(x))
     coefficient = bimodality_coefficient(x)
     dip, dip_p = dip_test(x, n_e)

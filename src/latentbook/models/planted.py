@@ -8,8 +8,10 @@ artefacts as they reach a real forward pass, not on planted values of its own st
 
 What is planted (``PLANTS``): the MLP of the decoder layer that ends at depth ``l* = round(gamma L)`` (so the
 residual stream carries the change from depth ``l*`` on) is rebuilt as a *writer*: one hidden unit per word,
-whose gate and up rows are that word's embedding direction (a matched filter: ``silu(a cos) a cos`` is large
-for the token itself and near 0 for the others), and whose down column is what the word writes:
+whose gate and up rows are that word's embedding direction (a matched filter: with the squared ReLU,
+``relu(a cos)^2 a cos`` is large for the token itself and near 0 for the others; SiLU's ``silu(a cos) a cos``
+leaks enough of 2,000 other words into each token to blur a one-hot code at width 128), and whose down column
+is what the word writes:
 
 - ``sparse_code`` (the paper's phenomenon): ``k`` coordinates chosen by the word's identity, random signs;
 - ``class_code``: the same with one code per class of words (``n_classes`` prototypes: mixture spikes);
@@ -59,7 +61,7 @@ PLANTS = (
 )
 SPEC_FILE = "planted.json"  # what was planted, beside config.json in a saved folder
 SPECIALS = ("<pad>", "<unk>", "<bos>")
-N_WORDS = 600  # the most frequent words of the general prompts; the rest are <unk>
+N_WORDS = 2000  # the most frequent words of the general prompts (88 % of their words); the rest are <unk>
 _WORD = re.compile(r"[a-z]+|[0-9]+|[^\sa-z0-9]")
 
 
@@ -130,7 +132,10 @@ def build_tokenizer(vocab: tuple[str, ...]):
     ids = {w: i for i, w in enumerate(vocab)}
     core = Tokenizer(models.WordLevel(vocab=ids, unk_token="<unk>"))
     core.normalizer = normalizers.Lowercase()
-    core.pre_tokenizer = pre_tokenizers.Split(Regex(_WORD.pattern), behavior="isolated")
+    # whitespace is dropped first: "isolated" keeps the text between matches, so a space would be a <unk> token
+    core.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Split(Regex(_WORD.pattern), behavior="isolated")]
+    )
     core.post_processor = processors.TemplateProcessing(
         single="<bos> $A", pair="<bos> $A <bos> $B", special_tokens=[("<bos>", ids["<bos>"])]
     )
@@ -147,6 +152,7 @@ def _config(spec: PlantSpec, vocab_size: int):
         vocab_size=vocab_size,
         hidden_size=spec.d,
         intermediate_size=max(vocab_size, 8 * spec.d // 3),
+        hidden_act="relu2",  # the writer's matched filter: a cubic response keeps other words out of a code
         num_hidden_layers=spec.n_layers,
         num_attention_heads=heads,
         num_key_value_heads=heads,
