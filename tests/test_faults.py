@@ -2120,30 +2120,85 @@ def test_capture_out_onto_a_text_file_says_what_it_is(raises, tmp_path):
     assert notes.read_text() == "my notes\n"
 
 
+def _prompt_file(folder: Path, name: str, data: str) -> Path:
+    path = folder / name
+    path.write_bytes(data.encode("utf-8"))
+    return path
+
+
 @fault(
     "Bad input",
-    "Prompt files: a JSON array, `.JSONL` in capitals, a UTF-8 BOM, form feeds / NEL / U+2028 inside a prompt, CRLF",
-    outcome="each read as the prompts it holds: the array's items, the lines' texts, no BOM, one prompt per `\\n`",
+    "A prompt file holding a JSON array (`.json`, or another suffix whose content is one)",
+    outcome="the array's items are the prompts (strings or objects with a 'text' field), not `[` and `]`",
 )
-def test_prompt_files_are_read_by_format_not_by_luck(tmp_path):
+def test_a_json_array_prompt_file_gives_its_items(tmp_path):
     from latentbook.prompts.files import read_prompt_file
 
-    def write(name: str, data: str) -> Path:
-        path = tmp_path / name
-        path.write_bytes(data.encode("utf-8"))
-        return path
-
-    assert read_prompt_file(write("a.txt", '["one", "two"]')) == ['["one", "two"]']  # .txt is text
-    assert read_prompt_file(write("a.json", '["one", {"text": "two"}]')) == ["one", "two"]
-    assert read_prompt_file(write("a.prompts", '[\n "one",\n "two"\n]\n')) == ["one", "two"]  # by content
-    assert read_prompt_file(write("a.JSONL", '{"text": "one"}\n\n{"text": "two"}\n')) == ["one", "two"]
-    assert read_prompt_file(write("b.data", '{"text": "one"}\n')) == ["one"]
-    assert read_prompt_file(write("bom.txt", "\ufefffirst\nsecond\n")) == ["first", "second"]
-    assert read_prompt_file(write("bom.jsonl", '\ufeff{"text": "x"}\n')) == ["x"]
-    odd = "a\x0cb\x85c\u2028d"
-    assert read_prompt_file(write("odd.txt", f"{odd}\nnext\n")) == [odd, "next"]
-    assert read_prompt_file(write("crlf.txt", "one\r\ntwo\r\n")) == ["one", "two"]
+    assert read_prompt_file(_prompt_file(tmp_path, "a.json", '["one", {"text": "two"}]')) == ["one", "two"]
+    spread = _prompt_file(tmp_path, "a.prompts", '[\n "one",\n "two"\n]\n')
+    assert read_prompt_file(spread) == ["one", "two"]  # by content
     assert read_prompts(str(tmp_path / "a.json"), limit=1) == ["one"]
+    # an explicit .txt is text, whatever it looks like
+    assert read_prompt_file(_prompt_file(tmp_path, "a.txt", '["one", "two"]')) == ['["one", "two"]']
+
+
+@fault(
+    "Bad input",
+    "A prompt file named `.JSONL` in capitals, or JSON lines under another suffix",
+    outcome="read as JSON lines (blank lines skipped), not as text",
+)
+def test_jsonl_in_capitals_is_json_lines(tmp_path):
+    from latentbook.prompts.files import read_prompt_file
+
+    capitals = _prompt_file(tmp_path, "a.JSONL", '{"text": "one"}\n\n{"text": "two"}\n')
+    assert read_prompt_file(capitals) == ["one", "two"]
+    assert read_prompt_file(_prompt_file(tmp_path, "b.data", '{"text": "one"}\n')) == ["one"]
+
+
+@fault(
+    "Bad input",
+    "A UTF-8 BOM at the start of a `.txt` prompt file",
+    outcome="dropped: the first prompt is its text, not three extra tokens",
+)
+def test_a_bom_in_a_text_prompt_file_is_dropped(tmp_path):
+    from latentbook.prompts.files import read_prompt_file
+
+    bom = _prompt_file(tmp_path, "bom.txt", "\ufefffirst\nsecond\n")
+    assert read_prompt_file(bom) == ["first", "second"]
+
+
+@fault(
+    "Bad input",
+    "A UTF-8 BOM at the start of a `.jsonl` prompt file",
+    outcome="dropped: the first line parses (no JSON error pointing at an invisible character)",
+)
+def test_a_bom_in_a_jsonl_prompt_file_is_dropped(tmp_path):
+    from latentbook.prompts.files import read_prompt_file
+
+    assert read_prompt_file(_prompt_file(tmp_path, "bom.jsonl", '\ufeff{"text": "x"}\n')) == ["x"]
+
+
+@fault(
+    "Bad input",
+    "Form feeds, NEL and U+2028 inside a prompt of a `.txt` file",
+    outcome="one prompt per `\\n` line: the prompt keeps those characters and is not split",
+)
+def test_only_newlines_end_a_text_prompt(tmp_path):
+    from latentbook.prompts.files import read_prompt_file
+
+    odd = "a\x0cb\x85c\u2028d"
+    assert read_prompt_file(_prompt_file(tmp_path, "odd.txt", f"{odd}\nnext\n")) == [odd, "next"]
+
+
+@fault(
+    "Bad input",
+    "A `.txt` prompt file with Windows line ends (CRLF)",
+    outcome="the prompts without a trailing `\\r`",
+)
+def test_crlf_line_ends_leave_no_carriage_return(tmp_path):
+    from latentbook.prompts.files import read_prompt_file
+
+    assert read_prompt_file(_prompt_file(tmp_path, "crlf.txt", "one\r\ntwo\r\n")) == ["one", "two"]
 
 
 @fault(
@@ -2174,53 +2229,112 @@ def test_json_prompt_file_that_is_not_an_array(raises, tmp_path):
 
 @fault(
     "Bad input",
-    "`latentbook verdict --results X` where X is missing, or a capture file instead of a folder",
+    "`latentbook verdict --results X` where X does not exist",
     error=InvalidInputError,
-    says="give a folder of captures",
+    says="does not exist: give a folder of captures",
 )
-def test_verdict_results_that_is_not_a_folder(raises, saved_capture, tmp_path, capsys, monkeypatch):
+def test_verdict_results_that_does_not_exist(raises, tmp_path, capsys, monkeypatch):
     from latentbook.study import verdict as study_verdict
 
     monkeypatch.setattr(
         study_verdict, "measured_runs", lambda *a, **k: pytest.fail("measured before the check")
     )
-    for results in (tmp_path / "no-such-folder", saved_capture):
-        assert main(["verdict", "--results", str(results)]) == 2
-        assert "give a folder of captures" in capsys.readouterr().err
-        with raises():
-            study_verdict.verdict_table(results)
+    results = tmp_path / "no-such-folder"
+    assert main(["verdict", "--results", str(results)]) == 2
+    assert "give a folder of captures" in capsys.readouterr().err
+    with raises():
+        study_verdict.verdict_table(results)
 
 
 @fault(
     "Bad input",
-    "A results folder with one capture too small to measure, and a file not named `*.safetensors`",
-    outcome="the table of every other capture, with each skipped file named and why",
+    "`latentbook verdict --results X` where X is a capture file, not a folder",
+    error=InvalidInputError,
+    says="is a file: give a folder of captures (for one capture file, `latentbook report FILE` judges it)",
+)
+def test_verdict_results_that_is_a_capture_file(raises, saved_capture, tmp_path, capsys, monkeypatch):
+    from latentbook.study import verdict as study_verdict
+
+    monkeypatch.setattr(
+        study_verdict, "measured_runs", lambda *a, **k: pytest.fail("measured before the check")
+    )
+    results = saved_capture
+    assert main(["verdict", "--results", str(results)]) == 2
+    assert "give a folder of captures" in capsys.readouterr().err
+    with raises():
+        study_verdict.verdict_table(results)
+
+
+def _results_folder_with_one_good_capture(tmp_path: Path) -> Path:
+    from latentbook.analysis import synthetic
+
+    results = tmp_path / "results"
+    results.mkdir()
+    ids = np.repeat(np.arange(40), 5)
+    good = np.random.default_rng(0).standard_normal((9, len(ids), 16))
+    synthetic.as_capture(good, ids, np.tile(np.arange(1, 6), 40), name="good").save(
+        results / "good.safetensors"
+    )
+    return results
+
+
+@fault(
+    "Bad input",
+    "A results folder with one capture too small to measure",
+    outcome="the table of every other capture, with the skipped file named and why",
 )
 def test_one_unmeasurable_capture_costs_its_rows_not_the_table(tmp_path, capsys):
     from latentbook.analysis import synthetic
 
-    rng = np.random.default_rng(0)
-    results = tmp_path / "results"
-    results.mkdir()
-    ids = np.repeat(np.arange(40), 5)
-    good = rng.standard_normal((9, len(ids), 16))
-    synthetic.as_capture(good, ids, np.tile(np.arange(1, 6), 40), name="good").save(
-        results / "good.safetensors"
-    )
+    results = _results_folder_with_one_good_capture(tmp_path)
     ids = np.repeat(np.arange(3), 4)
-    small = rng.standard_normal((3, len(ids), 16))
+    small = np.random.default_rng(1).standard_normal((3, len(ids), 16))
     synthetic.as_capture(small, ids, np.tile(np.arange(1, 5), 3), name="small").save(
         results / "small.safetensors"
     )
+    out = tmp_path / "v.csv"
+    assert main(["verdict", "--no-book", "--results", str(results), "--csv", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "skipped small (small.safetensors): could not be measured: bimodality needs at least 20" in err
+    models = set(pd.read_csv(out)["model"])
+    assert "good (good.safetensors)" in models and "small (small.safetensors)" not in models
+
+
+@fault(
+    "Bad input",
+    "A results folder holding a file not named `*.safetensors` (notes, a hidden file)",
+    outcome="the table of the captures, the other file named as skipped (hidden files passed over quietly)",
+)
+def test_files_that_are_not_captures_are_named_as_skipped(tmp_path, capsys):
+    results = _results_folder_with_one_good_capture(tmp_path)
     (results / "notes.md").write_text("my notes\n")
     (results / ".hidden").write_text("")
     out = tmp_path / "v.csv"
     assert main(["verdict", "--no-book", "--results", str(results), "--csv", str(out)]) == 0
     err = capsys.readouterr().err
-    assert "skipped small (small.safetensors): could not be measured: bimodality needs at least 20" in err
     assert "skipped notes.md: not a .safetensors file" in err and ".hidden" not in err
-    models = set(pd.read_csv(out)["model"])
-    assert "good (good.safetensors)" in models and "small (small.safetensors)" not in models
+    assert "good (good.safetensors)" in set(pd.read_csv(out)["model"])
+    assert (results / "notes.md").read_text() == "my notes\n"
+
+
+@fault(
+    "Outputs and locks",
+    "`latentbook verdict --csv X` where X's folder cannot be written (under /proc or /sys)",
+    error=InvalidInputError,
+    says="choose a writable folder for --csv",
+)
+def test_verdict_csv_in_an_unwritable_place_refuses_before_the_work(raises, tmp_path, monkeypatch, capsys):
+    from latentbook.cli import _check_csv_path
+    from latentbook.study import verdict as study_verdict
+
+    monkeypatch.setattr(
+        study_verdict, "verdict_table", lambda *a, **k: pytest.fail("measured before the check")
+    )
+    for place in (Path("/proc/v.csv"), Path("/sys/kernel/v.csv")):  # unwritable even for root
+        assert main(["verdict", "--no-book", "--results", str(tmp_path), "--csv", str(place)]) == 2
+        assert f"Cannot write --csv {place}" in capsys.readouterr().err
+        with raises():
+            _check_csv_path(place, force=False)
 
 
 @fault(
@@ -2240,30 +2354,82 @@ def test_plan_refuses_a_config_without_its_sizes(raises, tmp_path, capsys):
     assert "transformers would plan its defaults" in capsys.readouterr().err
 
 
-@fault(
-    "Bad input",
-    "`latentbook plan CONFIG` with 0, a million or a string of layers, or a width of 1e15",
-    error=InvalidInputError,
-    says="is not a size (a positive integer up to",
-)
-@pytest.mark.parametrize(
-    "sizes",
-    [
-        {"num_hidden_layers": 0},
-        {"num_hidden_layers": 1_000_000},
-        {"num_hidden_layers": "32"},
-        {"hidden_size": 10**15},
-        {"text_config": {"num_hidden_layers": True, "hidden_size": 64}},
-    ],
-)
-def test_plan_refuses_sizes_that_are_not_sizes(raises, tmp_path, sizes):
-    from latentbook.capturing.plan import make_plan
-
+def _plan_config(tmp_path: Path, sizes: dict) -> Path:
     base = json.loads((Path(lb.__file__).parent / "capturing" / "configs" / "Qwen2.5-1.5B.json").read_text())
     config = tmp_path / "config.json"
     config.write_text(json.dumps(base | sizes))
+    return config
+
+
+@fault(
+    "Bad input",
+    "`latentbook plan CONFIG` with `num_hidden_layers: 0`",
+    error=InvalidInputError,
+    says="num_hidden_layers = 0 is not a size (a positive integer up to",
+)
+def test_plan_refuses_no_layers(raises, tmp_path, capsys):
+    from latentbook.capturing.plan import make_plan
+
+    config = _plan_config(tmp_path, {"num_hidden_layers": 0})
     with raises():
         make_plan(str(config))
+    assert main(["plan", str(config)]) == 2
+    assert "num_hidden_layers = 0 is not a size (a positive integer up to" in capsys.readouterr().err
+
+
+@fault(
+    "Bad input",
+    "`latentbook plan CONFIG` with a million layers",
+    error=InvalidInputError,
+    says="num_hidden_layers = 1000000 is not a size (a positive integer up to 10,000)",
+)
+def test_plan_refuses_a_million_layers(raises, tmp_path, capsys):
+    from latentbook.capturing.plan import make_plan
+
+    config = _plan_config(tmp_path, {"num_hidden_layers": 1_000_000})
+    with raises():
+        make_plan(str(config))
+    assert main(["plan", str(config)]) == 2
+    assert (
+        "num_hidden_layers = 1000000 is not a size (a positive integer up to 10,000)"
+        in capsys.readouterr().err
+    )
+
+
+@fault(
+    "Bad input",
+    "`latentbook plan CONFIG` with a size written as a string (`32` in quotes) or a boolean",
+    error=InvalidInputError,
+    says="is not a size (a positive integer up to",
+)
+def test_plan_refuses_sizes_written_as_strings_or_booleans(raises, tmp_path, capsys):
+    from latentbook.capturing.plan import make_plan
+
+    for sizes in (
+        {"num_hidden_layers": "32"},
+        {"text_config": {"num_hidden_layers": True, "hidden_size": 64}},
+    ):
+        with raises():
+            make_plan(str(_plan_config(tmp_path, sizes)))
+
+
+@fault(
+    "Bad input",
+    "`latentbook plan CONFIG` with `hidden_size` 1e15",
+    error=InvalidInputError,
+    says="hidden_size = 1000000000000000 is not a size (a positive integer up to 1,000,000)",
+)
+def test_plan_refuses_a_width_of_1e15(raises, tmp_path, capsys):
+    from latentbook.capturing.plan import make_plan
+
+    config = _plan_config(tmp_path, {"hidden_size": 10**15})
+    with raises():
+        make_plan(str(config))
+    assert main(["plan", str(config)]) == 2
+    assert (
+        "hidden_size = 1000000000000000 is not a size (a positive integer up to 1,000,000)"
+        in capsys.readouterr().err
+    )
 
 
 @fault(
@@ -2427,6 +2593,53 @@ def test_a_resume_across_weight_dtypes_is_refused(raises, tiny, tmp_path, monkey
 
 
 @fault(
+    "Checkpoints and resume",
+    "`latentbook capture --resume` with another `--max-length` than the checkpoint's",
+    error=CheckpointMismatchError,
+    says="was written with other settings (max_length",
+)
+def test_a_resume_with_another_max_length_is_refused_before_the_model_loads(
+    raises, tiny, tmp_path, monkeypatch, capsys
+):
+    import latentbook.cli as cli
+
+    checkpoint = _interrupted_checkpoint(tiny, tmp_path / "run.ckpt")
+    out = tmp_path / "X.safetensors"
+    shutil.copy(checkpoint, out.with_name(out.name + ".partial"))
+    before = out.with_name(out.name + ".partial").read_bytes()
+    monkeypatch.setattr(cli, "read_prompts", lambda *a: list(SHORT_PROMPTS))
+    models = importlib.import_module("latentbook.models")
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("the model loaded first"))
+    assert main(_cli(out, "--resume", "--max-length", "7", "--batch-size", "1")) == 2
+    err = capsys.readouterr().err
+    assert "max_length" in err and "-> 7" in err
+    assert out.with_name(out.name + ".partial").read_bytes() == before and not out.exists()
+    with raises():
+        cli._check_resume_early(
+            cli._parser().parse_args(_cli(out, "--resume", "--max-length", "7")),
+            list(SHORT_PROMPTS),
+            out.with_name(out.name + ".partial"),
+        )
+
+
+@fault(
+    "Checkpoints and resume",
+    "Resuming on another device type than the checkpoint was written on (the same dtype)",
+    outcome="`UserWarning` naming both devices; the result equals an uninterrupted run up to float rounding",
+)
+def test_a_resume_on_another_device_warns(tiny, tmp_path):
+    checkpoint = _interrupted_checkpoint(tiny, tmp_path / "run.ckpt")
+    saved = lb.load_capture(checkpoint)
+    saved.provenance["device"] = "cuda:0"  # as if written on a GPU
+    moved = saved.save(tmp_path / "moved.ckpt")
+    with pytest.warns(UserWarning, match="on cpu, written on cuda:0"):
+        resumed = lb.capture(tiny, SHORT_PROMPTS, batch_size=1, checkpoint=moved, progress=False)
+    reference = lb.capture(tiny, SHORT_PROMPTS, batch_size=1, progress=False)
+    assert resumed.n_tokens == reference.n_tokens
+    assert _max_relative_difference(resumed, reference) < 1e-5
+
+
+@fault(
     "Capture files",
     "`Capture.merge` of a float32 and a bfloat16 capture",
     error=InvalidInputError,
@@ -2444,6 +2657,23 @@ def test_captures_of_other_weight_dtypes_do_not_merge(raises, tiny):
 
 
 @fault(
+    "Capture files",
+    "`Capture.merge` of captures written on different devices (the same dtype)",
+    outcome="merged (float rounding only), the provenance naming every device, not only the first",
+)
+def test_a_merge_across_devices_names_every_device(tiny):
+    first = lb.capture(tiny, SHORT_PROMPTS[:3], progress=False)
+    second = lb.capture(tiny, SHORT_PROMPTS[3:], progress=False)
+    second.provenance["device"] = "cuda:1"  # as if a shard ran on a GPU
+    expected = first.n_tokens + second.n_tokens
+    first.merge(second)
+    assert first.n_tokens == expected and first.provenance["device"] == ["cpu", "cuda:1"]
+    third = lb.capture(tiny, SHORT_PROMPTS[:2] + ["A third set of prompts."], progress=False)
+    third.merge(lb.capture(tiny, ["Another prompt entirely."], progress=False))
+    assert third.provenance["device"] == "cpu"  # one device: left as it was
+
+
+@fault(
     "Wrong results refused",
     "`lb.omega` of a float32 vector whose squares overflow (coordinates near 1e19 to 3e19)",
     outcome="the true Omega (0.139 here, as in float64), not 1.0 from an infinite 2-norm",
@@ -2458,22 +2688,30 @@ def test_omega_does_not_overflow_in_float32():
 
 @fault(
     "Bad input",
-    "`lb.omega` of complex vectors, of `(3, 0)` tensors or of a scalar",
+    "`lb.omega` of complex vectors (numpy or torch)",
     error=InvalidInputError,
-    says="Omega",
+    says="Omega is defined for real vectors; got complex input",
+)
+@pytest.mark.parametrize(
+    "x", [np.ones(3) + 1j, torch.ones(3, dtype=torch.complex64)], ids=["complex numpy", "complex torch"]
+)
+def test_omega_refuses_complex_input(raises, x):
+    with raises():
+        lb.omega(x)
+
+
+@fault(
+    "Bad input",
+    "`lb.omega` of `(3, 0)` tensors (no coordinates) or of a scalar",
+    error=InvalidInputError,
+    says="Omega needs vectors along the last axis",
 )
 @pytest.mark.parametrize(
     "x",
-    [
-        np.ones(3) + 1j,
-        torch.ones(3, dtype=torch.complex64),
-        torch.zeros(3, 0),
-        np.zeros((3, 0)),
-        torch.tensor(1.0),
-    ],
-    ids=["complex numpy", "complex torch", "(3, 0) torch", "(3, 0) numpy", "scalar"],
+    [torch.zeros(3, 0), np.zeros((3, 0)), torch.tensor(1.0)],
+    ids=["(3, 0) torch", "(3, 0) numpy", "scalar"],
 )
-def test_omega_refuses_what_has_no_omega(raises, x):
+def test_omega_refuses_what_has_no_coordinates(raises, x):
     with raises():
         lb.omega(x)
 
@@ -2509,6 +2747,19 @@ def test_a_folder_is_not_a_capture(raises, tmp_path, capsys):
         lb.load_capture(junk)
     assert main(["report", str(junk), "--no-verdict"]) == 2
     assert "is a folder, not a capture file" in capsys.readouterr().err
+
+
+@fault(
+    "Capture files",
+    "A model folder given to `latentbook report` instead of its capture",
+    error=CaptureFileError,
+    says="(a model folder is captured with `latentbook capture FOLDER`)",
+)
+def test_a_model_folder_is_not_a_capture(raises, tiny_folder, capsys):
+    with raises():
+        lb.load_capture(tiny_folder)
+    assert main(["report", str(tiny_folder), "--no-verdict"]) == 2
+    assert "a model folder is captured with `latentbook capture FOLDER`" in capsys.readouterr().err
 
 
 @fault(

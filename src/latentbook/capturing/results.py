@@ -303,6 +303,12 @@ class Capture:
         for key in allow & set(MERGE_SETTINGS):
             if mine.get(key) != theirs.get(key):
                 mine[key] = [mine.get(key), theirs.get(key)]  # mixed on purpose: both values kept
+        devices = [d for d in (mine.get("device"), theirs.get("device")) if d is not None]
+        distinct = list(
+            dict.fromkeys(d for group in devices for d in (group if isinstance(group, list) else [group]))
+        )
+        if len(distinct) > 1:  # shards from several devices: each named, not only the first
+            mine["device"] = distinct
 
     # --- files ------------------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, torch.Tensor]:
