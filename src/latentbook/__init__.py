@@ -5,7 +5,14 @@
     cap = lb.capture(model, lb.prompts.load("general"))
     cap.gamma, cap.omega_mean(), cap.eigvals(10)
 
-Wings, in the one direction data flows: ``models`` -> ``capturing`` -> ``analysis`` -> ``view``.
+Wings, in the one direction data flows (``tests/test_imports.py`` keeps it so):
+
+- ``models``: load a model by name or folder (the zoo, random twins, planted models with a known phase);
+- ``capturing``: stream per-depth statistics through a forward pass into a ``Capture`` file;
+- ``analysis``: estimators on captures and token vectors (Omega, spectra, transitions, landmarks), no I/O;
+- ``study``: the book's runs, their measurements, the verdict rows and the calibrations of their judges;
+- ``view``: figures and widgets;
+- beside them: ``ladder`` (the trained ladder of chapter 7), ``prompts``, ``course`` (the labs) and ``cli``.
 """
 
 from __future__ import annotations
