@@ -723,6 +723,28 @@ def test_failed_write_leaves_no_half_file(tmp_path):
 
 @fault(
     "Atomic writes",
+    "A capture, table or record written where others should read it (tempfile makes files private, 0600)",
+    outcome="the mode a plain `open` gives (0666 less the umask); a replaced file keeps its own mode",
+)
+def test_atomic_writes_have_the_mode_a_plain_open_gives(tmp_path, small_capture):
+    previous = os.umask(0o022)
+    try:
+        written = small_capture.save(tmp_path / "cap.safetensors")
+        assert written.stat().st_mode & 0o777 == 0o644
+        atomic_write(tmp_path / "table.csv", lambda tmp: tmp.write_text("a,b\n"))
+        assert (tmp_path / "table.csv").stat().st_mode & 0o777 == 0o644
+        os.umask(0o077)
+        atomic_write(tmp_path / "private.json", lambda tmp: tmp.write_text("{}"))
+        assert (tmp_path / "private.json").stat().st_mode & 0o777 == 0o600
+        os.chmod(tmp_path / "table.csv", 0o640)
+        atomic_write(tmp_path / "table.csv", lambda tmp: tmp.write_text("a,b\n1,2\n"))
+        assert (tmp_path / "table.csv").stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(previous)
+
+
+@fault(
+    "Atomic writes",
     "`Capture.save` failing midway over an existing capture",
     outcome="the previous capture stays readable and unchanged",
 )

@@ -108,15 +108,18 @@ def inside(root: Path, *parts: str) -> Path:
 def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
     """Call ``write(tmp)`` on a temporary file beside ``path``, fsync it, then rename it onto ``path``.
 
-    At no moment is a half-written file readable under its final name.
+    At no moment is a half-written file readable under its final name. The file gets the mode a plain ``open``
+    would give it (the umask's, or the mode of the file it replaces), not the temporary file's private 0600.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o7777 if path.is_file() else _umask_mode()
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     try:
         write(tmp)
+        os.chmod(tmp, mode)
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -125,6 +128,13 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
         raise
     _fsync_dir(path.parent)
     return path
+
+
+def _umask_mode() -> int:
+    """``0o666`` less the process's umask: the mode ``open(path, "w")`` gives a new file."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def _fsync_dir(folder: Path) -> None:
