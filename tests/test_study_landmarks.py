@@ -87,6 +87,19 @@ def test_an_end_peak_is_no_landmark(planted):
     assert not row["found"] and np.isnan(row["gamma"]) and "no interior peak" in row["what"]
 
 
+def test_a_one_layer_model_reads_what_two_depths_allow(planted):
+    """Two depths (a 1-layer model, as the ladder's l1 rungs): no lens convergence past the edge depths, no
+    interior ID peak, no Omega fit; each row says why instead of the whole table failing."""
+    cap, _ = planted
+    two = cap.at_depths([0, 1])
+    lens = run_landmarks.Lens(np.ones((2, 60)), cap.vectors.prompt_ids[cap.vectors.positions > 0][:60])
+    result = run_landmarks.depth_landmarks(two, "one layer", lens=lens, n_boot=50)
+    table = pd.DataFrame(result.table()).set_index("landmark")
+    assert not table["found"].any()
+    assert "2 depths: convergence is read past the first 2" in table.loc["lens convergence", "what"]
+    assert table.loc["Omega jump (m_z)", "what"] == "too few depths for the fit"
+
+
 def test_too_few_tokens_are_refused():
     cap = as_capture(np.random.default_rng(0).standard_normal((4, 10, 8)))
     with pytest.raises(InvalidInputError, match="sampled tokens"):

@@ -281,15 +281,12 @@ def tco_diagnostics(token_states, probes: ProbeSet, spec: TaskSpec) -> dict:
     }
 
 
-def measure(loaded, spec: TaskSpec, n_probe: int = 1024, n_capture: int = 256, n_accuracy: int = 512) -> dict:
-    """Capability and every diagnostic of one loaded ladder model (trained or its null)."""
+def task_capture(loaded, spec: TaskSpec, n_capture: int = 256):
+    """``lb.capture`` of ``n_capture`` held-out task sequences (seed 202), the first position excluded: what every
+    Omega diagnostic of a ladder model reads."""
     from ..capturing import capture
-    from ..capturing.states import token_states
 
-    probes = probe_set(spec, n_probe)
-    states = token_states(loaded, probes.items, max_length=spec.seq_len, batch_size=128)
-    query = states.steps == spec.max_hops
-    cap = capture(
+    return capture(
         loaded,
         [e.text for e in generate(spec, n_capture, split="heldout", seed=202)],
         max_length=spec.seq_len,
@@ -297,6 +294,16 @@ def measure(loaded, spec: TaskSpec, n_probe: int = 1024, n_capture: int = 256, n
         exclude_first=True,
         progress=False,
     )
+
+
+def measure(loaded, spec: TaskSpec, n_probe: int = 1024, n_capture: int = 256, n_accuracy: int = 512) -> dict:
+    """Capability and every diagnostic of one loaded ladder model (trained or its null)."""
+    from ..capturing.states import token_states
+
+    probes = probe_set(spec, n_probe)
+    states = token_states(loaded, probes.items, max_length=spec.seq_len, batch_size=128)
+    query = states.steps == spec.max_hops
+    cap = task_capture(loaded, spec, n_capture)
     return {
         "model": loaded.name,
         "n_layers": loaded.n_layers,

@@ -207,7 +207,12 @@ def depth_landmarks(
         lens_profile = landmarks.token_mean_profile(
             lens.kl.T, lens.prompt_ids, gamma, n_boot=n_boot, seed=seed
         )
-        convergence = landmarks.convergence(lens_profile)
+        if len(gamma) > landmarks.EDGE + 1:
+            convergence = landmarks.convergence(lens_profile)
+        else:  # a 1-layer model: nothing lies past the edge depths
+            lens_note = (
+                lens_note or f"{len(gamma)} depths: convergence is read past the first {landmarks.EDGE}"
+            )
     jump = None
     if transition.is_testable(cap.n_depths):
         m_z = omega.standardised_profile(cap, n_boot=200, seed=seed, drop_first=True, drop_top_dims=K_MASSIVE)

@@ -1,0 +1,68 @@
+"""Chapter 9's landmarks on the ladder (study.ladder_landmarks): one ladder model read end to end, and the counts
+chapter 7 shows, on a record whose answer is known."""
+
+import json
+
+import numpy as np
+import pytest
+
+from latentbook.errors import InvalidInputError
+from latentbook.ladder import task
+from latentbook.study import ladder_landmarks as ll
+
+
+def _entry(found: dict[str, float | None], n_depths: int = 9) -> dict:
+    rows = [
+        {
+            "landmark": name,
+            "gamma": found.get(name) if found.get(name) is not None else float("nan"),
+            "found": found.get(name) is not None,
+        }
+        for name in ll.SHOWN
+    ]
+    return {"model": "m", "sha256": "0" * 64, "n_depths": n_depths, "landmarks": rows}
+
+
+RECORD = {
+    "models": {
+        "l8-d64-s0": {
+            "trained": _entry({"lens convergence": 0.875}),
+            "null": _entry({"ID peak (Gride)": 0.25}),
+        },
+        "l8-d64-s1": {
+            "trained": _entry({"lens convergence": 1.0, "ID peak (Gride)": 0.5}),
+            "null": _entry({}),
+        },
+        "l1-d64-s0": {"trained": _entry({}, n_depths=2), "null": _entry({}, n_depths=2)},
+    }
+}
+
+
+def test_counts_say_how_many_seeds_show_each_landmark_and_where():
+    counts = ll.landmark_counts(ll.landmark_rows(RECORD))
+    assert list(counts.columns) == list(ll.SHOWN)
+    deep = counts.loc[("l8-d64", "trained", 9)]
+    assert deep["lens convergence"] == "2 of 2 at 0.94" and deep["ID peak (Gride)"] == "1 of 2 at 0.50"
+    assert deep["massive onset"] == "0 of 2"
+    assert counts.loc[("l8-d64", "untrained", 9)]["ID peak (Gride)"] == "1 of 2 at 0.25"
+    assert counts.loc[("l1-d64", "trained", 2)]["lens convergence"] == "0 of 1"
+
+
+def test_a_ladder_model_is_read_end_to_end(tiny):
+    """A causal LM on the task's held-out sequences: every landmark row, its depths and the weights' sha256."""
+    entry = ll.rung_landmarks(tiny, task.TaskSpec(), n_boot=20)
+    assert entry["n_depths"] == tiny.n_layers + 1 and entry["sha256"] == tiny.sha
+    names = [row["landmark"] for row in entry["landmarks"]]
+    assert names == list(ll.SHOWN)
+    lens = next(row for row in entry["landmarks"] if row["landmark"] == "lens convergence")
+    assert "convergence is read past" in lens["what"]  # 3 depths: none lies past the edge
+    json.dumps(entry)  # what measure_landmarks writes
+
+
+def test_a_missing_record_names_the_command(tmp_path):
+    with pytest.raises(InvalidInputError, match="tools/ladder_landmarks.py"):
+        ll.load(tmp_path / "landmarks.json")
+    path = tmp_path / "landmarks.json"
+    path.write_text(json.dumps(RECORD))
+    assert ll.load(path)["models"].keys() == RECORD["models"].keys()
+    assert np.isnan(ll.landmark_rows(RECORD).query("found == False")["gamma"]).all()
