@@ -396,7 +396,23 @@ def capture_header(path: str | Path) -> dict | None:
 def load_capture(path: str | Path) -> Capture:
     """Read a capture written by ``Capture.save``; verifies format, schema version and checksum, then that
     the tensors are exactly those the header describes (names, shapes, dtypes) and every statistic is finite.
-    Whatever is wrong with the file, the error is a ``CaptureFileError``."""
+
+    Parameters
+    ----------
+    path : str or Path
+        The ``.safetensors`` file that ``lb.capture(...).save(path)`` or ``latentbook capture --out`` wrote (a
+        checkpoint ``X.partial`` loads too, as the unfinished capture it is).
+
+    Returns
+    -------
+    Capture
+        Its per-depth statistics, sampled token vectors and provenance.
+
+    Raises
+    ------
+    CaptureFileError
+        Whatever is wrong with the file: missing, a folder, not a capture, another schema, a bad checksum.
+    """
     from safetensors.torch import load_file
 
     path = Path(path)

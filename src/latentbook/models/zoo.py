@@ -145,7 +145,13 @@ def _random_entries() -> list[ZooEntry]:
 
 
 def models():
-    """Table of zoo entries: name, family, layers, d_model, source, and whether it can load here."""
+    """Table of zoo entries: name, family, layers, d_model, source, and whether it can load here.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per embedded model and per random twin, with ``available`` saying whether it loads offline here.
+    """
     import pandas as pd
 
     rows = []
@@ -242,8 +248,32 @@ def load_model(
 ) -> LoadedModel:
     """Load a zoo model, a local folder or a locally cached hub id, in eval mode.
 
-    ``device_map="auto"`` spreads a model too large for one GPU across all of them (needs accelerate).
-    ``trust_remote_code`` stays off unless asked for by name: no code from a model folder runs otherwise.
+    Parameters
+    ----------
+    name : str
+        A zoo name (``lb.models()``), ``random:NAME`` for its random-weight twin, ``ladder:RUNG`` for a model of
+        the trained ladder, a local Hugging Face folder, or a hub id already in the local cache.
+    device : str or torch.device
+        ``"auto"`` (the first GPU if there is one, else the CPU), ``"cpu"``, ``"cuda:1"``, ...
+    dtype : str or torch.dtype
+        ``"auto"`` (bfloat16 on a GPU, float32 on the CPU), ``"float32"``, ``"bfloat16"``, ``"float16"``.
+    device_map : str or dict, optional
+        ``"auto"`` spreads a model too large for one GPU across all of them (needs accelerate); also
+        ``"balanced"``, ``"balanced_low_0"``, ``"sequential"`` or a dict of module -> device.
+    trust_remote_code : bool
+        Off unless asked for by name: no code from a model folder runs otherwise.
+
+    Returns
+    -------
+    LoadedModel
+        The model, its tokenizer, its anatomy (layers, norms, heads) and the sha256 of its weights.
+
+    Raises
+    ------
+    UnknownModelError
+        For a name that is none of the above (the message lists what would load).
+    ModelUnavailableError
+        For a known model whose files are not on this machine (the message says how to get them).
     """
     if not isinstance(name, str) or not name.strip():
         raise UnknownModelError(f"A model name must be a non-empty string, got {name!r}. See lb.models().")
