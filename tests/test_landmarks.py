@@ -109,3 +109,41 @@ def test_lens_needs_a_language_model_head_and_finite_vectors(tiny):
     bad[0, 0, 0] = np.nan
     with pytest.raises(InvalidInputError, match="NaN"):
         lens_kl(tiny, bad)
+
+
+def test_update_norms_of_a_capture_equal_a_direct_transformers_computation(tiny):
+    """The relative updates chapter 9 reads from a capture's token sample, against ``output_hidden_states`` (the
+    last depth before the final norm, from a hook on the last layer) on prompts written here."""
+    import latentbook as lb
+    from latentbook.study.landmarks import sample
+
+    prompts = [
+        "The river bends twice before it reaches the old mill by the bridge.",
+        "Seven ships left the harbour at dawn and only five came back that night.",
+        "A quiet library keeps its rarest maps in a locked drawer near the window.",
+        "Every spring the orchard fills with bees, and the farmer counts the hives.",
+    ]
+    cap = lb.capture(tiny, prompts, n_vectors=4096, progress=False)
+    vectors, groups = sample(cap)
+    ours = landmarks.update_norms(vectors, groups, cap.gamma, n_boot=10).mean
+    enc = tiny.tokenizer(prompts, return_tensors="pt", padding=True)
+    last = {}
+    hook = tiny.model.model.layers[-1].register_forward_hook(
+        lambda _m, _a, out: last.__setitem__("h", out[0] if isinstance(out, tuple) else out)
+    )
+    try:
+        with torch.inference_mode():
+            out = tiny.model(**enc, output_hidden_states=True, use_cache=False)
+    finally:
+        hook.remove()
+    keep = enc["attention_mask"].bool()
+    keep[:, 0] = False  # the first position, as the sample leaves it out
+    states = [h[keep].double() for h in out.hidden_states[:-1]] + [last["h"][keep].double()]
+    direct = np.array(
+        [
+            ((after - before).norm(dim=-1) / before.norm(dim=-1)).mean().item()
+            for before, after in zip(states[:-1], states[1:])
+        ]
+    )
+    assert vectors.shape[1] == int(keep.sum())  # every token is in the sample
+    assert np.max(np.abs(ours - direct) / direct) < 1e-5
