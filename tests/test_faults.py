@@ -2249,23 +2249,28 @@ def test_json_prompt_file_that_is_not_an_array(raises, tmp_path):
         read_prompts(str(prompts))
 
 
+def _results_refused_before_the_work(raises, request, results: Path, capsys, monkeypatch) -> None:
+    """``latentbook verdict --results`` and ``verdict_table`` refuse ``results`` with the row's phrase before
+    measuring anything."""
+    from latentbook.study import verdict as study_verdict
+
+    monkeypatch.setattr(
+        study_verdict, "measured_runs", lambda *a, **k: pytest.fail("measured before the check")
+    )
+    assert main(["verdict", "--results", str(results)]) == 2
+    assert request.function.fault.says in capsys.readouterr().err
+    with raises():
+        study_verdict.verdict_table(results)
+
+
 @fault(
     "Bad input",
     "`latentbook verdict --results X` where X does not exist",
     error=InvalidInputError,
     says="does not exist: give a folder of captures",
 )
-def test_verdict_results_that_does_not_exist(raises, tmp_path, capsys, monkeypatch):
-    from latentbook.study import verdict as study_verdict
-
-    monkeypatch.setattr(
-        study_verdict, "measured_runs", lambda *a, **k: pytest.fail("measured before the check")
-    )
-    results = tmp_path / "no-such-folder"
-    assert main(["verdict", "--results", str(results)]) == 2
-    assert "give a folder of captures" in capsys.readouterr().err
-    with raises():
-        study_verdict.verdict_table(results)
+def test_verdict_results_that_does_not_exist(raises, request, tmp_path, capsys, monkeypatch):
+    _results_refused_before_the_work(raises, request, tmp_path / "no-such-folder", capsys, monkeypatch)
 
 
 @fault(
@@ -2274,17 +2279,8 @@ def test_verdict_results_that_does_not_exist(raises, tmp_path, capsys, monkeypat
     error=InvalidInputError,
     says="is a file: give a folder of captures (for one capture file, `latentbook report FILE` judges it)",
 )
-def test_verdict_results_that_is_a_capture_file(raises, saved_capture, tmp_path, capsys, monkeypatch):
-    from latentbook.study import verdict as study_verdict
-
-    monkeypatch.setattr(
-        study_verdict, "measured_runs", lambda *a, **k: pytest.fail("measured before the check")
-    )
-    results = saved_capture
-    assert main(["verdict", "--results", str(results)]) == 2
-    assert "give a folder of captures" in capsys.readouterr().err
-    with raises():
-        study_verdict.verdict_table(results)
+def test_verdict_results_that_is_a_capture_file(raises, request, saved_capture, capsys, monkeypatch):
+    _results_refused_before_the_work(raises, request, saved_capture, capsys, monkeypatch)
 
 
 def _results_folder_with_one_good_capture(tmp_path: Path) -> Path:
@@ -2376,6 +2372,16 @@ def test_plan_refuses_a_config_without_its_sizes(raises, tmp_path, capsys):
     assert "transformers would plan its defaults" in capsys.readouterr().err
 
 
+def _refused_by_plan(raises, request, capsys, config: Path) -> None:
+    """``make_plan`` raises the row's error, and ``latentbook plan`` ends in exit 2 with the row's phrase."""
+    from latentbook.capturing.plan import make_plan
+
+    with raises():
+        make_plan(str(config))
+    assert main(["plan", str(config)]) == 2
+    assert request.function.fault.says in capsys.readouterr().err
+
+
 def _plan_config(tmp_path: Path, sizes: dict) -> Path:
     base = json.loads((Path(lb.__file__).parent / "capturing" / "configs" / "Qwen2.5-1.5B.json").read_text())
     config = tmp_path / "config.json"
@@ -2389,14 +2395,8 @@ def _plan_config(tmp_path: Path, sizes: dict) -> Path:
     error=InvalidInputError,
     says="num_hidden_layers = 0 is not a size (a positive integer up to",
 )
-def test_plan_refuses_no_layers(raises, tmp_path, capsys):
-    from latentbook.capturing.plan import make_plan
-
-    config = _plan_config(tmp_path, {"num_hidden_layers": 0})
-    with raises():
-        make_plan(str(config))
-    assert main(["plan", str(config)]) == 2
-    assert "num_hidden_layers = 0 is not a size (a positive integer up to" in capsys.readouterr().err
+def test_plan_refuses_no_layers(raises, request, tmp_path, capsys):
+    _refused_by_plan(raises, request, capsys, _plan_config(tmp_path, {"num_hidden_layers": 0}))
 
 
 @fault(
@@ -2405,17 +2405,8 @@ def test_plan_refuses_no_layers(raises, tmp_path, capsys):
     error=InvalidInputError,
     says="num_hidden_layers = 1000000 is not a size (a positive integer up to 10,000)",
 )
-def test_plan_refuses_a_million_layers(raises, tmp_path, capsys):
-    from latentbook.capturing.plan import make_plan
-
-    config = _plan_config(tmp_path, {"num_hidden_layers": 1_000_000})
-    with raises():
-        make_plan(str(config))
-    assert main(["plan", str(config)]) == 2
-    assert (
-        "num_hidden_layers = 1000000 is not a size (a positive integer up to 10,000)"
-        in capsys.readouterr().err
-    )
+def test_plan_refuses_a_million_layers(raises, request, tmp_path, capsys):
+    _refused_by_plan(raises, request, capsys, _plan_config(tmp_path, {"num_hidden_layers": 1_000_000}))
 
 
 @fault(
@@ -2441,17 +2432,8 @@ def test_plan_refuses_sizes_written_as_strings_or_booleans(raises, tmp_path, cap
     error=InvalidInputError,
     says="hidden_size = 1000000000000000 is not a size (a positive integer up to 1,000,000)",
 )
-def test_plan_refuses_a_width_of_1e15(raises, tmp_path, capsys):
-    from latentbook.capturing.plan import make_plan
-
-    config = _plan_config(tmp_path, {"hidden_size": 10**15})
-    with raises():
-        make_plan(str(config))
-    assert main(["plan", str(config)]) == 2
-    assert (
-        "hidden_size = 1000000000000000 is not a size (a positive integer up to 1,000,000)"
-        in capsys.readouterr().err
-    )
+def test_plan_refuses_a_width_of_1e15(raises, request, tmp_path, capsys):
+    _refused_by_plan(raises, request, capsys, _plan_config(tmp_path, {"hidden_size": 10**15}))
 
 
 @fault(
