@@ -66,3 +66,11 @@ def test_a_missing_record_names_the_command(tmp_path):
     path.write_text(json.dumps(RECORD))
     assert ll.load(path)["models"].keys() == RECORD["models"].keys()
     assert np.isnan(ll.landmark_rows(RECORD).query("found == False")["gamma"]).all()
+
+
+def test_measuring_never_replaces_a_file_that_is_not_its_record(tmp_path):
+    notes = tmp_path / "notes.json"
+    notes.write_text('{"mine": 1}')
+    with pytest.raises(InvalidInputError, match="not a ladder landmarks record"):
+        ll.measure_landmarks(notes, rungs=["l4-d64-s0"])
+    assert notes.read_text() == '{"mine": 1}'

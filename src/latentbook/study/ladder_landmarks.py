@@ -59,6 +59,7 @@ def measure_landmarks(out: str | Path | None = None, rungs: list[str] | None = N
             f"No trained rung in {root}: train the ladder first (latentbook train-ladder)."
         )
     path = Path(out) if out is not None else root / FILE
+    _refuse_foreign(path)
     start = time.perf_counter()
     models = {}
     for rung in rungs:
@@ -74,6 +75,18 @@ def measure_landmarks(out: str | Path | None = None, rungs: list[str] | None = N
         "models": models,
     }
     return atomic_write(path, lambda tmp: tmp.write_text(json.dumps(record, indent=1) + "\n"))
+
+
+def _refuse_foreign(path: Path) -> None:
+    """Refuse, before any model loads, an existing ``path`` that is not a record ``measure_landmarks`` wrote."""
+    if not path.exists():
+        return
+    try:
+        ours = json.loads(path.read_text()).get("command") == COMMAND
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        ours = False
+    if not ours:
+        raise InvalidInputError(f"{path} exists and is not a ladder landmarks record: choose another --out.")
 
 
 def load(path: str | Path | None = None) -> dict:
