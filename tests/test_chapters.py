@@ -200,7 +200,11 @@ def test_docstrings_in_the_api_appendix_write_options_as_literals():
             doc = inspect.getdoc(value) or ""
             doc = re.sub(r"::\n\n((?:[ \t]+.*\n?|\n)+)", "::\n", doc)  # literal blocks
             doc = re.sub(r"``.*?``", "", doc, flags=re.S)
-            dashed += [f"{where}: {line.strip()[:80]}" for line in doc.splitlines() if "--" in line]
+            dashed += [
+                f"{where}: {line.strip()[:80]}"
+                for line in doc.splitlines()
+                if "--" in line and not re.fullmatch(r"-+", line.strip())  # numpydoc underlines
+            ]
     assert not dashed, "docstrings with '--' outside ``literals`` or a literal block:\n" + "\n".join(dashed)
 
 
