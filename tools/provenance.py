@@ -3,6 +3,7 @@ sibling module: ``python tools/<script>.py`` puts ``tools/`` on the path)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -48,10 +49,11 @@ def run_provenance(source_hash: str, n_cases: int, seed: int, seconds: float, **
 
 
 def calibration_main(module, script: str, description: str, **settings) -> None:
-    """The command line of a calibration script: run ``module.calibrate(n_cases, seed=, jobs=)``, refuse to write
-    when the code changed while it ran (``module.source_hash`` read again in a fresh interpreter), and write the
-    records with their provenance (``run_provenance``, ``settings`` included) to ``results/<module.FILE>`` or
-    ``--out``, atomically; print ``module.confusion(records)``."""
+    """The command line of a calibration script: run ``module.iter_cases(cases, seed=, jobs=)``, keep each finished
+    case in a checkpoint beside the output (``checkpoint_path``; a rerun with the same code, seed and settings
+    carries on from it), refuse to write when the code changed while it ran (``module.source_hash`` read again
+    in a fresh interpreter), and write the records with their provenance (``run_provenance``, ``settings``
+    included) to ``results/<module.FILE>`` or ``--out``, atomically; print ``module.confusion(records)``."""
     import argparse
     import json
     import time
@@ -67,6 +69,8 @@ def calibration_main(module, script: str, description: str, **settings) -> None:
         "--out", type=Path, default=out, help=f"where to write (default: {out.relative_to(ROOT)})"
     )
     args = parser.parse_args()
+    if args.n_cases < 1:
+        raise SystemExit(f"--n-cases {args.n_cases}: give a positive number of cases per family.")
     if args.out.exists() and args.out.is_dir():
         raise SystemExit(
             f"--out {args.out} is a folder: give a file name (e.g. {args.out / Path(module.FILE).name})."
@@ -77,17 +81,76 @@ def calibration_main(module, script: str, description: str, **settings) -> None:
         )
     start = time.perf_counter()
     source_hash = module.source_hash()  # of the code just imported: the code that runs
-    records = module.calibrate(args.n_cases, seed=args.seed, jobs=args.jobs)
+    header = {"source_hash": source_hash, "seed": args.seed, "settings": settings}
+    checkpoint = checkpoint_path(args.out)
+    done, seconds = read_checkpoint(checkpoint, header, script)
+    todo = [case for case in range(args.n_cases) if case not in done]
+    if done:
+        print(
+            f"carrying on from {checkpoint}: {len(set(done) & set(range(args.n_cases)))} cases done, {len(todo)} to run"
+        )
+    if not checkpoint.exists():
+        atomic_write(checkpoint, lambda tmp: tmp.write_text(json.dumps(header) + "\n", encoding="utf-8"))
+    elif not checkpoint.read_bytes().endswith(b"\n"):
+        with checkpoint.open("a", encoding="utf-8") as log:
+            log.write("\n")  # end the line a killed run cut short, so the next case starts a line of its own
+    last = time.perf_counter()
+    with checkpoint.open("a", encoding="utf-8") as log:
+        for case, records in module.iter_cases(todo, seed=args.seed, jobs=args.jobs):
+            now = time.perf_counter()
+            log.write(json.dumps({"case": case, "records": records, "seconds": round(now - last, 1)}) + "\n")
+            log.flush()
+            os.fsync(log.fileno())
+            done[case], seconds, last = records, seconds + now - last, now
     if fresh_value(f"from {module.__name__} import source_hash; print(source_hash())") != source_hash:
         raise SystemExit(
             "The code changed while the calibration ran, so the records belong to no version of it: nothing "
-            f"written to {args.out}. Rerun tools/{script} once the code has settled."
+            f"written to {args.out}. Delete {checkpoint} and rerun tools/{script} once the code has settled."
         )
-    provenance = run_provenance(source_hash, args.n_cases, args.seed, time.perf_counter() - start, **settings)
+    records = [record for case in range(args.n_cases) for record in done[case]]
+    seconds += time.perf_counter() - last
+    provenance = run_provenance(source_hash, args.n_cases, args.seed, seconds, **settings)
     record = {"provenance": provenance, "records": records}
     atomic_write(args.out, lambda tmp: tmp.write_text(json.dumps(record, indent=0) + "\n", encoding="utf-8"))
+    checkpoint.unlink()
     print(module.confusion(records).to_string(index=False))
-    print(f"written: {args.out}")
+    print(f"written: {args.out} ({time.perf_counter() - start:.0f} s in this run)")
+
+
+def checkpoint_path(out: Path) -> Path:
+    """Where ``calibration_main`` keeps the finished cases of a run that writes ``out``: a sibling file."""
+    return out.with_name(out.name + ".partial.jsonl")
+
+
+def read_checkpoint(path: Path, header: dict, script: str) -> tuple[dict[int, list[dict]], float]:
+    """The finished cases in the checkpoint ``path`` (``{case: records}``) and the seconds they took, if its first
+    line is ``header`` (the same source hash, seed and settings); nothing if there is no checkpoint. A last line
+    cut short by a killed run is ignored (that case runs again); a checkpoint of other code or settings is
+    refused, not overwritten: its cases cannot be mixed with this run's."""
+    import json
+
+    if not path.exists():
+        return {}, 0.0
+    lines = path.read_text(encoding="utf-8").splitlines()
+    try:
+        found = json.loads(lines[0]) if lines else None
+    except ValueError:
+        found = None
+    if found != json.loads(json.dumps(header)):
+        raise SystemExit(
+            f"{path} holds the finished cases of a run of other code, seed or settings (its first line is not "
+            f"{json.dumps(header)[:120]}...): they cannot be mixed with this run. Restore that code to carry on "
+            f"with it, or delete the file to start tools/{script} again."
+        )
+    done, seconds = {}, 0.0
+    for line in lines[1:]:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue  # cut short when the run was killed: the case runs again
+        done[int(entry["case"])] = entry["records"]
+        seconds += float(entry["seconds"])
+    return done, seconds
 
 
 def _is_calibration_record(path: Path) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ import pandas as pd
 from ..analysis.resampling import wilson_interval
 from ..analysis.synthetic import as_capture, curved_manifold
 from ..errors import InvalidInputError
+from .cases import in_case_order, run_cases
 from .landmarks import Lens, depth_landmarks
 from .planted_calibration import PlantedTable
 
@@ -100,12 +102,12 @@ def calibrate(n_cases: int, seed: int = 0, jobs: int = 1) -> list[dict]:
     """The records of ``n_cases`` cases of every family, over ``jobs`` processes."""
     if not isinstance(n_cases, (int, np.integer)) or n_cases < 1:
         raise InvalidInputError(f"n_cases must be a positive integer, got {n_cases!r}.")
-    if jobs <= 1:
-        return [r for case in range(n_cases) for r in run_case(case, seed)]
-    from concurrent.futures import ProcessPoolExecutor
+    return in_case_order(iter_cases(range(n_cases), seed, jobs))
 
-    with ProcessPoolExecutor(jobs) as pool:
-        return [r for part in pool.map(run_case, range(n_cases), [seed] * n_cases) for r in part]
+
+def iter_cases(cases: Iterable[int], seed: int = 0, jobs: int = 1) -> Iterator[tuple[int, list[dict]]]:
+    """``(case, run_case(case, seed))`` as each case finishes (``cases.run_cases``)."""
+    return run_cases(run_case, cases, seed, jobs)
 
 
 def confusion(records: list[dict]) -> pd.DataFrame:

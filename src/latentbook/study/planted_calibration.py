@@ -22,8 +22,9 @@ import hashlib
 import inspect
 import json
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,6 +34,7 @@ from ..analysis.calibration import MAX_FALSE_HOLDS, MIN_FOUND
 from ..analysis.verdict import VERDICTS, wilson_interval
 from ..errors import InvalidInputError
 from ..models import planted
+from .cases import in_case_order, run_cases
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -276,13 +278,15 @@ def calibrate(n_cases: int, seed: int = 0, jobs: int = 1, names: tuple[str, ...]
     """The records of ``n_cases`` cases of every family (``run_case``), over ``jobs`` processes."""
     if not isinstance(n_cases, (int, np.integer)) or n_cases < 1:
         raise InvalidInputError(f"n_cases must be a positive integer, got {n_cases!r}.")
-    if jobs <= 1:
-        return [r for case in range(n_cases) for r in run_case(case, seed, names)]
-    from concurrent.futures import ProcessPoolExecutor
+    return in_case_order(iter_cases(range(n_cases), seed, jobs, names))
 
-    with ProcessPoolExecutor(jobs, initializer=_one_thread) as pool:
-        parts = pool.map(run_case, range(n_cases), [seed] * n_cases, [names] * n_cases)
-        return [r for part in parts for r in part]
+
+def iter_cases(
+    cases: Iterable[int], seed: int = 0, jobs: int = 1, names: tuple[str, ...] | None = None
+) -> Iterator[tuple[int, list[dict]]]:
+    """``(case, run_case(case, seed, names))`` as each case finishes (``cases.run_cases``), one thread per
+    worker process."""
+    return run_cases(partial(run_case, names=names), cases, seed, jobs, initializer=_one_thread)
 
 
 def _one_thread() -> None:
