@@ -13,8 +13,9 @@ from latentbook.study.cases import in_case_order, run_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 
-FAKE = '''
+FAKE = """
 import os
+from functools import partial
 from pathlib import Path
 
 from latentbook.study.cases import run_cases
@@ -23,27 +24,41 @@ FILE = Path("calibration") / "fake.json"
 RAN = Path(os.environ["FAKE_RAN"])
 
 
+class Family:
+    def __init__(self, name):
+        self.name = name
+
+
+def families():
+    return [Family(name) for name in os.environ.get("FAKE_FAMILIES", "f").split(",")]
+
+
 def source_hash():
     return os.environ.get("FAKE_HASH", "h1")
 
 
-def run_case(case, seed=0):
+def run_case(case, seed=0, names=None):
     if case == int(os.environ.get("FAKE_DIE_AT", "-1")):
         raise KeyboardInterrupt  # the run is killed here
+    names = names or [family.name for family in families()]
     with RAN.open("a") as log:
-        log.write(f"{case}\\n")
-    return [{"family": "f", "case": case, "verdict": "holds" if (case + seed) % 2 else "does not hold"}]
+        log.write(f"{case}{''.join(names)}\\n")
+    shift = int(os.environ.get("FAKE_SHIFT", "0"))
+    return [
+        {"family": name, "case": case, "verdict": "holds" if (case + seed + shift) % 2 else "does not hold"}
+        for name in names
+    ]
 
 
-def iter_cases(cases, seed=0, jobs=1):
-    return run_cases(run_case, cases, seed, jobs)
+def iter_cases(cases, seed=0, jobs=1, names=None):
+    return run_cases(partial(run_case, names=names), cases, seed, jobs)
 
 
 def confusion(records):
     import pandas as pd
 
     return pd.DataFrame(records)
-'''
+"""
 
 
 @pytest.fixture
@@ -64,7 +79,7 @@ def calibration(tmp_path, monkeypatch):
         (tmp_path / "ran.txt").write_text("")
         monkeypatch.setattr(sys, "argv", ["calibrate_fake.py", *argv])
         provenance.calibration_main(fake_calibration, "calibrate_fake.py", "A fake calibration.")
-        return [int(line) for line in (tmp_path / "ran.txt").read_text().split()]
+        return [line.replace("f", "") for line in (tmp_path / "ran.txt").read_text().split()]
 
     run.checkpoint = provenance.checkpoint_path
     yield run
@@ -73,12 +88,14 @@ def calibration(tmp_path, monkeypatch):
 
 def test_a_killed_calibration_carries_on_to_the_records_of_an_uninterrupted_run(calibration, tmp_path):
     whole, out = tmp_path / "whole.json", tmp_path / "out.json"
-    assert calibration("--n-cases", "6", "--seed", "1", "--out", str(whole), FAKE_DIE_AT="-1") == list(range(6))
+    assert calibration("--n-cases", "6", "--seed", "1", "--out", str(whole), FAKE_DIE_AT="-1") == list(
+        "012345"
+    )
     with pytest.raises(KeyboardInterrupt):
         calibration("--n-cases", "6", "--seed", "1", "--out", str(out), FAKE_DIE_AT="3")
     checkpoint = calibration.checkpoint(out)
     assert not out.exists() and len(checkpoint.read_text().splitlines()) == 1 + 3  # header, cases 0-2
-    assert calibration("--n-cases", "6", "--seed", "1", "--out", str(out), FAKE_DIE_AT="-1") == [3, 4, 5]
+    assert calibration("--n-cases", "6", "--seed", "1", "--out", str(out), FAKE_DIE_AT="-1") == list("345")
     assert json.loads(out.read_text())["records"] == json.loads(whole.read_text())["records"]
     assert not checkpoint.exists()
 
@@ -89,7 +106,7 @@ def test_a_line_cut_short_by_a_kill_is_run_again_and_the_next_line_starts_clean(
         calibration("--n-cases", "4", "--out", str(out), FAKE_DIE_AT="2")
     checkpoint = calibration.checkpoint(out)
     checkpoint.write_text(checkpoint.read_text()[:-9])  # case 1's line cut short, no newline
-    assert calibration("--n-cases", "4", "--out", str(out), FAKE_DIE_AT="-1") == [1, 2, 3]
+    assert calibration("--n-cases", "4", "--out", str(out), FAKE_DIE_AT="-1") == list("123")
     assert [r["case"] for r in json.loads(out.read_text())["records"]] == [0, 1, 2, 3]
 
 
@@ -105,6 +122,35 @@ def test_a_checkpoint_of_other_code_or_seed_is_refused_and_kept(calibration, tmp
     with pytest.raises(SystemExit, match="cannot be mixed with this run.*delete the file"):
         calibration("--n-cases", "4", "--out", str(out), *seed, FAKE_DIE_AT="-1", **env)
     assert checkpoint.read_text() == before and not out.exists()
+
+
+def test_a_record_is_extended_by_new_families_once_the_kept_ones_reproduce(calibration, tmp_path):
+    out = tmp_path / "out.json"
+    calibration("--n-cases", "4", "--out", str(out), FAKE_DIE_AT="-1", FAKE_FAMILIES="a,b")
+    ran = calibration("--n-cases", "4", "--out", str(out), "--add-families", "c", FAKE_FAMILIES="a,c,b")
+    assert ran == ["0ab", "1ab", "0c", "1c", "2c", "3c"]  # the spot check, then the new family only
+    record = json.loads(out.read_text())
+    assert [(r["case"], r["family"]) for r in record["records"]] == [
+        (case, family) for case in range(4) for family in "acb"
+    ]
+    assert record["provenance"]["extended"]["families"] == ["c"]
+    before = out.read_text()
+    with pytest.raises(SystemExit, match="does not reproduce"):
+        calibration(
+            "--n-cases",
+            "4",
+            "--out",
+            str(out),
+            "--add-families",
+            "d",
+            FAKE_FAMILIES="a,c,b,d",
+            FAKE_SHIFT="1",
+        )
+    with pytest.raises(SystemExit, match="not families"):
+        calibration("--n-cases", "4", "--out", str(out), "--add-families", "e", FAKE_SHIFT="0")
+    with pytest.raises(SystemExit, match="same --n-cases"):
+        calibration("--n-cases", "5", "--out", str(out), "--add-families", "d", FAKE_FAMILIES="a,c,b,d")
+    assert out.read_text() == before
 
 
 def test_run_cases_in_processes_gives_the_records_of_one_process():

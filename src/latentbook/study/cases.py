@@ -20,9 +20,13 @@ def run_cases(
 ) -> Iterator[tuple[int, list[dict]]]:
     """``(case, run_case(case, seed))`` for each case, in the order they finish (case order with ``jobs <= 1``).
     ``run_case`` must be picklable (a module-level function or a ``functools.partial`` of one) when
-    ``jobs > 1``; a consumer that stops early cancels the cases not yet started."""
+    ``jobs > 1``; ``initializer`` runs in each worker, or here when ``jobs <= 1`` (so that a setting such as one
+    thread per process gives the same numbers either way); a consumer that stops early cancels the cases not yet
+    started."""
     cases = list(cases)
     if jobs <= 1:
+        if initializer is not None:
+            initializer()
         for case in cases:
             yield case, run_case(case, seed)
         return

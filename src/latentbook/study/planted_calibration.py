@@ -99,16 +99,39 @@ def _solid_code(base: planted.PlantSpec, rng: np.random.Generator) -> planted.Pl
     )
 
 
+def _class_code(window: tuple[float, float]) -> Callable:
+    """A class code (``planted`` ``class_code``: 3-8 sparse prototypes, each word writing its class's) written at a
+    depth whose step lies inside ``window``: the mixture the paper's spectral claims describe."""
+    code = _code(window, "class_code")
+
+    def make(base: planted.PlantSpec, rng: np.random.Generator) -> planted.PlantSpec:
+        return replace(code(base, rng), n_classes=int(rng.integers(3, 9)))
+
+    return make
+
+
+def _twin_writing_as_much(spec: planted.PlantSpec, rng: np.random.Generator) -> planted.PlantSpec:
+    """The random twin with the model's write sizes (its ``growth`` and its norm growth kept, the nuisances not):
+    the null that keeps what norm growth is made of, later layers whose random writes outweigh the rest."""
+    return replace(spec, seed=spec.seed + 10_000, sink=False, massive=False)
+
+
 def _twin_with_code(base: planted.PlantSpec, rng: np.random.Generator) -> planted.PlantSpec:
     return replace(planted.twin_spec(base), plant="sparse_code", gamma=base.gamma, strength=base.strength)
 
 
 def families() -> list[Family]:
-    """The planted families: the phenomenon where the paper puts it and elsewhere, and its artefacts; for the
-    small-model claim (``LIQUID_ROWS``: m stays below the solid level), models that stay below it (present) and
+    """The planted families: the phenomenon where the paper puts it and elsewhere (token-specific codes for the
+    Omega rows, class codes for the spectral rows too), and its artefacts (norm growth twice: against the random
+    twin, and against a twin whose layers write as much); for the small-model claim (``LIQUID_ROWS``: m stays below the solid level), models that stay below it (present) and
     one whose tokens condense far enough to cross it (absent)."""
     return [
         Family("sparse code, step in 0.33-0.51", _code((0.33, 0.51)), present=OMEGA_ROWS),
+        Family(
+            "class code, step in 0.33-0.51",
+            _class_code((0.33, 0.51)),
+            present=OMEGA_ROWS + CLEAN_SPECTRAL_ROWS + SPECTRAL_ROWS,
+        ),
         Family(
             "sparse code, step in 0.66-0.84",
             _code((0.66, 0.84)),
@@ -128,13 +151,19 @@ def families() -> list[Family]:
             present=LIQUID_ROWS,
             absent=ARTEFACT_ROWS,
         ),
+        Family(
+            "norm growth, twin writing as much",
+            _artefact("norm_growth", (1.0, 1.0)),
+            absent=ARTEFACT_ROWS,
+            twin=_twin_writing_as_much,
+        ),
         Family("a change at the sink only", _artefact("sink_only", (4.0, 20.0)), absent=OMEGA_ROWS),
         Family("sparse code, rotated basis", _code((0.33, 0.51), "rotated_code"), absent=OMEGA_ROWS),
         Family(
             "the twin has the code too",
             _code((0.33, 0.51)),
             absent=OMEGA_ROWS,
-            twin=lambda spec, rng: _twin_with_code(spec, rng),
+            twin=_twin_with_code,
         ),
         Family("nothing planted", _artefact("none", (1.0, 1.0)), present=LIQUID_ROWS, absent=ARTEFACT_ROWS),
         Family("a one-hot code above the solid level", _solid_code, absent=LIQUID_ROWS),
@@ -315,6 +344,8 @@ def source_hash() -> str:
         _code,
         _artefact,
         _twin_with_code,
+        _class_code,
+        _twin_writing_as_much,
         _solid_code,
         families,
         base_spec,
