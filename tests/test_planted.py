@@ -181,3 +181,46 @@ def test_tokenizer_splits_as_words_and_spaces_are_not_tokens():
         assert tokens == ["<bos>"] + [w if w in vocab else "<unk>" for w in planted.words(text)]
     ids = np.concatenate([tokenizer(t, truncation=True, max_length=64)["input_ids"] for t in texts[:64]])
     assert np.mean(ids == vocab.index("<unk>")) < 0.1
+
+
+def test_holds_carrying_counts_the_nuisances_of_the_models_a_row_holds_on():
+    import pandas as pd
+
+    rows = [
+        ("f", "erank", "holds", "planted-norm_growth-g0.42-L12-d128-s1+sink+massive+growth1.08"),
+        ("f", "erank", "holds", "planted-norm_growth-g0.42-L12-d128-s2+growth1.08"),
+        ("f", "erank", "does not hold", "planted-norm_growth-g0.42-L12-d128-s3+massive"),
+        ("f", "pr", "holds", "planted-norm_growth-g0.42-L12-d128-s4+massive"),
+        ("g", "erank", "holds", "planted-none-g0.42-L12-d128-s5+massive"),
+    ]
+    records = pd.DataFrame(rows, columns=["family", "claim", "verdict", "model"])
+    assert planted_calibration.holds_carrying(records, "f", "erank", "massive") == (2, 1)
+    assert planted_calibration.holds_carrying(records, "f", "erank", "growth") == (2, 2)
+    assert planted_calibration.holds_carrying(records, "f", "erank", "sink") == (2, 1)
+    with pytest.raises(InvalidInputError, match="nuisance must be"):
+        planted_calibration.holds_carrying(records, "f", "erank", "+massive")
+
+
+def test_class_codes_concentrate_the_spectrum_and_norm_growth_against_a_twin_writing_as_much_does_not():
+    """End to end on one small case without nuisances: the cleaned spectral rows hold on a class code (the
+    mixture the paper's spectral claims describe) and not on the same norm growth judged against a twin whose
+    layers write as much."""
+    from latentbook.study.rows import claim_rows
+
+    base = replace(
+        planted_calibration.base_spec(1), n_layers=12, d=128, sink=False, massive=False, growth=1.08
+    )
+    by_family = {family.name: family for family in planted_calibration.families()}
+    rng = np.random.default_rng(0)
+    verdicts = {}
+    for name in ("class code, step in 0.33-0.51", "norm growth, twin writing as much"):
+        family = by_family[name]
+        spec = family.plant(base, rng)
+        twin = (family.twin or (lambda s, _: planted.twin_spec(s)))(spec, rng)
+        rows = claim_rows(
+            planted_calibration.measure_spec(spec), planted_calibration.measure_spec(twin), run="p"
+        )
+        verdicts[name] = {row.claim: row.verdict for row in rows}
+    for claim in CLEAN_SPECTRA:
+        assert verdicts["class code, step in 0.33-0.51"][claim] == "holds"
+        assert verdicts["norm growth, twin writing as much"][claim] != "holds"

@@ -381,12 +381,10 @@ def _concentration_case(claim: str, ratio: tuple[float, float], twin_too: bool =
 
 
 def slow_source_hash() -> str:
-    """sha256 of the source the slow families' verdicts depend on (the spike count's call tree: ``spectra``, the
+    """``code_hash`` of the source the slow families' verdicts depend on (the spike count's call tree: ``spectra``, the
     spike contrast and its helpers, the resampling it uses, the spike judge, the planted samples and their
     constants): a table in ``results/calibration/`` is current while this matches the one it records."""
-    import hashlib
-    import inspect
-
+    from .._code_hash import code_hash
     from . import layer_spectra, resampling, spectra
 
     parts = [
@@ -405,8 +403,7 @@ def slow_source_hash() -> str:
         _spike_case,
     ]
     constants = (SPIKE_SHAPE, SPIKE_RHO, SPIKE_BOOT, SPIKE_STRENGTH, SPIKE_BELOW)
-    text = "\n".join(inspect.getsource(part) for part in parts) + repr(constants)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return code_hash(parts, extra=repr(constants))
 
 
 def _spike_case(before: int, after: int, strength: float, twin_after: int = 0) -> Callable:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
+from .._code_hash import code_text
 from .._files import cache_dir, inside
 from ..models.zoo import load_model
 from .capture import capture, prompt_set_hash
@@ -26,7 +27,8 @@ CAPTURE_SOURCES = ("models", "capturing", "prompts", "_files.py", "errors.py")
 
 @cache
 def package_source_hash(parts: tuple[str, ...] | None = None) -> str:
-    """sha256 over the path and bytes of every .py and data file of latentbook (or of ``parts`` of it)."""
+    """sha256 over the path and text of every .py and data file of latentbook (or of ``parts`` of it), the .py files
+    without their docstrings and comments (``code_text``): rewording a docstring keeps the cached captures."""
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*")):
@@ -34,7 +36,10 @@ def package_source_hash(parts: tuple[str, ...] | None = None) -> str:
         if parts is not None and relative.parts[0] not in parts:
             continue
         if path.is_file() and path.suffix in {".py", ".jsonl", ".json"} and "__pycache__" not in path.parts:
-            digest.update(str(relative).encode() + b"\0" + path.read_bytes())
+            text = path.read_text(encoding="utf-8")
+            digest.update(
+                str(relative).encode() + b"\0" + (code_text(text) if path.suffix == ".py" else text).encode()
+            )
     return digest.hexdigest()
 
 

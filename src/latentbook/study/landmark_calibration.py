@@ -13,8 +13,6 @@ family (0 in 59 has a Wilson 95 % upper bound of 6.1 %, 0 in 73 of 5.0 %). Intro
 
 from __future__ import annotations
 
-import hashlib
-import inspect
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -23,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._code_hash import code_hash
 from ..analysis.resampling import wilson_interval
 from ..analysis.synthetic import as_capture, curved_manifold
 from ..errors import InvalidInputError
@@ -140,7 +139,7 @@ def confusion(records: list[dict]) -> pd.DataFrame:
 
 
 def source_hash() -> str:
-    """sha256 of the code a landmark calibration runs through (the planted cases, the landmark estimators, the
+    """``code_hash`` of the code a landmark calibration runs through (the planted cases, the landmark estimators, the
     Omega fit and the judge): a table in ``results/calibration/`` is current while this matches its record."""
     from ..analysis import intrinsic_dimension, landmarks, omega, transition, verdict
     from . import landmarks as run_landmarks
@@ -157,8 +156,7 @@ def source_hash() -> str:
         planted_case,
         run_case,
     )
-    text = "".join(inspect.getsource(part) for part in parts) + repr((FAMILIES, N_DEPTHS, N_BOOT))
-    return hashlib.sha256(text.encode()).hexdigest()
+    return code_hash(parts, extra=repr((FAMILIES, N_DEPTHS, N_BOOT)))
 
 
 def load(results_dir: str | Path) -> PlantedTable:

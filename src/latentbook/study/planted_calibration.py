@@ -18,8 +18,6 @@ Introduced in: chapter 8 ("How the verdicts were calibrated", end to end).
 
 from __future__ import annotations
 
-import hashlib
-import inspect
 import json
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -30,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._code_hash import code_hash
 from ..analysis.calibration import MAX_FALSE_HOLDS, MIN_FOUND
 from ..analysis.verdict import VERDICTS, wilson_interval
 from ..errors import InvalidInputError
@@ -325,10 +324,11 @@ def _one_thread() -> None:
 
 
 def source_hash() -> str:
-    """sha256 of the code a planted calibration runs through (planting, capture, the estimators, the judges and
-    rows it reads, the families and the case runner of this module, not the tables made from its records): a
-    table in ``results/calibration/`` is current while this matches the one it records."""
-    from ..analysis import layer_spectra, omega, transition, verdict
+    """``code_hash`` of the code a planted calibration runs through (planting, capture, the estimators and the
+    spectra and resampling helpers they call, the judges and rows it reads, the families and the case runner of
+    this module, not the tables made from its records; docstrings and comments left out): a table in
+    ``results/calibration/`` is current while this matches the one it records."""
+    from ..analysis import layer_spectra, omega, resampling, spectra, transition, verdict
     from ..capturing import accumulators, capture
     from . import measure, rows
 
@@ -339,6 +339,8 @@ def source_hash() -> str:
         omega,
         transition,
         layer_spectra,
+        spectra,
+        resampling,
         measure,
         Family,
         _code,
@@ -359,17 +361,18 @@ def source_hash() -> str:
         verdict.solid_threshold,
         rows.claim_rows,
     )
-    text = "".join(inspect.getsource(part) for part in parts) + repr((CAPTURE, LAYERS, WIDTHS))
-    return hashlib.sha256(text.encode()).hexdigest()
+    return code_hash(parts, extra=repr((CAPTURE, LAYERS, WIDTHS)))
 
 
 @dataclass(frozen=True)
 class PlantedTable:
-    """The end-to-end confusion table, its provenance, and ``current``: the code is unchanged since."""
+    """The end-to-end confusion table, its provenance, ``current``: the code is unchanged since, and the records
+    the table counts (one per model and row)."""
 
     table: pd.DataFrame
     provenance: dict
     current: bool
+    records: pd.DataFrame | None = None
 
 
 def load(results_dir: str | Path) -> PlantedTable:
@@ -384,4 +387,16 @@ def load(results_dir: str | Path) -> PlantedTable:
         table=confusion(record["records"]) if record["records"] else pd.DataFrame(),
         provenance=record["provenance"],
         current=record["provenance"].get("source_hash") == source_hash(),
+        records=pd.DataFrame(record["records"]),
     )
+
+
+def holds_carrying(records: pd.DataFrame, family: str, claim: str, nuisance: str) -> tuple[int, int]:
+    """How many models of ``family`` the row ``claim`` holds on, and how many of those carry ``nuisance``
+    (``"sink"``, ``"massive"`` or ``"growth"``, as ``planted.PlantSpec.name`` marks it)."""
+    if nuisance not in ("sink", "massive", "growth"):
+        raise InvalidInputError(f"nuisance must be 'sink', 'massive' or 'growth', got {nuisance!r}.")
+    held = records[
+        (records["family"] == family) & (records["claim"] == claim) & (records["verdict"] == "holds")
+    ]
+    return len(held), int(held["model"].str.contains(f"+{nuisance}", regex=False).sum())
