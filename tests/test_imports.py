@@ -20,12 +20,23 @@ ALLOWED: dict[str, set[str]] = {
     "_version": set(),
     "_files": {"errors"},
     "_text": set(),  # plain-text tables of the command line's output
+    "_code_hash": set(),  # source hashes without docstrings (calibration records, the capture cache)
     "prompts": {"errors", "_files"},
     "models": {"errors", "_files", "prompts"},  # prompts lie below every wing (planted models' vocabulary)
-    "capturing": {"errors", "_files", "_version", "models", "prompts"},
-    "analysis": {"errors", "_files", "capturing", "prompts"},
+    "capturing": {"_code_hash", "errors", "_files", "_version", "models", "prompts"},
+    "analysis": {"_code_hash", "errors", "_files", "capturing", "prompts"},
     "ladder": {"errors", "_files", "_version", "models", "capturing", "analysis", "prompts"},
-    "study": {"errors", "_files", "_text", "models", "capturing", "analysis", "prompts", "ladder"},
+    "study": {
+        "_code_hash",
+        "errors",
+        "_files",
+        "_text",
+        "models",
+        "capturing",
+        "analysis",
+        "prompts",
+        "ladder",
+    },
     "view": {"errors", "_files", "_text", "models", "capturing", "analysis", "prompts", "study", "ladder"},
     "course": {"errors", "_files", "models", "capturing", "analysis", "prompts", "study", "view"},
 }
