@@ -28,7 +28,6 @@ TOC = Path(os.environ.get("LATENTBOOK_TOC", ROOT / "_toc.yml"))  # and its table
 APACHE_2_SHA256 = "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"
 
 
-# pages whose PAPER.md mentions are rewritten under another issue; drop them from here once done
 def _project(key: str) -> str:
     """A top-level string of pyproject.toml's [project] table (tomllib is Python 3.11+)."""
     return re.search(rf'(?m)^{key} = "([^"]*)"', (ROOT / "pyproject.toml").read_text()).group(1)
@@ -172,8 +171,9 @@ def test_first_cell_of_each_lab_installs_latentbook_only_where_it_is_missing(lab
     exec(compile(code, f"<{lab} first cell>", "exec"), {})  # imports the lab's modules, installs nothing
 
 
-def test_no_page_points_readers_at_a_file_the_book_does_not_ship():
+def test_no_page_or_docstring_points_readers_at_a_file_the_book_does_not_ship():
     pages = sorted(ROOT.glob("book/**/*.md")) + [ROOT / "notebooks" / "course_guide.md"]
+    pages += sorted((ROOT / "src").rglob("*.py"))  # docstrings cite book/paper.md, the page the book ships
     mentions = [str(p.relative_to(ROOT)) for p in pages if "PAPER.md" in p.read_text()]
     assert mentions == []
     assert "arxiv.org/abs/2601.19942" in (ROOT / "book" / "paper.md").read_text()

@@ -1,6 +1,6 @@
 """Mixtures and Transient Class Objects: spikes of a k-class mixture, class separability, class stability.
 
-- Theorem 6.3 (PAPER.md): tokens clustered around ``k`` prototypes with isotropic noise have a covariance
+- Theorem 6.3 (book/paper.md): tokens clustered around ``k`` prototypes with isotropic noise have a covariance
   "low rank + isotropic", so **at most k-1** eigenvalues leave the Marchenko–Pastur bulk.
   ``mixture_spikes`` counts them with ``spectra.mp_fit`` and compares with the bound.
 - Separability per depth: the Fisher ratio ``tr(S_between) / tr(S_within)`` and cross-validated
@@ -236,7 +236,7 @@ def class_stability(
     items, so a token is never classified by centroids its own prompt helped to fit (the ``fit_step`` row is
     then the ordinary cross-validated accuracy). A Transient Class Object keeps accuracy high along a row
     of later steps; a class that does not persist falls to ``chance``.
-    Introduced in: chapter 6 (PAPER.md, claim 5).
+    Introduced in: chapter 6 (book/paper.md, claim 5).
     """
     states = _tokens(states, min_ndim=3)
     n = states.shape[0]

@@ -1,7 +1,7 @@
 """Transverse contraction (Theorem 6.1): the gain of each block's map on transverse perturbations, judged against
 the random twin; and, beside it, the concentration share of the token sample.
 
-Theorem 6.1 (PAPER.md): if the linearised dynamics over a depth interval contracts the transverse subspace by
+Theorem 6.1 (book/paper.md): if the linearised dynamics over a depth interval contracts the transverse subspace by
 ``q < 1`` per layer, the transverse covariance decays like ``q^(2n)`` over ``n`` layers.
 
 **The gain of the map** (what the theorem states; what the verdict judges). ``capturing.jacobian`` measures, with

@@ -8,7 +8,7 @@ Usage:
 3. ``verdict, reason = judge_cooling(summary, twin)``, a verdict in ``verdict.VERDICTS``;
 4. ``planted_cooling(rng, present)`` gives (summary, twin) pairs with a known answer, for the calibration table.
 
-The quantity (PAPER.md, "Attention thermodynamics": growing query and key norms "cool" attention) is the
+The quantity (book/paper.md, "Attention thermodynamics": growing query and key norms "cool" attention) is the
 normalised entropy of attention rows, ``H / log n`` (1 = uniform over the row's ``n`` keys, 0 = one key), per
 layer ``l = 1..L`` (``gamma = l / L``) and head ``h`` as a ratio of sums over recorded rows,
 ``e_lh = sum_rows H / sum_rows log n``, averaged over heads, ``e_l = mean_h e_lh``. The contrast is

@@ -1,6 +1,6 @@
 """The RG view of depth: layer-to-layer linear maps, transverse contraction, correlation against token distance.
 
-Theorem 6.1 (PAPER.md): if the linearised dynamics over a depth interval contracts the transverse
+Theorem 6.1 (book/paper.md): if the linearised dynamics over a depth interval contracts the transverse
 ("irrelevant") subspace by a factor ``q < 1`` per layer, the transverse covariance decays like ``q^(2n)``
 over ``n`` layers. Here:
 

@@ -23,7 +23,7 @@ Usage:
    keep the prompt bootstrap of the plug-in PR;
 5. ``spike_contrast(cap)``: median spike counts before and after the split with prompt-bootstrap intervals.
 
-Introduced in: chapter 4 (PAPER.md, "Spectral density" and claim 3).
+Introduced in: chapter 4 (book/paper.md, "Spectral density" and claim 3).
 """
 
 from __future__ import annotations
@@ -421,7 +421,7 @@ def pr_contrast(
 ) -> Contrast:
     """The participation ratio after ``split`` over before it (geometric means over ``depth_windows``) of the
     sink-free token sample (``pr_contrast_of_samples``). Below 1: the spectrum concentrates after ``split``
-    (PAPER.md claim 3 expects this after ``gamma_c ~ 0.42``). ``standardised``: of the correlation matrix (each
+    (book/paper.md claim 3 expects this after ``gamma_c ~ 0.42``). ``standardised``: of the correlation matrix (each
     coordinate standardised, ``omega.standardise``), which a massive or rogue coordinate cannot dominate.
     Introduced in: chapter 4.
     """

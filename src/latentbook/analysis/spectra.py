@@ -27,7 +27,7 @@ capture's token sample; the book uses ``N_eff`` for every MP fit (``fit_layer``'
 ``N_eff`` matches the spread of the bulk, not its exact shape (prompt-clustered tokens give a free convolution
 of two MP laws), so a few eigenvalues can still cross the edge: before calling them structure, compare with
 the clustered null ``synthetic.clustered_tokens`` at the same ``d``, prompts and ``rho``.
-Introduced in: chapter 4 (PAPER.md, "Spectral density", claim 3; Theorem 6.3 for mixtures in chapter 6).
+Introduced in: chapter 4 (book/paper.md, "Spectral density", claim 3; Theorem 6.3 for mixtures in chapter 6).
 """
 
 from __future__ import annotations

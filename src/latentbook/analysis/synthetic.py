@@ -54,7 +54,7 @@ def gaussian(n: int, d: int, sigma2: float = 1.0, seed: int = 0) -> np.ndarray:
     """``n`` tokens ``h ~ N(0, sigma2 I_d)``, shape ``(n, d)``.
 
     Their sample covariance follows the Marchenko–Pastur law with ratio ``q = d/n`` and scale ``sigma2``;
-    their Omega concentrates at ``1 - sqrt(2/pi)`` for large ``d`` (PAPER.md, "Order parameter").
+    their Omega concentrates at ``1 - sqrt(2/pi)`` for large ``d`` (book/paper.md, "Order parameter").
     Introduced in: chapter 3 (Omega reference) and chapter 4 (MP null).
     """
     n, d = _positive_int("n", n), _positive_int("d", d)

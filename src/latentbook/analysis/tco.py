@@ -1,6 +1,6 @@
 """Transient Class Objects with a positive control: decode the bound value within a step, then across steps.
 
-Claim 5 (PAPER.md) says a bound object keeps its class code across reasoning steps. Reading that claim needs
+Claim 5 (book/paper.md) says a bound object keeps its class code across reasoning steps. Reading that claim needs
 three things the plain class-stability score (``classes.class_stability``) lacks:
 
 1. **Baselines on the same tokens.** A state that only knows the bag of values (which values the prompt writes

@@ -1,7 +1,7 @@
 """Attention thermodynamics: the free energy of an attention row, its minimiser, and "cooling" with depth.
 
 An attention row over keys ``j`` is a distribution ``p`` on the simplex. With energies ``E_j`` and inverse
-temperature ``beta`` (PAPER.md, "Attention thermodynamics"):
+temperature ``beta`` (book/paper.md, "Attention thermodynamics"):
 
 - free energy ``F(p) = sum_j p_j E_j + (1/beta) sum_j p_j log p_j``;
 - its minimiser, the Gibbs distribution ``p* = softmax(-beta E)``;
@@ -53,7 +53,7 @@ def _simplex(p: np.ndarray) -> np.ndarray:
 def free_energy(p: np.ndarray, energies: np.ndarray, beta: float = 1.0) -> np.ndarray:
     """``F(p) = sum_j p_j E_j + (1/beta) sum_j p_j log p_j`` along the last axis (``0 log 0 = 0``).
 
-    PAPER.md, "Attention thermodynamics". Introduced in: chapter 2.
+    book/paper.md, "Attention thermodynamics". Introduced in: chapter 2.
     """
     p, energies = _simplex(p), np.asarray(energies, dtype=np.float64)
     return (p * energies).sum(-1) + special.xlogy(p, p).sum(-1) / _beta(beta)
@@ -146,7 +146,7 @@ def row_check(
     weights the model used (at ``beta = 1``, the model's own temperature; NaN without ``weights``);
     ``min_random_gap = min F(p) - F_min`` over ``n_random`` Dirichlet rows per row (``>= 0``: the variational
     principle); ``kl_identity_error = max |F(p) - F_min - KL(p || p*) / beta|`` over the same random rows.
-    Introduced in: chapter 2 (PAPER.md, "Attention thermodynamics").
+    Introduced in: chapter 2 (book/paper.md, "Attention thermodynamics").
     """
     beta = _beta(beta)
     z, mask = np.asarray(logits, dtype=np.float64), np.asarray(valid, dtype=bool)

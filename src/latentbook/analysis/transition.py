@@ -228,7 +228,7 @@ def critical_depth(
     neighbouring depths' misfits are correlated); with ``draws``, also the refits of every draw, and the interval
     is the hull of both. A step's location is known only to the gap between two depths, so each refit counts the
     whole gap; the jump's interval also holds the local fits' intervals (``local_interval``), since a curved
-    background moves the global two-line gap more than any noise does. Introduced in: chapter 3 (PAPER.md claim 1).
+    background moves the global two-line gap more than any noise does. Introduced in: chapter 3 (book/paper.md claim 1).
     """
     gamma, m, draws = _as_profile(gamma, m, draws, n_boot, seed)
     if not isinstance(n_boot, (int, np.integer)) or n_boot < 20:

@@ -36,7 +36,7 @@ def omega_of(x: torch.Tensor) -> torch.Tensor:
     Each vector is divided by its largest magnitude first (Omega does not depend on the scale), so squares that
     overflow float32 (coordinates above ~1.8e19) cannot turn ``||h||_2`` into inf and Omega into 1.
 
-    Introduced in: chapter 3 (PAPER.md, "Order parameter").
+    Introduced in: chapter 3 (book/paper.md, "Order parameter").
     """
     x = x.float()
     magnitude = x.abs()

@@ -25,7 +25,7 @@ least two keys); ``F_min = -logsumexp(z)`` (``beta = 1``, ``E = -z``); number of
 norm and key norm (of the same tokens, the key of the query head's KV head); and the largest
 ``|F(p) - F_min|`` of the weights the model used (the variational check of chapter 2, ~1e-6 in float32).
 
-Introduced in: chapter 2 (PAPER.md, "Attention thermodynamics").
+Introduced in: chapter 2 (book/paper.md, "Attention thermodynamics").
 """
 
 from __future__ import annotations

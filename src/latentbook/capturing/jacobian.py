@@ -1,6 +1,6 @@
 """Gains of each block's map on transverse perturbations, by forward-mode AD at real token states (Theorem 6.1).
 
-Theorem 6.1 (PAPER.md) is about the *linearised* dynamics: the Jacobian ``J_l`` of block ``l`` (depth ``l`` ->
+Theorem 6.1 (book/paper.md) is about the *linearised* dynamics: the Jacobian ``J_l`` of block ``l`` (depth ``l`` ->
 ``l + 1``, depths as in ``hooks.residual_hooks``) contracting a transverse subspace by ``q < 1``. This module
 measures that map, not the spread of the states:
 

@@ -2,7 +2,7 @@
 
 One ``check_<exercise>(your_function)`` per exercise: it calls your function on fixed cases and compares
 with the reference, the tested functions of ``latentbook.analysis.thermo``. Free energy of an attention row
-(PAPER.md, "Attention thermodynamics"): ``F(p) = sum_j p_j E_j + (1/beta) sum_j p_j log p_j``, minimised by
+(book/paper.md, "Attention thermodynamics"): ``F(p) = sum_j p_j E_j + (1/beta) sum_j p_j log p_j``, minimised by
 ``softmax(-beta E)`` at ``F_min = -(1/beta) log sum_j exp(-beta E_j)``.
 Introduced in: lab 1 (chapter 2 of the book).
 """

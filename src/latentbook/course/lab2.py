@@ -2,7 +2,7 @@
 
 One ``check_<exercise>(your_function)`` per exercise, compared with the reference: the tested functions of
 ``latentbook.analysis.omega`` and, for the crossing depth, ``reference_crossing_depth`` below.
-``Omega(h) = 1 - ||h||_1 / (sqrt(d) ||h||_2)`` (PAPER.md, "Order parameter"); ``m(gamma)`` is its mean over
+``Omega(h) = 1 - ||h||_1 / (sqrt(d) ||h||_2)`` (book/paper.md, "Order parameter"); ``m(gamma)`` is its mean over
 tokens at depth ``gamma``.
 Introduced in: lab 2 (chapter 3 of the book).
 """

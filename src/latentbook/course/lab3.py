@@ -3,7 +3,7 @@
 One ``check_<exercise>(your_function)`` per exercise, compared with the reference: the tested functions of
 ``latentbook.analysis.spectra``, and the plain count above the edge for ``count_spikes``. Null model: ``N``
 i.i.d. tokens ``h ~ N(0, sigma2 I_d)``, ``q = d / N``; the covariance eigenvalues fill
-``[sigma2 (1 - sqrt q)^2, sigma2 (1 + sqrt q)^2]`` (PAPER.md, "Spectral density").
+``[sigma2 (1 - sqrt q)^2, sigma2 (1 + sqrt q)^2]`` (book/paper.md, "Spectral density").
 Introduced in: lab 3 (chapter 4 of the book).
 """
 

@@ -1,7 +1,7 @@
 """Self-checks of lab 4, mixtures and Transient Class Objects (``notebooks/lab4_mixtures.ipynb``).
 
 One ``check_<exercise>(your_function)`` per exercise, compared with the reference: the tested functions of
-``latentbook.analysis.classes`` and the short reference solutions below. Theorem 6.3 (PAPER.md): ``k``
+``latentbook.analysis.classes`` and the short reference solutions below. Theorem 6.3 (book/paper.md): ``k``
 prototypes plus isotropic noise give a covariance "rank ``k - 1`` + isotropic", so at most ``k - 1`` spikes.
 Introduced in: lab 4 (chapter 6 of the book).
 """

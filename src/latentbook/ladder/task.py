@@ -19,7 +19,7 @@ A program is a list of assignments, then one query::
 - values are ``n_values`` digit tokens ``0 .. k-1``; variable names come from a seeded pool split into
   *training* names and *held-out* names that never appear in training.
 
-The bound value is the "object" whose permanence the chapter tests (PAPER.md, claim 5). Every example
+The bound value is the "object" whose permanence the chapter tests (book/paper.md, claim 5). Every example
 records the token position of each statement of the queried chain, so the residual stream can be read
 at the assignment (``a = 7``), at each later hop (``k = a``, ``q = k``) and at the query.
 Introduced in: chapter 7.

@@ -1,7 +1,7 @@
 """Labelled reasoning prompt sets: each item is a text plus its tokens of interest, with a class and a step.
 
 Three seeded generators, each a small discrete operation the paper says needs object permanence
-(PAPER.md, "The question" and claim 5, Transient Class Objects):
+(book/paper.md, "The question" and claim 5, Transient Class Objects):
 
 - ``variable_binding`` (``"binding"``): ``a = 7 ; b = 3 ; k = a ; m = b ; q = k ; z = m ; ? q``. The class
   is the value a chain carries (``"7"``); the steps are the value itself (0), the right-hand variable of

@@ -1,4 +1,4 @@
-"""The verdict table: every claim of PAPER.md against every model run, each decided by ``analysis.verdict``.
+"""The verdict table: every claim of book/paper.md against every model run, each decided by ``analysis.verdict``.
 
 Usage:
 

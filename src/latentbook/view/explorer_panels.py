@@ -6,15 +6,15 @@ depth into the traces both explorers draw (``widgets.explore``, live, and ``stat
 
 - ``omega``: the distribution of object integrity ``Omega(h) = 1 - ||h||_1 / (sqrt(d) ||h||_2)`` over all
   captured tokens at depth ``l``, against the Gaussian reference: the distribution of Omega for i.i.d.
-  ``N(0, I_d)`` vectors of the same ``d`` (mean ``~ 1 - sqrt(2/pi) = 0.2021``). PAPER.md, "Order parameter".
+  ``N(0, I_d)`` vectors of the same ``d`` (mean ``~ 1 - sqrt(2/pi) = 0.2021``). book/paper.md, "Order parameter".
 - ``spectrum``: the eigenvalues of the token covariance ``C^(l)`` (log10 scale) against the
   Marchenko–Pastur law fitted to their bulk (``spectra.mp_fit`` with the effective sample size), and the
-  spikes beyond its edge. PAPER.md, "Spectral density", claim 3.
+  spikes beyond its edge. book/paper.md, "Spectral density", claim 3.
 - ``attention``: the mean attention entropy ``H = -sum_j p_j log p_j`` of each head of layer ``l``, beside
-  ``log(n_keys)``, the entropy of uniform attention. PAPER.md, "Attention thermodynamics".
+  ``log(n_keys)``, the entropy of uniform attention. book/paper.md, "Attention thermodynamics".
 - ``separability``: on the labelled ``binding`` set (``prompts.reasoning``), the cross-validated
   nearest-centroid accuracy of the value each token carries, per reasoning step, against depth, with the
-  chance level and depth ``l`` marked (``classes.separability_profile``). PAPER.md, claim 5.
+  chance level and depth ``l`` marked (``classes.separability_profile``). book/paper.md, claim 5.
 
 Introduced in: the explorer page of the book (``book/explorer.md``) and the labs.
 """
