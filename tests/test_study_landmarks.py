@@ -67,7 +67,7 @@ def test_planted_landmarks_are_found_where_planted(planted):
 
 def test_a_jump_is_coincided_with_only_by_overlapping_landmarks(planted):
     _, result = planted
-    jump = SimpleNamespace(has_transition=True, gamma_c=0.42, ci=(0.40, 0.45), amplitude=0.2, reason="")
+    jump = _jump()
     table = pd.DataFrame(dataclasses.replace(result, omega_jump=jump).table()).set_index("landmark")
     assert table.loc["ID peak (Gride)", "with the Omega jump"]
     assert not table.loc["massive onset", "with the Omega jump"]
@@ -128,8 +128,10 @@ def test_landmark_glue_counts_the_trained_runs_only(planted):
     assert "massive onset" not in glued["near_list"]
 
 
-def _jump(gamma_c=0.42, ci=(0.40, 0.45), has=True):
-    return SimpleNamespace(has_transition=has, gamma_c=gamma_c, ci=ci, amplitude=0.2, reason="flat")
+def _jump(gamma_c=0.42, ci=(0.40, 0.45), has=True, amplitude_ci=(0.15, 0.25)):
+    return SimpleNamespace(
+        has_transition=has, gamma_c=gamma_c, ci=ci, amplitude=0.2, amplitude_ci=amplitude_ci, reason="flat"
+    )
 
 
 def test_judge_landmark_cases():
@@ -139,6 +141,12 @@ def test_judge_landmark_cases():
     assert (
         judge_landmark(_jump(has=False), [("massive onset", 0.42, (0.42, 0.42))], 31)[0]
         == "not testable here"
+    )
+    # a step the critical depth would not call a transition has no gamma_c to place, wherever it lies
+    small = _jump(amplitude_ci=(0.004, 0.2))
+    assert judge_landmark(small, [("massive onset", 0.42, (0.42, 0.42))], 31) == (
+        "not testable here",
+        "no Omega transition to place: jump +0.200 [0.004, 0.200] is not above 0.053",
     )
     assert judge_landmark(_jump(), [], 31)[0] == "does not hold"
     assert judge_landmark(_jump(), [("massive onset", 0.40, (0.40, 0.40))], 31)[0] == "holds"

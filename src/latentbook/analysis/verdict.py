@@ -1,4 +1,4 @@
-"""The verdict's rules: the claims of PAPER.md, the columns of a verdict row, and the criterion that decides each.
+"""The verdict's rules: the claims of book/paper.md, the columns of a verdict row, and the criterion that decides each.
 
 The criteria are pure functions of numbers (``judge_*``), tested on inputs with a known answer and calibrated on
 planted families (``analysis.calibration``). The experiment that feeds them (which runs, their twins, results
@@ -68,7 +68,7 @@ TCO_MARGIN = 0.05  # how far a TCO interval's lower end must clear the strongest
 K_MASSIVE = 4  # coordinates removed as massive activations in the cleaned rows (chapter 3)
 MIN_DEPTHS = transition.MIN_FITTED + sum(transition.SKIP)
 VERDICTS = ("holds", "does not hold", "inconclusive", "not testable here", "not yet run")
-# What the paper predicts at which size (PAPER.md, claims 1-3 and 6: the transition, its jump, bimodality and the
+# What the paper predicts at which size (book/paper.md, claims 1-3 and 6: the transition, its jump, bimodality and the
 # spectral anomalies in large models of 1.5B-30B+; small models stay liquid). Claims of a theorem or of the
 # framework (contraction, cooling, class stability, diagnostics across a ladder) carry no size.
 LARGE_MODEL_CLAIMS = frozenset(
@@ -303,16 +303,30 @@ def coincides(gamma: float, ci: tuple[float, float], trans) -> bool:
     return bool(abs(gamma - trans.gamma_c) <= LANDMARK_TOLERANCE and ci[0] <= high and low <= ci[1])
 
 
+def places_gamma_c(trans) -> bool:
+    """Whether ``trans`` (``transition.critical_depth`` of ``m_z``) has a gamma_c to place: a transition whose
+    jump's interval clears ``MIN_TRANSITION``, the step ``judge_critical_depth`` needs too."""
+    return (
+        trans is not None
+        and bool(trans.has_transition)
+        and judge_jump(trans, None, MIN_TRANSITION)[0] == "holds"
+    )
+
+
 def judge_landmark(trans, landmarks, n_depths: int) -> tuple[str, str]:
     """Whether the Omega transition ``trans`` (``transition.critical_depth`` of ``m_z``) sits at one of the
     ``landmarks`` found (``(name, gamma, (low, high))`` each): holds when a landmark lies within
     ``LANDMARK_TOLERANCE`` of ``gamma_c`` and their intervals overlap; does not hold when every landmark's
     interval is disjoint from gamma_c's (or none was found); else inconclusive. Not testable without a
-    transition: there is no gamma_c to place."""
+    transition, or with a step whose interval does not clear ``MIN_TRANSITION`` (where ``critical_depth`` sees
+    no transition either): there is no gamma_c to place."""
     if trans is None:
         return "not testable here", f"{n_depths} depths: the Omega fit needs {MIN_DEPTHS}"
     if not trans.has_transition:
         return "not testable here", f"no Omega transition to place ({trans.reason})"
+    step, why = judge_jump(trans, None, MIN_TRANSITION)
+    if step != "holds":
+        return "not testable here", f"no Omega transition to place: {why}"
     low, high = trans.ci
     found = f"gamma_c = {trans.gamma_c:.3f} {_fmt_ci(low, high)}"
     if not landmarks:

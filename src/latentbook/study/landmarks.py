@@ -20,7 +20,7 @@ import numpy as np
 
 from ..analysis import intrinsic_dimension, landmarks, omega, transition
 from ..analysis.paper import PAPER_GAMMA_C
-from ..analysis.verdict import GAMMA_C_TOLERANCE, K_MASSIVE, coincides
+from ..analysis.verdict import GAMMA_C_TOLERANCE, K_MASSIVE, MIN_TRANSITION, coincides, places_gamma_c
 from ..errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ class DepthLandmarks:
         whether it lies within ``PAPER_GAMMA_C +- GAMMA_C_TOLERANCE`` and whether it coincides with the Omega
         jump (``analysis.verdict.coincides``; only when a jump was found), and what it is."""
         rows = []
-        jump = self.omega_jump if self.omega_jump is not None and self.omega_jump.has_transition else None
+        jump = self.omega_jump if places_gamma_c(self.omega_jump) else None
         for name, (gamma, ci, found, what) in zip(LANDMARK_NAMES, self._readings()):
             near_paper = found and landmarks.near(ci, PAPER_GAMMA_C, GAMMA_C_TOLERANCE)
             with_jump = bool(
@@ -147,8 +147,14 @@ class DepthLandmarks:
         if jump is None:
             readings.append((float("nan"), (float("nan"),) * 2, False, "too few depths for the fit"))
         else:
-            what = f"jump {jump.amplitude:+.3f}" if jump.has_transition else f"no transition: {jump.reason}"
-            readings.append((jump.gamma_c, jump.ci, bool(jump.has_transition), what))
+            if places_gamma_c(jump):
+                what = f"jump {jump.amplitude:+.3f}"
+            elif jump.has_transition:
+                low, high = jump.amplitude_ci
+                what = f"no transition: a step [{low:.3f}, {high:.3f}], not above {MIN_TRANSITION:.3f}"
+            else:
+                what = f"no transition: {jump.reason}"
+            readings.append((jump.gamma_c, jump.ci, places_gamma_c(jump), what))
         return readings
 
 

@@ -30,6 +30,7 @@ from ..analysis.verdict import (
     judge_spikes,
     judge_tco,
     min_jump,
+    places_gamma_c,
 )
 from .measure import Measurements
 
@@ -302,7 +303,7 @@ def landmark_row(m: Measurements, landmarks: DepthLandmarks, run: str | None = N
     jump = landmarks.omega_jump
     found = landmarks.found()
     listed = ", ".join(f"{name} {gamma:.2f}" for name, gamma, _ in found) or "no landmark found"
-    placed = jump is not None and jump.has_transition
+    placed = places_gamma_c(jump)
     return _row(
         "landmark_coincidence",
         m,
