@@ -9,7 +9,7 @@ Usage:
    ``bimodality_checks(cap, layer)``: the same with massive-activation coordinates or the first position
    removed (the two confounds of chapter 3).
 
-Definition (PAPER.md, "Order parameter"): ``Omega(h) = 1 - ||h||_1 / (sqrt(d) ||h||_2)``, in ``[0, 1 - 1/sqrt(d)]``;
+Definition (book/paper.md, "Order parameter"): ``Omega(h) = 1 - ||h||_1 / (sqrt(d) ||h||_2)``, in ``[0, 1 - 1/sqrt(d)]``;
 ``Omega(0) = 0``. High Omega = few large coordinates (object-like), low = diffuse superposition.
 Introduced in: chapter 3.
 """
@@ -576,7 +576,7 @@ def mixture_comparison(values: np.ndarray, n_effective: float | None = None) -> 
 def bimodality(
     values: np.ndarray, seed: int = 0, prompt_ids: np.ndarray | None = None, dip_alpha: float = DIP_ALPHA
 ) -> Bimodality:
-    """Is a sample of Omega values bimodal? (PAPER.md claim 2.)
+    """Is a sample of Omega values bimodal? (book/paper.md claim 2.)
 
     Votes: ``coefficient`` if Sarle's ``BC > 5/9``; ``dip`` if the dip test's ``p < dip_alpha`` (0.05, or a
     Holm-adjusted level across depths); ``mixture`` if two Gaussians beat one by ``BIC >= 10`` *and* are
