@@ -306,11 +306,7 @@ def coincides(gamma: float, ci: tuple[float, float], trans) -> bool:
 def places_gamma_c(trans) -> bool:
     """Whether ``trans`` (``transition.critical_depth`` of ``m_z``) has a gamma_c to place: a transition whose
     jump's interval clears ``MIN_TRANSITION``, the step ``judge_critical_depth`` needs too."""
-    return (
-        trans is not None
-        and bool(trans.has_transition)
-        and judge_jump(trans, None, MIN_TRANSITION)[0] == "holds"
-    )
+    return trans is not None and judge_jump(trans, None, MIN_TRANSITION)[0] == "holds"
 
 
 def judge_landmark(trans, landmarks, n_depths: int) -> tuple[str, str]:
