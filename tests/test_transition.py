@@ -505,7 +505,7 @@ def test_the_ar1_misfit_has_the_corrected_correlation_between_every_two_depths()
 def test_draws_weights_are_the_inverse_of_the_bootstrap_variance_plus_the_cubics_excess_misfit():
     """``_weights`` by hand, up to the scale that the fits cancel: ``1 / (se_l^2 + tau^2)``, ``se_l^2`` the draws'
     variance (ddof 1), ``tau^2 = RSS_cubic / (n - 4) - mean se^2`` where the cubic misfits beyond the draws'
-    spread, else a floor of ``1e-6`` of it; a profile without spread or misfit weighs every depth the same."""
+    spread, else a floor of ``1e-6`` of it; a profile without spread or misfit weighs every depth the same, and a smooth null explains it."""
     g = np.arange(20) / 19
     rng = np.random.default_rng(11)
     se = 0.002 * (1 + np.arange(20) % 4)
@@ -521,7 +521,9 @@ def test_draws_weights_are_the_inverse_of_the_bootstrap_variance_plus_the_cubics
     w = transition._weights(g, np.zeros(20), np.zeros((20, 20)))
     assert np.all(np.isfinite(w)) and np.all(w == w[0])
     t = transition.critical_depth(g[:14], np.full(14, 0.5), draws=np.full((20, 14), 0.5), n_boot=20)
-    assert np.isfinite(t.bic["jump"]) and not t.has_transition and "constant" in t.reason
+    # every model fits a flat profile to rounding error, so which smooth null ties best is the platform's BLAS
+    assert np.isfinite(t.bic["jump"]) and not t.has_transition
+    assert "explains m(gamma) about as well as a jump" in t.reason and "-inf" not in t.reason
 
 
 def test_a_single_precision_profile_is_fitted_in_double_precision():
