@@ -749,7 +749,8 @@ def _token_codes(kind: str, n_prompts: int = 100, per: int = 10, d: int = 128, s
     """Prompt-correlated Gaussian tokens (a prompt offset, unequal coordinate scales) plus one kind of structure:
     ``sparse`` (8 coordinates chosen by each token's word, 200 words), ``massive`` (one coordinate, large on
     every token, its size varying), ``rogue`` (3 coordinates with 20x the variance), ``rotated`` (the sparse
-    codes in a random basis) or ``none``; returns the vectors and the prompt of each token."""
+    codes in a random basis), ``class`` (the 200 words in 6 classes, each writing its class's 8-sparse code) or
+    ``none``; returns the vectors and the prompt of each token."""
     rng = np.random.default_rng(seed)
     n = n_prompts * per
     ids = np.repeat(np.arange(n_prompts), per)
@@ -768,6 +769,8 @@ def _token_codes(kind: str, n_prompts: int = 100, per: int = 10, d: int = 128, s
         x[:, 7] += 80.0 * np.exp(0.3 * rng.standard_normal(n))
     elif kind == "rogue":
         x[:, [3, 50, 90]] *= 20.0
+    elif kind == "class":
+        x = x + codes[:6][words % 6]
     return x, ids
 
 
@@ -786,6 +789,42 @@ def test_standardised_omega_sees_sparse_codes_and_not_coordinate_scales():
     assert levels["sparse"][1] > g + 0.08
     for kind in ("none", "massive", "rogue", "rotated"):
         assert levels[kind][1] == pytest.approx(g, abs=0.02), kind
+
+
+def test_robust_standardise_sees_class_codes_that_the_standard_deviation_squeezes():
+    g = omega.gaussian_omega(128)
+    robust = {}
+    for kind in ("none", "sparse", "class", "massive", "rogue", "rotated"):
+        x, _ = _token_codes(kind)
+        robust[kind] = float(omega.omega(omega.robust_standardise(x)).mean())
+    # a code shared by a sixth of the tokens: the SD makes each code coordinate two-valued, of order 1 ...
+    x, _ = _token_codes("class")
+    assert float(omega.omega(omega.standardise(x)).mean()) < g + 0.025
+    # ... the median and MAD of the typical token leave it large where the class writes it
+    assert robust["class"] > g + 0.05 and robust["sparse"] > g + 0.08
+    for kind in ("none", "massive", "rogue", "rotated"):
+        assert robust[kind] == pytest.approx(g, abs=0.02), kind
+
+
+def test_robust_standardise_uses_the_median_and_mad_and_falls_back_to_the_sd():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((401, 5)) * [1, 2, 3, 4, 5] + [10, -3, 0, 0, 1e6]
+    x[:, 2] = 7.0  # constant: 0, never divided by 0
+    x[:, 3] = np.where(np.arange(401) < 300, 0.0, rng.standard_normal(401))  # MAD 0: the SD scales it
+    z = omega.robust_standardise(x)
+    for i in (0, 1, 4):
+        centred = x[:, i] - np.median(x[:, i])
+        mad = np.median(np.abs(centred)) * omega.MAD_TO_SD
+        np.testing.assert_allclose(z[:, i], centred / mad, rtol=1e-12)
+        assert np.median(z[:, i]) == pytest.approx(0.0, abs=1e-12)
+        assert z[:, i].std() == pytest.approx(1.0, abs=0.12)  # the MAD of a Gaussian, scaled, is its SD
+    assert np.all(z[:, 2] == 0)
+    np.testing.assert_allclose(z[:, 3], x[:, 3] / x[:, 3].std(), rtol=1e-12)
+    y = x.copy()
+    y[:, 0] = 1e4 * y[:, 0] - 5  # invariant to a coordinate's scale and offset
+    np.testing.assert_allclose(omega.robust_standardise(y), z, atol=1e-8)
+    with pytest.raises(lb.errors.InvalidInputError):
+        omega.robust_standardise(np.ones(5))
 
 
 def test_standardise_centres_and_scales_each_coordinate():
@@ -816,7 +855,7 @@ def test_standardised_profile_resamples_prompts_and_drops_the_confounds():
     prof = omega.standardised_profile(cap, n_boot=200)
     keep = cap.vectors.positions >= 0
     expected = [
-        omega.omega(omega.standardise(cap.token_vectors(layer)[keep].astype(np.float64))).mean()
+        omega.omega(omega.robust_standardise(cap.token_vectors(layer)[keep].astype(np.float64))).mean()
         for layer in cap.depths.tolist()
     ]
     np.testing.assert_allclose(prof.m, expected, rtol=1e-12)

@@ -201,10 +201,10 @@ def test_holds_carrying_counts_the_nuisances_of_the_models_a_row_holds_on():
         planted_calibration.holds_carrying(records, "f", "erank", "+massive")
 
 
-def test_class_codes_concentrate_the_spectrum_and_norm_growth_against_a_twin_writing_as_much_does_not():
-    """End to end on one small case without nuisances: the cleaned spectral rows hold on a class code (the
-    mixture the paper's spectral claims describe) and not on the same norm growth judged against a twin whose
-    layers write as much."""
+def test_class_codes_hold_on_spectra_and_m_z_and_norm_growth_against_a_writing_twin_does_not():
+    """End to end on one small case without nuisances: the cleaned spectral rows and the Omega jumps hold on a class
+    code (the mixture the paper's spectral claims describe; m_z scaled by the SD misses it) and not on the same
+    norm growth judged against a twin whose layers write as much."""
     from latentbook.study.rows import claim_rows
 
     base = replace(
@@ -221,6 +221,6 @@ def test_class_codes_concentrate_the_spectrum_and_norm_growth_against_a_twin_wri
             planted_calibration.measure_spec(spec), planted_calibration.measure_spec(twin), run="p"
         )
         verdicts[name] = {row.claim: row.verdict for row in rows}
-    for claim in CLEAN_SPECTRA:
-        assert verdicts["class code, step in 0.33-0.51"][claim] == "holds"
-        assert verdicts["norm growth, twin writing as much"][claim] != "holds"
+    for claim in CLEAN_SPECTRA + ("omega_jump", "omega_jump_cleaned"):
+        assert verdicts["class code, step in 0.33-0.51"][claim] == "holds", claim
+        assert verdicts["norm growth, twin writing as much"][claim] != "holds", claim

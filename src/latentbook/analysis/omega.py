@@ -387,6 +387,30 @@ def standardise(x: np.ndarray) -> np.ndarray:
     return np.divide(centred, sd, out=np.zeros_like(centred), where=varies)
 
 
+MAD_TO_SD = 1.482602218505602  # 1 / Phi^-1(3/4): the MAD of a Gaussian times this is its SD
+
+
+def robust_standardise(x: np.ndarray) -> np.ndarray:
+    """``z_ti = (h_ti - median_i) / (1.4826 MAD_i)``: each coordinate centred and scaled over the rows (tokens) by
+    its median and median absolute deviation, the standard deviation where the MAD is 0, 0 where both are.
+
+    As ``standardise``, what every token shares and every coordinate's scale go (a massive coordinate shared by
+    all tokens, rogue Gaussian coordinates, norm growth), and Gaussian tokens of any diagonal covariance keep
+    the Gaussian Omega. Unlike it, a coordinate that a *class* of tokens writes (a code shared by a third or an
+    eighth of the tokens) stays large for those tokens: the typical token sets the scale, so a two-valued
+    coordinate is not squeezed to two values of order 1 as the standard deviation squeezes it.
+    """
+    h = np.asarray(x, dtype=np.float64)
+    if h.ndim != 2 or len(h) < 2:
+        raise InvalidInputError(f"Need token vectors of shape (n >= 2, d), got {h.shape}.")
+    centred = h - np.median(h, axis=0)
+    scale = MAD_TO_SD * np.median(np.abs(centred), axis=0)
+    sd = np.sqrt(((h - h.mean(0)) ** 2).mean(0))
+    floor = 1e-12 * max(float(sd.max()), np.finfo(np.float64).tiny)
+    scale = np.where(scale > floor, scale, sd)
+    return np.divide(centred, scale, out=np.zeros_like(centred), where=scale > floor)
+
+
 def _vector_values(
     cap: Capture, drop_first: bool, drop_top_dims: int, per_depth
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -410,13 +434,14 @@ def standardised_profile(
     drop_top_dims: int = 0,
     level: float = 0.95,
 ) -> Profile:
-    """``m_z(gamma)``: mean Omega of the vector sample after ``standardise`` at each depth, with the prompt
+    """``m_z(gamma)``: mean Omega of the vector sample after ``robust_standardise`` at each depth, with the prompt
     bootstrap of ``profile``; ``drop_first`` and ``drop_top_dims`` remove the confounds first, as in ``samples``.
 
     The profile the verdict's Omega rows are judged on (chapter 8): free of shared coordinate scales, so a
-    massive or rogue coordinate leaves it at the Gaussian value while token-specific sparse codes raise it.
+    massive or rogue coordinate leaves it at the Gaussian value while sparse codes, specific to a token or
+    written by a class of tokens, raise it (the median and MAD: ``standardise``'s SD squeezes class codes).
     """
-    values, ids = _vector_values(cap, drop_first, drop_top_dims, lambda x, _: omega(standardise(x)))
+    values, ids = _vector_values(cap, drop_first, drop_top_dims, lambda x, _: omega(robust_standardise(x)))
     return profile(values, prompt_ids=ids, gamma=cap.gamma, n_boot=n_boot, seed=seed, level=level)
 
 

@@ -192,11 +192,22 @@ def permutation_share_glue(shares: pd.DataFrame) -> dict[str, float]:
 DECOMPOSITION = ("scale", "sparsity", "structure")  # omega.null_profiles' parts of m - g
 
 
+def null_tables(captures: Mapping[str, Capture]) -> dict[str, pd.DataFrame]:
+    """``omega.null_profiles`` of every capture, with a column ``m_z``: the profile the verdict judges
+    (``omega.standardised_profile``: each coordinate centred on its median and scaled by its MAD), beside the
+    decomposition's ``standardised`` (centred on the mean and scaled by the SD, where the parts add up)."""
+    return {
+        label: omega.null_profiles(cap).assign(m_z=omega.standardised_profile(cap, n_boot=200).m)
+        for label, cap in captures.items()
+    }
+
+
 def decomposition_table(null_tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Per capture (index), the mean over the interior depths (``omega.null_profiles`` rows 2 to L-1) of Omega's
-    excess over the Gaussian value, ``m - g``, and of its three parts: coordinate ``scale`` (``m - m_z``),
-    ``sparsity`` within coordinates (``m_z,perm - g``) and ``structure`` within tokens (``m_z - m_z,perm``), with
-    the largest step of ``m_z`` between neighbouring interior depths (where a planted code appears)."""
+    excess over the Gaussian value, ``m - g``, and of its three parts: coordinate ``scale`` (``m - m_s``),
+    ``sparsity`` within coordinates (``m_s,perm - g``) and ``structure`` within tokens (``m_s - m_s,perm``),
+    ``m_s`` Omega of the SD-standardised vectors; with the largest step between neighbouring interior depths
+    (where a planted code appears) of ``m_s`` and of the verdict's ``m_z`` (``null_tables``)."""
     rows = []
     for label, table in null_tables.items():
         inner = table.iloc[2:-1]
@@ -205,55 +216,62 @@ def decomposition_table(null_tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame
                 "capture": label,
                 "m - g": float(inner[list(DECOMPOSITION)].sum(axis=1).mean()),  # the parts add up to m - g
                 **{part: float(inner[part].mean()) for part in DECOMPOSITION},
-                "largest step of m_z": float(np.abs(np.diff(inner["standardised"].to_numpy())).max()),
+                "largest step of m_s": _largest_step(inner["standardised"]),
+                "largest step of m_z": _largest_step(inner["m_z"]),
             }
         )
     return pd.DataFrame(rows).set_index("capture")
 
 
+def _largest_step(values: pd.Series) -> float:
+    return float(np.abs(np.diff(values.to_numpy())).max())
+
+
 def decomposition_glue(table: pd.DataFrame) -> dict[str, object]:
-    """``{label}_scale``, ``{label}_sparsity``, ``{label}_structure``, ``{label}_zstep`` and ``{label}_largest_part``
-    (the part of largest size, in words) of every capture."""
+    """``{label}_scale``, ``{label}_sparsity``, ``{label}_structure``, ``{label}_sstep`` (``m_s``), ``{label}_zstep``
+    (``m_z``) and ``{label}_largest_part`` (the part of largest size, in words) of every capture."""
     glued: dict[str, object] = {}
     for label in table.index:
         key = label_key(label)
         for part in DECOMPOSITION:
             glued[f"{key}_{part}"] = float(table.loc[label, part])
+        glued[f"{key}_sstep"] = float(table.loc[label, "largest step of m_s"])
         glued[f"{key}_zstep"] = float(table.loc[label, "largest step of m_z"])
         sizes = table.loc[label, list(DECOMPOSITION)].abs()
         glued[f"{key}_largest_part"] = str(sizes.idxmax())
     return glued
 
 
-# Two planted models shown beside the real ones: the same 12-layer Llama shape, one with token-specific sparse codes
-# written at depth 5 (gamma 0.42), one with a massive coordinate shared by every token written there.
+# Three planted models shown beside the real ones: the same 12-layer Llama shape, with token-specific sparse codes,
+# class codes (4 prototypes, each written by a class of words) or a massive coordinate shared by every token,
+# written at depth 5 (gamma 0.42).
 PLANTED_SHOWN = {
     "sparse_code (planted)": dict(plant="sparse_code", strength=3.0),
+    "class_code (planted)": dict(plant="class_code", strength=3.0, n_classes=4),
     "massive (planted)": dict(plant="massive", strength=10.0),
 }
 
 
 def planted_null_tables(n_layers: int = 12, d: int = 256, seed: int = 7) -> dict[str, pd.DataFrame]:
-    """``omega.null_profiles`` of the ``PLANTED_SHOWN`` models (``models.planted``, change at depth 5 of 12),
-    each captured as the end-to-end calibration captures its cases (``study.planted_calibration.CAPTURE``)."""
+    """``null_tables`` of the ``PLANTED_SHOWN`` models (``models.planted``, change at depth 5 of 12), each
+    captured as the end-to-end calibration captures its cases (``study.planted_calibration.CAPTURE``)."""
     from ...capturing.capture import capture
     from ...models import planted
     from ...prompts import load
     from ..planted_calibration import CAPTURE
 
     texts = load("general", limit=CAPTURE["n_prompts"])
-    tables = {}
-    for label, plant in PLANTED_SHOWN.items():
-        spec = planted.PlantSpec(gamma=5 / 12, n_layers=n_layers, d=d, seed=seed, **plant)
-        cap = capture(
-            planted.build(spec),
+    captures = {
+        label: capture(
+            planted.build(planted.PlantSpec(gamma=5 / 12, n_layers=n_layers, d=d, seed=seed, **plant)),
             texts,
             max_length=CAPTURE["max_length"],
             batch_size=CAPTURE["batch_size"],
             progress=False,
         )
-        tables[label] = omega.null_profiles(cap)
-    return tables
+        for label, plant in PLANTED_SHOWN.items()
+    }
+    return null_tables(captures)
 
 
 def planted_glue(planted_tables: Mapping[str, pd.DataFrame]) -> dict[str, float]:
