@@ -44,6 +44,22 @@ def omega(x: Any) -> Any:
 
     A torch tensor gives a float32 tensor (``capturing.accumulators.omega_of``, the function the capture
     streams); anything else is read as a numpy array and gives float64.
+
+    Parameters
+    ----------
+    x : array_like or torch.Tensor
+        Real vectors along the last axis, shape ``(..., d)`` with ``d >= 1``.
+
+    Returns
+    -------
+    numpy.ndarray or torch.Tensor
+        Omega of each vector, shape ``(...)``, in ``[0, 1 - 1/sqrt(d)]``: 0 for a vector spread evenly over
+        its coordinates, near 1 for one held by a single coordinate, about 0.20 for a Gaussian vector.
+
+    Raises
+    ------
+    InvalidInputError
+        For a scalar, an empty last axis or complex input.
     """
     torch_input = type(x).__module__.startswith("torch")
     shape = tuple(x.shape) if torch_input else np.shape(x)

@@ -248,24 +248,73 @@ def capture(
 ) -> Capture:
     """Stream per-depth statistics of ``model`` on ``prompts`` into a ``Capture``.
 
-    ``precision`` is the dtype of each batch's scatter matrix ("float32": fast, relative error ~1e-7, and on
-    TF32 tensor cores for a bfloat16/float16 model on CUDA, ~1e-5; "float64": exact to rounding); running
-    sums are always float64 (``accumulators.Moments``). Prompts longer than ``max_length``
-    tokens are truncated with a warning, or refused when ``strict=True``. ``attention=True`` also streams
-    per-head attention statistics from the model's actual logits into ``Capture.attention``
-    (``capturing/attention.py``; slower: attention runs eagerly, materialising the ``T x T`` logits).
-    ``distributed=True`` (under ``torchrun``) gives rank ``r`` of ``w`` the prompts ``i`` with ``i % w == r`` and
-    merges all ranks' accumulators exactly (``capturing/distributed.py``); checkpoints are per rank.
-    ``on_batch(done, total)`` is called after each batch with the prompts done so far; an exception raised
-    in it stops the capture there (how the explorer's Cancel button works; a checkpoint keeps what was done).
+    One forward pass per batch; hooks on each depth fold the residual stream into running float64 sums
+    (``accumulators.Moments``), per-token Omega samples and a reservoir of token vectors; nothing per token
+    is kept beyond the reservoirs, so memory stays flat in the number of prompts.
 
-    ``depths`` keeps statistics (moments, Omega, reservoirs, and with ``attention=True`` the attention of layer
-    ``l`` for each depth ``l >= 1``) at those depths only: depth indices ``[0, 7, 14]`` or gamma fractions
-    ``[0.25, 0.5]``, or the same as a string ``"0.25,0.5"`` (``DEPTHS_RULE``; checked before any model work
-    where the model is named, else before any forward). The result equals the full capture restricted to
-    them; ``Capture.depths`` says which it holds and ``gamma`` is theirs. The final norm's output is kept when
-    depth ``L`` is asked for; otherwise the forward stops after the last depth asked for (the layers after it
-    never run) and the provenance says ``stopped_after_depth``.
+    Parameters
+    ----------
+    model : LoadedModel or str
+        A model from ``lb.load_model``, or a name it accepts (a zoo name, ``random:NAME``, a local folder).
+    prompts : sequence of str
+        Non-empty prompts (the book's intervals resample prompts, so use dozens); ``lb.prompts.load("general")``
+        ships a set.
+    max_length : int
+        Tokens kept per prompt; longer prompts are truncated with a warning, or refused when ``strict``.
+    batch_size : int
+        Prompts per forward pass.
+    exclude_first : bool
+        Drop position 0 (the BOS / attention-sink token) from every statistic.
+    precision : {"float32", "float64"}
+        The dtype of each batch's scatter matrix ("float32": fast, relative error ~1e-7, and on TF32 tensor
+        cores for a bfloat16/float16 model on CUDA, ~1e-5; "float64": exact to rounding); running sums are
+        always float64.
+    n_vectors : int
+        Token vectors kept per depth (a uniform reservoir sample, the same tokens at every depth).
+    n_omega_samples : int
+        Per-token Omega values kept per depth (a uniform reservoir sample).
+    checkpoint : str or Path, optional
+        A ``.partial`` file written every ``checkpoint_every`` batches; a capture restarted with the same
+        settings resumes from it, and one written with other settings is refused before any forward pass.
+    checkpoint_every : int
+        Batches between checkpoints.
+    strict : bool
+        Refuse prompts longer than ``max_length`` instead of truncating them.
+    progress : bool
+        Show a progress bar.
+    prompt_set : str, optional
+        The prompt set's name, recorded in the provenance.
+    attention : bool
+        Also stream per-head attention statistics from the model's actual logits into ``Capture.attention``
+        (``capturing/attention.py``; slower: attention runs eagerly, materialising the ``T x T`` logits).
+    distributed : bool
+        Under ``torchrun``: rank ``r`` of ``w`` takes the prompts ``i`` with ``i % w == r`` and all ranks'
+        accumulators are merged exactly (``capturing/distributed.py``); checkpoints are per rank.
+    on_batch : callable, optional
+        ``on_batch(done, total)`` after each batch, with the prompts done so far; an exception raised in it
+        stops the capture there (how the explorer's Cancel button works; a checkpoint keeps what was done).
+    depths : sequence of int or float, or str, optional
+        Keep statistics (moments, Omega, reservoirs, and with ``attention`` the attention of layer ``l`` for
+        each depth ``l >= 1``) at those depths only: depth indices ``[0, 7, 14]`` or gamma fractions
+        ``[0.25, 0.5]``, or the same as a string ``"0.25,0.5"`` (``DEPTHS_RULE``; checked before any model
+        work where the model is named, else before any forward). The result equals the full capture
+        restricted to them. The final norm's output is kept when depth ``L`` is asked for; otherwise the
+        forward stops after the last depth asked for and the provenance says ``stopped_after_depth``.
+
+    Returns
+    -------
+    Capture
+        Per-depth statistics (``gamma``, ``omega_mean()``, ``eigvals(k)``, ...), the token samples and the
+        provenance (model, weights' sha256, prompts' hash, settings); ``Capture.save`` writes it.
+
+    Raises
+    ------
+    InvalidInputError
+        For settings or prompts that cannot give a capture, before any forward pass.
+    CheckpointMismatchError
+        For a checkpoint written with other settings (model, prompts, dtype, ...), before any forward pass.
+    NonFiniteActivationError
+        For a forward pass that produces NaN or infinite activations (the depth and batch are named).
     """
     request = parse_depths(depths)
     prompts = check_prompts(prompts)
