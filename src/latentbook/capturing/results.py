@@ -99,6 +99,7 @@ class Capture:
 
     @property
     def n_tokens(self) -> int:
+        """How many token positions the statistics were summed over (every captured token, not the sample)."""
         return self.layers[0].n
 
     def index_of(self, layer: int) -> int:
@@ -172,6 +173,7 @@ class Capture:
 
     # --- read-outs -----------------------------------------------------------------------------------------
     def mean(self, layer: int) -> np.ndarray:
+        """Mean residual vector ``mu^(l) = E[h]`` over captured tokens at depth ``layer``, shape ``(d,)``."""
         return self._layer(layer).moments.mean.cpu().numpy()
 
     def covariance(self, layer: int) -> np.ndarray:
@@ -183,7 +185,20 @@ class Capture:
         return self._layer(layer).moments.second_moment().cpu().numpy()
 
     def eigvals(self, layer: int, centered: bool = True) -> np.ndarray:
-        """Eigenvalues of the covariance (or of ``E[hh^T]`` when ``centered=False``), descending, float64."""
+        """Eigenvalues of the covariance (or of ``E[hh^T]`` when ``centered=False``), descending, float64.
+
+        Parameters
+        ----------
+        layer : int
+            A depth ``l`` in ``0..L`` this capture holds; negative counts from ``L``.
+        centered : bool
+            The covariance (True) or the uncentred second moment.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``d`` eigenvalues, largest first (chapter 4 reads their bulk against Marchenko-Pastur).
+        """
         matrix = self.covariance(layer) if centered else self.second_moment(layer)
         return np.linalg.eigvalsh(matrix)[::-1].copy()
 
@@ -195,10 +210,18 @@ class Capture:
         return torch.linalg.eigvalsh(stack).flip(-1).numpy()
 
     def omega_mean(self) -> np.ndarray:
-        """The order parameter ``m(gamma)``: mean Omega over tokens at each depth held (one per ``gamma``)."""
+        """The order parameter ``m(gamma)``: mean Omega over tokens at each depth held (one per ``gamma``).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``m`` at each depth held, shape ``(n_depths,)``, exact over every captured token (not the sample);
+            ``omega_analysis.profile`` adds prompt-bootstrap intervals.
+        """
         return np.array([s.omega.mean for s in self.layers])
 
     def omega_std(self) -> np.ndarray:
+        """Standard deviation of per-token Omega over captured tokens at each depth held."""
         return np.array([np.sqrt(s.omega.central_moments()[0]) for s in self.layers])
 
     def omega_histogram(self, layer: int) -> tuple[np.ndarray, np.ndarray]:
@@ -219,6 +242,7 @@ class Capture:
         return self._layer(layer).abs.max.cpu().numpy()
 
     def abs_mean(self, layer: int) -> np.ndarray:
+        """Per-coordinate mean ``|h_i|`` over captured tokens at depth ``layer``."""
         stats = self._layer(layer)
         return (stats.abs.sum / max(stats.n, 1)).cpu().numpy()
 
@@ -312,6 +336,7 @@ class Capture:
 
     # --- files ------------------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, torch.Tensor]:
+        """Every accumulator as named CPU tensors (``layers.{l}.*``, ``final_norm.*``, the reservoirs), as saved."""
         state: dict[str, torch.Tensor] = {}
         for depth, stats in zip(self.depths.tolist(), self.layers):
             state.update({f"layers.{depth}.{k}": v for k, v in stats.state_dict().items()})
@@ -324,7 +349,19 @@ class Capture:
         return {k: v.detach().cpu().contiguous() for k, v in state.items()}
 
     def save(self, path: str | Path) -> Path:
-        """Write atomically: safetensors with the provenance, schema version and tensor checksum in its header."""
+        """Write atomically: safetensors with the provenance, schema version and tensor checksum in its header.
+
+        Parameters
+        ----------
+        path : str or Path
+            The ``.safetensors`` file to write; a temporary file beside it is renamed onto it when complete, so
+            a crash never leaves half a capture.
+
+        Returns
+        -------
+        Path
+            The file written; ``lb.load_capture`` reads it back.
+        """
         from safetensors.torch import save_file
 
         state = self.state_dict()

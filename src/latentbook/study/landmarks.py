@@ -147,14 +147,15 @@ class DepthLandmarks:
         if jump is None:
             readings.append((float("nan"), (float("nan"),) * 2, False, "too few depths for the fit"))
         else:
-            if places_gamma_c(jump):
+            placed = places_gamma_c(jump)
+            if placed:
                 what = f"jump {jump.amplitude:+.3f}"
             elif jump.has_transition:
                 low, high = jump.amplitude_ci
                 what = f"no transition: a step [{low:.3f}, {high:.3f}], not above {MIN_TRANSITION:.3f}"
             else:
                 what = f"no transition: {jump.reason}"
-            readings.append((jump.gamma_c, jump.ci, places_gamma_c(jump), what))
+            readings.append((jump.gamma_c, jump.ci, placed, what))
         return readings
 
 
