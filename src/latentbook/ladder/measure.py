@@ -37,6 +37,8 @@ from ..analysis.resampling import Z95, percentile_interval, recentred_interval, 
 from ..errors import InvalidInputError
 from .task import Example, TaskSpec, generate
 
+ALPHA = 0.05  # the family-wise level of the Holm-adjusted partial correlations of chapter 7
+
 
 @dataclass(frozen=True)
 class ProbeSet:
@@ -470,7 +472,7 @@ def _freedman_lane_p(ex: np.ndarray, ey: np.ndarray, residual: np.ndarray, perms
 
 
 def signed_decision(
-    ci: tuple[float, float], p_holm: float, expected_sign: int, alpha: float = 0.05
+    ci: tuple[float, float], p_holm: float, expected_sign: int, alpha: float = ALPHA
 ) -> tuple[str | None, str]:
     """``("expected" | "opposite" | None, why)``: the Holm-adjusted p is below ``alpha`` and the interval lies on
     the expected (or the other) side of 0; ``None`` otherwise, with the reason neither holds."""
@@ -486,7 +488,7 @@ def signed_decision(
 
 
 def partial_verdict(
-    r: PartialRankCorrelation, p_holm: float, n_tests: int, expected_sign: int, alpha: float = 0.05
+    r: PartialRankCorrelation, p_holm: float, n_tests: int, expected_sign: int, alpha: float = ALPHA
 ) -> tuple[str, str]:
     """("predicts capability" | "does not" | "inconclusive", reason) from a partial rank correlation given size.
 
