@@ -100,10 +100,17 @@ def cached_capture(
 
 BOOK_N_PROMPTS = 128
 BOOK_SETTINGS = dict(max_length=128, batch_size=16)
+BOOK_MODELS = ("smollm2-135m", "gemma3-270m", "minilm-l6")  # the embedded models every chapter measures
+# Chapters 2 and 8 and the explorer read the attention of these (the book's models and their random twins), so
+# their one book capture carries it: every chapter's plain statistics come from that same forward pass.
+WITH_ATTENTION = frozenset(BOOK_MODELS) | {f"random:{name}" for name in BOOK_MODELS}
 
 
-def _book_request(attention: bool, shuffle: bool, n_prompts: int) -> tuple[list[str], str, dict]:
-    """The prompts, prompt-set name and settings of a book capture."""
+def _book_request(
+    model_name: str, attention: bool, shuffle: bool, n_prompts: int
+) -> tuple[list[str], str, dict]:
+    """The prompts, prompt-set name and settings of a book capture: with attention statistics when asked for, and
+    always for the prompts as written of a model in ``WITH_ATTENTION``."""
     from .. import prompts as prompt_sets
 
     texts = prompt_sets.load("general", limit=n_prompts)
@@ -111,7 +118,7 @@ def _book_request(attention: bool, shuffle: bool, n_prompts: int) -> tuple[list[
     if shuffle:
         texts, name = prompt_sets.shuffled(texts), "general-shuffled"
     settings = dict(BOOK_SETTINGS)
-    if attention:
+    if attention or (model_name in WITH_ATTENTION and not shuffle):
         settings["attention"] = True
     return texts, name, settings
 
@@ -127,9 +134,10 @@ def book_capture(
     """The capture every chapter shares: the first ``n_prompts`` of the ``general`` set at the book's settings.
 
     ``shuffle=True`` shuffles the words of each prompt (the shuffled-tokens null); ``attention=True`` adds
-    attention statistics. Cached, so chapters asking for the same capture share one file.
+    attention statistics, which a model of ``WITH_ATTENTION`` carries anyway (one forward pass serves both).
+    Cached, so chapters asking for the same capture share one file.
     """
-    texts, name, settings = _book_request(attention, shuffle, n_prompts)
+    texts, name, settings = _book_request(model_name, attention, shuffle, n_prompts)
     return cached_capture(model_name, texts, prompt_set=name, on_batch=on_batch, **settings)
 
 
@@ -137,7 +145,7 @@ def book_capture_path(
     model_name: str, *, attention: bool = False, shuffle: bool = False, n_prompts: int = BOOK_N_PROMPTS
 ) -> Path:
     """The file ``book_capture`` reads or writes for these arguments; ``.is_file()`` says if it is cached."""
-    texts, _, settings = _book_request(attention, shuffle, n_prompts)
+    texts, _, settings = _book_request(model_name, attention, shuffle, n_prompts)
     return cache_path(model_name, texts, settings)
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..capturing.cache import BOOK_MODELS
+
 if TYPE_CHECKING:
     from pathlib import Path
 
     from ..capturing.results import Capture
     from ..capturing.states import TokenStates
 
-BOOK_MODELS = ("smollm2-135m", "gemma3-270m", "minilm-l6")
 CLASS_SET = "binding"  # the labelled reasoning set of chapters 6 and 8 and of the explorer's separability
 KINDS = ("trained", "random twin", "shuffled words")
 

@@ -27,21 +27,15 @@ from collections.abc import Mapping, Sequence
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
-from ..capturing.cache import BOOK_N_PROMPTS, book_capture, book_capture_path
+from ..capturing.cache import BOOK_MODELS, BOOK_N_PROMPTS, book_capture, book_capture_path
 from ..capturing.results import Capture, load_capture
 from ..errors import InvalidInputError
 from ..study.runs import binding_step_names, book_binding_states, book_binding_states_path
 from .explorer import ModelViews
 from .explorer_panels import METRICS, title
 
-BOOK_MODELS = (
-    "smollm2-135m",
-    "random:smollm2-135m",
-    "gemma3-270m",
-    "random:gemma3-270m",
-    "minilm-l6",
-    "random:minilm-l6",
-)
+# the explorer's menu: each book model followed by its random twin
+EXPLORER_MODELS = tuple(name for model in BOOK_MODELS for name in (model, f"random:{model}"))
 SOURCES = ("residual", "attention", "classes")  # what a book model's views are made of
 _NEEDS = {"omega": "residual", "spectrum": "residual", "attention": "attention", "separability": "classes"}
 
@@ -274,7 +268,7 @@ def explore(
     if metric not in METRICS:
         raise InvalidInputError(f"Unknown metric {metric!r}: choose one of {list(METRICS)}.")
     if models is None:
-        models = [] if captures else list(BOOK_MODELS)
+        models = [] if captures else list(EXPLORER_MODELS)
     if isinstance(models, str):
         models = [models]
     return Explorer(list(models), dict(captures or {}), metric, n_prompts)
