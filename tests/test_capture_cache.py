@@ -1,0 +1,39 @@
+"""The book's capture cache: one file per run and settings, and one forward pass for a book model's plain and
+attention statistics (``capturing.cache.WITH_ATTENTION``)."""
+
+from __future__ import annotations
+
+from latentbook.capturing import cache
+
+
+def test_the_book_models_and_their_twins_are_the_runs_captured_with_attention():
+    assert cache.WITH_ATTENTION == set(cache.BOOK_MODELS) | {f"random:{name}" for name in cache.BOOK_MODELS}
+
+
+def test_a_book_model_reads_plain_and_attention_statistics_from_one_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("LATENTBOOK_CAPTURE_CACHE", str(tmp_path))
+    for name in cache.WITH_ATTENTION:
+        assert cache.book_capture_path(name) == cache.book_capture_path(name, attention=True)
+        # shuffled words: nobody reads their attention, so their capture stays plain (and apart)
+        shuffled = cache.book_capture_path(name, shuffle=True)
+        assert shuffled != cache.book_capture_path(name, shuffle=True, attention=True)
+        assert shuffled != cache.book_capture_path(name)
+    other = "random:llama-tiny"
+    assert cache.book_capture_path(other) != cache.book_capture_path(other, attention=True)
+
+
+def test_a_plain_request_for_a_book_model_captures_attention_once_for_both(tmp_path, monkeypatch):
+    monkeypatch.setenv("LATENTBOOK_CAPTURE_CACHE", str(tmp_path))
+    monkeypatch.setattr(cache, "WITH_ATTENTION", frozenset({"random:llama-tiny"}))
+    plain = cache.book_capture("random:llama-tiny", n_prompts=4)
+    assert plain.attention is not None and plain.provenance["attention"] is True
+    files = sorted(tmp_path.glob("*.safetensors"))
+    with_attention = cache.book_capture("random:llama-tiny", attention=True, n_prompts=4)
+    assert (
+        sorted(tmp_path.glob("*.safetensors")) == files and len(files) == 1
+    )  # read back, not captured again
+    assert with_attention.n_tokens == plain.n_tokens
+    assert (with_attention.omega_mean() == plain.omega_mean()).all()
+    monkeypatch.setattr(cache, "WITH_ATTENTION", frozenset())
+    assert cache.book_capture("random:llama-tiny", n_prompts=4).attention is None
+    assert len(list(tmp_path.glob("*.safetensors"))) == 2
