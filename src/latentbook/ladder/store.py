@@ -25,7 +25,8 @@ import torch
 from .._files import inside, repository_root
 from ..errors import UnknownModelError
 from ..models.anatomy import anatomy_of
-from ..models.zoo import LoadedModel, load_weights_strictly
+from ..models.weights import load_weights_strictly
+from ..models.zoo import LoadedModel
 from .folders import CHECKPOINT_FILE, CHECKPOINTS, LOG_FILE, SUMS_FILE, verify_folder
 from .task import TaskSpec
 from .train import Rung, init_model

