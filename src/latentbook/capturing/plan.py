@@ -271,7 +271,7 @@ def read_config(name: str) -> ModelConfig:
 
 
 @dataclass(frozen=True)
-class Row:
+class MemoryRow:
     what: str
     device: str
     bytes: int
@@ -285,7 +285,7 @@ class Plan:
     model: ModelConfig
     devices: tuple[str, ...]  # "cuda:0"... or ("host",) for a CPU capture
     capacity: dict[str, int]  # bytes usable per device (GPU memory less CUDA_RESERVE)
-    rows: tuple[Row, ...]  # static memory (weights, statistics)
+    rows: tuple[MemoryRow, ...]  # static memory (weights, statistics)
     depths: tuple[int, ...]
     batch_size: int
     max_length: int
@@ -392,7 +392,7 @@ def accumulator_rows(
     attention: bool,
     attention_device: str,
     staged: bool,
-) -> list[Row]:
+) -> list[MemoryRow]:
     """The capture's statistics, row by row (see the module docstring for each size)."""
     d = model.d_model
     pb = torch.empty((), dtype=getattr(torch, precision)).element_size()
@@ -402,20 +402,20 @@ def accumulator_rows(
     for depth in stats_at:
         device = device_of_depth(depth)
         rows += [
-            Row("float64 sums (mean, scatter)", "host", 8 * d * d + 8 * d, True),
-            Row(f"pending Grams ({precision})", device, pb * d * d, True),
-            Row("pending batch means", device, 8 * d, True),
-            Row("Omega histograms and power sums", device, 8 * (OMEGA_BINS + POWER_SUMS), True),
-            Row("|h| max and sums", device, 4 * d + 8 * d, True),
+            MemoryRow("float64 sums (mean, scatter)", "host", 8 * d * d + 8 * d, True),
+            MemoryRow(f"pending Grams ({precision})", device, pb * d * d, True),
+            MemoryRow("pending batch means", device, 8 * d, True),
+            MemoryRow("Omega histograms and power sums", device, 8 * (OMEGA_BINS + POWER_SUMS), True),
+            MemoryRow("|h| max and sums", device, 4 * d + 8 * d, True),
         ]
     n_held = len(depths)
-    rows.append(Row("token vector reservoir", "host", n_vectors * (4 * n_held * d + 24), True))
-    rows.append(Row("Omega sample reservoir", "host", n_omega_samples * (4 * n_held + 24), True))
+    rows.append(MemoryRow("token vector reservoir", "host", n_vectors * (4 * n_held * d + 24), True))
+    rows.append(MemoryRow("Omega sample reservoir", "host", n_omega_samples * (4 * n_held + 24), True))
     if attention:
         size = 8 * ATTENTION_FIELDS * model.n_layers * model.n_heads
-        rows.append(Row("attention statistics", attention_device, size, True))
+        rows.append(MemoryRow("attention statistics", attention_device, size, True))
     if staged:
-        rows.append(Row("fold staging (pinned, one at a time)", "host", pb * d * d + 8 * d))
+        rows.append(MemoryRow("fold staging (pinned, one at a time)", "host", pb * d * d + 8 * d))
     return rows
 
 
@@ -512,7 +512,7 @@ def _draft(
     per_device[0] += config.first_parameters
     per_device[-1] += config.last_parameters
     for dev, count in zip(devices, per_device):
-        rows.append(Row(f"weights ({dtype})", dev, count * wb))
+        rows.append(MemoryRow(f"weights ({dtype})", dev, count * wb))
     first_recorded = next((depth for depth in held if depth >= 1), 1)
     rows += accumulator_rows(
         config,

@@ -20,9 +20,9 @@ def _load(name, dtype, device_map, trust_remote_code):
 
 
 def _rows() -> list[dict]:
-    from .store import ladder_rows
+    from .store import model_table_rows
 
-    return ladder_rows()
+    return model_table_rows()
 
 
 register_loader("ladder:", _load, _rows)

@@ -152,7 +152,7 @@ def load_ladder(name: str, dtype: torch.dtype, device_map, trust_remote_code: bo
     return LoadedModel(model, tokenizer, name, model.config.model_type, "causal", sha, anatomy_of(model))
 
 
-def ladder_rows() -> list[dict]:
+def model_table_rows() -> list[dict]:
     """Rows of ``lb.models()`` for the trained rungs (their untrained nulls are ``ladder:<rung>:init``, their
     checkpoints ``ladder:<rung>@<step>``, listed by ``checkpoints(rung)``, not here)."""
     rows = []

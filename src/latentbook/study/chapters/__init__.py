@@ -16,9 +16,14 @@ if TYPE_CHECKING:
 
 
 def label_key(label: str) -> str:
-    """Glue-name stem of a model label: ``smollm2-135m`` is ``smollm2``, ``random:gemma3-270m``
-    ``random_gemma3`` (chapter 3's ``omega.label_key`` also names the shuffled-words runs)."""
-    return label.replace("random:", "random_").split("-")[0]
+    """Glue-name stem of a run label: ``smollm2-135m`` is ``smollm2``, ``random:gemma3-270m`` ``random_gemma3``,
+    ``smollm2-135m (shuffled)`` ``smollm2_shuffled``."""
+    stem = label.removeprefix("random:").split(" ")[0].split("-")[0]
+    return (
+        ("random_" if label.startswith("random:") else "")
+        + stem
+        + ("_shuffled" if "shuffled" in label else "")
+    )
 
 
 def glue_keys(prefix: str, values: Mapping[str, object] | pd.Series | pd.DataFrame) -> dict[str, object]:

@@ -1,6 +1,6 @@
 """Chapter 9's tables (the intrinsic-dimension estimators on planted manifolds; every run's landmarks) and the
 numbers its prose glues under the prefix ``cl``, keyed by their names without it (``glue_frame("cl", values)``).
-A run names its keys as chapter 3 does (``omega.label_key``: ``smollm2``, ``random_smollm2``,
+A run names its keys as chapter 3 does (``chapters.label_key``: ``smollm2``, ``random_smollm2``,
 ``smollm2_shuffled``). Introduced in: chapter 9.
 """
 
@@ -17,7 +17,7 @@ from ...analysis.paper import PAPER_GAMMA_C
 from ...analysis.synthetic import curved_manifold
 from ...analysis.verdict import GAMMA_C_TOLERANCE
 from ..landmarks import ID_SCALE, LANDMARK_NAMES
-from .omega import label_key
+from . import label_key
 
 if TYPE_CHECKING:
     from ..landmarks import DepthLandmarks

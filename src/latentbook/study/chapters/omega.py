@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ...analysis import confounds, omega, synthetic, transition
+from . import label_key
 
 if TYPE_CHECKING:
     from ...analysis.omega import Profile
@@ -29,16 +30,6 @@ TREATMENT_COLUMNS = {  # confounds.treatments' columns -> glue-name suffix; "top
     "rotated": "rotated",
     "all removed": "clean",
 }
-
-
-def label_key(label: str) -> str:
-    """Glue-name stem of a capture label: ``smollm2``, ``random_smollm2``, ``smollm2_shuffled``."""
-    stem = label.removeprefix("random:").split(" ")[0].split("-")[0]
-    return (
-        ("random_" if label.startswith("random:") else "")
-        + stem
-        + ("_shuffled" if "shuffled" in label else "")
-    )
 
 
 def max_m_depth(cap: Capture) -> int:
