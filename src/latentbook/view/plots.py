@@ -227,3 +227,51 @@ def free_energy_curves(
         ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))  # 0.25 0.5 1 2 4, not 2^-2
     ax.set(xlabel=xlabel, ylabel=r"$F(p) - F_{\min}$ (nats)")
     return ax
+
+
+VERDICT_CODES = {"holds": 3, "inconclusive": 2, "does not hold": 1, "not testable here": 0, "not yet run": 0}
+VERDICT_SHORT = {
+    "holds": "holds",
+    "does not hold": "no",
+    "inconclusive": "?",
+    "not testable here": "n/t",
+    "not yet run": "not run",
+}
+
+
+def verdict_heatmap(glance: pd.DataFrame) -> plt.Figure:
+    """Chapter 8's table at a glance (``study.verdict.summary``: claims as rows, runs as columns) as a heatmap
+    coloured by verdict, each cell labelled in short; a cell whose rows disagree (``study.verdict.MIXED``) is
+    "mixed". Drawn at the content column's width (about 7 inches), so its labels stay legible."""
+    from ..study.verdict import MIXED
+
+    mixed = glance.apply(lambda col: col.astype(str).str.startswith(MIXED))
+    numbers = glance.apply(lambda col: col.map(VERDICT_CODES)).astype(float).mask(mixed, 2.0)
+    labels = (
+        glance.apply(lambda col: col.map(lambda v: VERDICT_SHORT.get(v, ""))).fillna("").mask(mixed, "mixed")
+    )
+    fig, ax = plt.subplots(figsize=(7.2, 0.32 * len(glance) + 2.2))
+    sns.heatmap(
+        numbers,
+        annot=labels.to_numpy(),
+        fmt="",
+        cmap=sns.color_palette(["#d9d9d9", "#e34a33", "#fdbb84", "#31a354"]),
+        vmin=-0.5,
+        vmax=3.5,
+        cbar=False,
+        linewidths=0.5,
+        linecolor="white",
+        annot_kws={"fontsize": 7},
+        ax=ax,
+    )
+    ax.set(
+        xlabel="model run",
+        ylabel="claim",
+        title="holds / no = does not hold / ? = inconclusive / n/t = not testable / mixed = its rows disagree",
+    )
+    ax.title.set_fontsize(9)
+    ax.tick_params(labelsize=7)
+    ax.set_xticklabels(ax.get_xticklabels(), rotation=40, ha="right")
+    ax.grid(False)
+    fig.tight_layout()
+    return fig
