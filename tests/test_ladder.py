@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import latentbook as lb
-from latentbook.analysis import resampling
+from latentbook.analysis import resampling, synthetic
 from latentbook.errors import IntegrityError, InvalidInputError, UnknownModelError
 from latentbook.ladder import folders, measure, report, store, task, train
 from latentbook.study import ladder_rows
@@ -571,7 +571,7 @@ def test_tco_blocks_of_a_tiny_rung_and_the_rows_judged_against_the_null(trained_
     )
 
     def planted(code, seed):
-        p = tco_analysis.planted_binding(np.random.default_rng(seed), code, n_programs=120, n_depths=4, d=32)
+        p = synthetic.planted_binding(np.random.default_rng(seed), code, n_programs=120, n_depths=4, d=32)
         return {"scores": tco_analysis.score_token_states(p, p.written).to_dict()}
 
     m = _fake_measurements([0.3, 0.5, 0.9], [0.1, 0.2, 0.3])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from latentbook.analysis import calibration, tco, verdict
+from latentbook.analysis import calibration, synthetic, tco, verdict
 from latentbook.errors import InvalidInputError
 
 
@@ -52,7 +52,7 @@ def test_two_way_pairs_are_other_written_values_balanced_by_order():
 
 
 def test_a_bag_of_values_state_decodes_at_the_bag_rate_not_higher():
-    planted = tco.planted_binding(
+    planted = synthetic.planted_binding(
         np.random.default_rng(1), "bag", n_programs=300, n_chains=3, n_hops=2, n_depths=3, d=32, bag=6.0,
         program_noise=0.3,
     )  # fmt: skip
@@ -116,8 +116,8 @@ def test_folds_keep_every_program_whole():
 def _judged(code: str, twin_code: str = "bag", seed: int = 0) -> str:
     rng = np.random.default_rng(seed)
     shape = dict(n_programs=160, n_chains=3, n_hops=2, n_depths=8, d=48, strength=4.5)
-    model = tco.planted_binding(rng, code, **shape)
-    twin = tco.planted_binding(rng, twin_code, **shape)
+    model = synthetic.planted_binding(rng, code, **shape)
+    twin = synthetic.planted_binding(rng, twin_code, **shape)
     return verdict.judge_tco(
         tco.score_token_states(model, model.written), tco.score_token_states(twin, twin.written)
     )
@@ -136,7 +136,7 @@ def test_the_judge_says_holds_does_not_hold_and_inconclusive_where_planted():
 
 
 def test_scores_round_trip_through_json_and_the_bars():
-    planted = tco.planted_binding(np.random.default_rng(3), "stable", n_programs=60, n_depths=4, d=16)
+    planted = synthetic.planted_binding(np.random.default_rng(3), "stable", n_programs=60, n_depths=4, d=16)
     s = tco.score_token_states(planted, planted.written)
     again = tco.TCOScores.from_dict(s.to_dict())
     assert again == s
@@ -162,7 +162,7 @@ def test_the_ladder_figure_draws_both_numbers_by_depth():
     matplotlib.use("Agg")
     from latentbook.ladder import figures
 
-    planted = tco.planted_binding(np.random.default_rng(6), "stable", n_programs=60, n_depths=4, d=16)
+    planted = synthetic.planted_binding(np.random.default_rng(6), "stable", n_programs=60, n_depths=4, d=16)
     scores, decoding = tco.score_binding(
         planted.states, planted.labels, planted.steps, planted.items, planted.written, planted.query_step,
         planted.hop_steps,

@@ -184,7 +184,7 @@ def test_concentration_and_contraction_criteria():
 
 def test_tco_criterion_on_persistent_and_transient_classes():
     def summary(code, seed):
-        planted = tco.planted_binding(
+        planted = synthetic.planted_binding(
             np.random.default_rng(seed), code, n_programs=120, n_depths=9, d=32, strength=5.0
         )
         return tco.score_token_states(planted, planted.written, gamma=np.arange(9) / 8)
@@ -411,8 +411,8 @@ def test_tco_rows_read_the_positive_control_and_the_twin():
     """``rows.tco_row`` (what ``claim_rows`` appends for a run with a ``tco`` summary): its value is the stability
     with an interval around it, the trained run judged against its twin's summary."""
     shape = dict(n_programs=120, n_depths=9, d=32, strength=5.0)
-    stable = tco.planted_binding(np.random.default_rng(4), "stable", **shape)
-    bag = tco.planted_binding(np.random.default_rng(5), "bag", **shape)
+    stable = synthetic.planted_binding(np.random.default_rng(4), "stable", **shape)
+    bag = synthetic.planted_binding(np.random.default_rng(5), "bag", **shape)
     kept, twin = tco.score_token_states(stable, stable.written), tco.score_token_states(bag, bag.written)
     run = types.SimpleNamespace(label="planted", parameters=1e6, model_name="planted")
     null = types.SimpleNamespace(label="random:planted", parameters=1e6, model_name="random:planted")

@@ -426,13 +426,14 @@ TCO_STRENGTH = (3.0, 6.0)  # norm of the planted value code, in noise standard d
 
 
 def _tco_case(code: str, twin_code: str = "bag") -> Callable:
-    """``tco.planted_binding`` states of a run (value code ``code``) and its twin (``twin_code``), of random sizes
+    """``synthetic.planted_binding`` states of a run (value code ``code``) and its twin (``twin_code``), of random sizes
     (96-256 programs, 2-3 chains of 2-3 hops, 4 or 8 values, 6-12 depths, widths 32-256) with a program offset,
     a bag of values of random weight and a massive coordinate (the same sizes and nuisances for both: the twin
     is the same architecture), scored by ``tco.score_token_states`` and judged by ``verdict.judge_tco``."""
 
     def run(rng: np.random.Generator) -> str:
-        from .tco import planted_binding, score_token_states
+        from .synthetic import planted_binding
+        from .tco import score_token_states
 
         shape = {
             "n_programs": int(rng.choice([96, 128, 192, 256])),

@@ -38,7 +38,7 @@ the baselines); ``depth_profiles(decoding, ...)`` gives both numbers at every de
 
 The stability tested is that of the *query's* code at the hop tokens; the digit itself (step 0) is not used,
 since a probe fitted on the value token reads the token's identity, not a bound object.
-``planted_binding`` makes states with a known answer (a stable class code, a code that changes between
+``synthetic.planted_binding`` makes states with a known answer (a stable class code, a code that changes between
 steps, only the bag of values, only the first value) for the tests and ``calibration``.
 Introduced in: chapter 6 (the embedded models), chapter 7 (the ladder), chapter 8 (the criterion).
 """
@@ -59,7 +59,6 @@ from .resampling import Z95, wilson_interval
 N_FOLDS = 5
 TWO_WAY_CHANCE = 0.5  # the two-way choice between the bound value and one other value
 RIDGE_GRID = np.logspace(-4, 2, 13)  # penalties tried by GCV, in units of the mean squared singular value
-CODES = ("stable", "per step", "bag", "first value", "none")
 
 
 # --- intervals and baselines ----------------------------------------------------------------------------------
@@ -575,91 +574,3 @@ def written_values(items) -> list[list[int]]:
 
 
 # --- planted binding states ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PlantedBinding:
-    """Token states of planted programs and what each token is (as ``capturing.states.TokenStates``)."""
-
-    states: np.ndarray  # (n_tokens, n_depths, d)
-    labels: np.ndarray
-    steps: np.ndarray
-    items: np.ndarray
-    written: list[list[int]]
-    query_step: int
-    hop_steps: tuple[int, ...]
-    code: str
-
-
-def planted_binding(
-    rng: np.random.Generator,
-    code: str,
-    n_programs: int = 160,
-    n_values: int = 8,
-    n_chains: int = 3,
-    n_hops: int = 3,
-    n_depths: int = 8,
-    d: int = 64,
-    strength: float = 3.0,
-    onset: float = 0.3,
-    bag: float = 1.0,
-    program_noise: float = 1.0,
-) -> PlantedBinding:
-    """Programs of ``n_chains`` chains (values drawn from ``n_values``, shared values allowed), each with a token
-    at its value (step 0), at ``n_hops`` hops (steps ``1..n_hops``), and a query for chain 0 (step ``n_hops + 1``).
-
-    Every token: isotropic noise + a program offset shared by its tokens (``program_noise``) + a bag of the
-    program's values (``bag``, what a model that averages over the prompt carries) + its own token identity (the
-    digit's embedding at step 0, a random name vector elsewhere) + one massive coordinate; and a value code of norm
-    ``strength`` (rising from 0 at ``gamma = onset`` to full strength halfway from there to the last depth), per
-    ``code``:
-
-    - ``"stable"``: the token's bound value in one code at every step (a Transient Class Object);
-    - ``"per step"``: the bound value, but in a code of its own at each step (decodable within a step, no
-      stability across steps);
-    - ``"bag"``: nothing beyond the bag of values; ``"first value"``: the first value written, at every token
-      (a positional shortcut); ``"none"``: no code at all.
-    """
-    if code not in CODES:
-        raise InvalidInputError(f"code must be one of {CODES}, got {code!r}.")
-    query_step = n_hops + 1
-
-    def codebook():
-        q, _ = np.linalg.qr(rng.standard_normal((d, n_values)))
-        return q.T  # (n_values, d), orthonormal rows
-
-    digit, bag_code = codebook(), codebook()
-    stable = codebook()
-    value_code = np.stack([stable if code != "per step" else codebook() for _ in range(query_step + 1)])
-    ramp = np.clip((np.arange(n_depths) / max(n_depths - 1, 1) - onset) / max(1 - onset, 1e-9) * 2, 0, 1)
-    chain_of = np.r_[np.repeat(np.arange(n_chains), query_step), 0]  # every chain's steps, then the query
-    step_of = np.r_[np.tile(np.arange(query_step), n_chains), query_step]
-    values = rng.integers(0, n_values, (n_programs, n_chains))
-    order = np.argsort(
-        rng.random((n_programs, n_chains)), axis=1
-    )  # the order the chains' values are written in
-    written = np.take_along_axis(values, order, axis=1)
-    labels = values[:, chain_of]  # (programs, tokens)
-    f32 = np.float32
-    x = rng.standard_normal((n_programs, len(chain_of), n_depths, d), dtype=f32)
-    x += (program_noise * rng.standard_normal((n_programs, 1, 1, d))).astype(f32)
-    x += (bag * bag_code[values].sum(1))[:, None, None, :].astype(f32)  # the bag counts repeated values
-    identity = 2.0 * rng.standard_normal((n_programs, len(chain_of), d)) / np.sqrt(d)
-    identity[:, step_of == 0] = 2.0 * digit[labels[:, step_of == 0]]
-    x += identity[:, :, None, :].astype(f32)
-    shown = {"stable": labels, "per step": labels, "first value": np.repeat(written[:, :1], len(chain_of), 1)}
-    if code in shown:
-        planted = value_code[step_of[None, :], shown[code]]  # (programs, tokens, d)
-        x += (strength * ramp[None, None, :, None] * planted[:, :, None, :]).astype(f32)
-    x[..., 0] += 30.0  # a massive coordinate, the same in every token
-    n_tokens = len(chain_of)
-    return PlantedBinding(
-        x.reshape(n_programs * n_tokens, n_depths, d),
-        labels.reshape(-1),
-        np.tile(step_of, n_programs),
-        np.repeat(np.arange(n_programs), n_tokens),
-        written.tolist(),
-        query_step,
-        tuple(range(1, query_step)),
-        code,
-    )
