@@ -37,3 +37,20 @@ def test_a_plain_request_for_a_book_model_captures_attention_once_for_both(tmp_p
     monkeypatch.setattr(cache, "WITH_ATTENTION", frozenset())
     assert cache.book_capture("random:llama-tiny", n_prompts=4).attention is None
     assert len(list(tmp_path.glob("*.safetensors"))) == 2
+
+
+def test_a_runs_attention_capture_is_its_own_capture_when_that_carries_attention(tmp_path, monkeypatch):
+    from latentbook.study.runs import Run
+
+    monkeypatch.setenv("LATENTBOOK_CAPTURE_CACHE", str(tmp_path))
+    monkeypatch.setattr(cache, "WITH_ATTENTION", frozenset({"random:llama-tiny"}))
+    run = Run("random:llama-tiny", "trained")
+    cap = run.capture()
+    assert run.attention_capture(cap) is cap  # no second file read
+    assert Run("random:llama-tiny", "shuffled words").attention_capture(cap) is None
+    monkeypatch.setattr(cache, "WITH_ATTENTION", frozenset())
+    plain = run.capture()  # another file: without attention
+    assert plain.attention is None
+    read = run.attention_capture(plain, cached_only=True)  # the file with attention, captured above
+    assert read is not plain and read.attention is not None
+    assert (read.omega_mean() == cap.omega_mean()).all()

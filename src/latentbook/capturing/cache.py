@@ -101,9 +101,12 @@ def cached_capture(
 BOOK_N_PROMPTS = 128
 BOOK_SETTINGS = dict(max_length=128, batch_size=16)
 BOOK_MODELS = ("smollm2-135m", "gemma3-270m", "minilm-l6")  # the embedded models every chapter measures
-# Chapters 2 and 8 and the explorer read the attention of these (the book's models and their random twins), so
-# their one book capture carries it: every chapter's plain statistics come from that same forward pass.
-WITH_ATTENTION = frozenset(BOOK_MODELS) | {f"random:{name}" for name in BOOK_MODELS}
+BOOK_CAPTURES = tuple(
+    name for model in BOOK_MODELS for name in (model, f"random:{model}")
+)  # each, then its twin
+# Chapters 2 and 8 and the explorer read the attention of these, so their one book capture carries it: every
+# chapter's plain statistics come from that same forward pass.
+WITH_ATTENTION = frozenset(BOOK_CAPTURES)
 
 
 def _book_request(

@@ -53,6 +53,16 @@ class Run:
             return None
         return book_capture(self.capture_name, attention=attention, shuffle=shuffle)
 
+    def attention_capture(self, cap: Capture | None, cached_only: bool = False) -> Capture | None:
+        """The run's capture with attention statistics: ``cap`` itself when it has them (the book's models and
+        twins carry them, ``capturing.cache.WITH_ATTENTION``: no second file read), else ``capture(attention=True)``;
+        None for a shuffled-words run (its attention is never read) or, with ``cached_only``, when not cached."""
+        if self.kind == "shuffled words":
+            return None
+        if cap is not None and cap.attention is not None:
+            return cap
+        return self.capture(cached_only=cached_only, attention=True)
+
     def binding_states(self, cached_only: bool = False) -> TokenStates | None:
         """The book's token states of this run's model on the ``binding`` set (``book_binding_states``); None for a
         shuffled-words run (the labelled prompts are not shuffled)."""

@@ -156,7 +156,7 @@ def measured_runs(
             continue
         if progress is not None:
             progress(run.label)
-        attention = run.capture(cached_only=True, attention=True) if run.kind != "shuffled words" else None
+        attention = run.attention_capture(cap, cached_only=True)
         shuffled = run.kind == "shuffled words"  # a null for bimodality: its spectra are not judged
         gains = run.gains(cached_only=not capture_missing)
         runs[run.label] = measure(cap, run.label, attention=attention, spectra=not shuffled, gains=gains)

@@ -169,10 +169,11 @@ def book_views(name: str) -> ModelViews:
     from ..capturing.cache import book_capture
     from ..study.runs import binding_step_names, book_binding_states
 
+    residual = book_capture(name)  # a book model's carries its attention: one file read for both
     return ModelViews(
         name,
-        book_capture(name),
-        attention=book_capture(name, attention=True),
+        residual,
+        attention=residual if residual.attention is not None else book_capture(name, attention=True),
         classes=book_binding_states(name),
         step_names=binding_step_names(),
     )

@@ -27,15 +27,13 @@ from collections.abc import Mapping, Sequence
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
-from ..capturing.cache import BOOK_MODELS, BOOK_N_PROMPTS, book_capture, book_capture_path
+from ..capturing.cache import BOOK_CAPTURES, BOOK_N_PROMPTS, book_capture, book_capture_path
 from ..capturing.results import Capture, load_capture
 from ..errors import InvalidInputError
 from ..study.runs import binding_step_names, book_binding_states, book_binding_states_path
 from .explorer import ModelViews
 from .explorer_panels import METRICS, title
 
-# the explorer's menu: each book model followed by its random twin
-EXPLORER_MODELS = tuple(name for model in BOOK_MODELS for name in (model, f"random:{model}"))
 SOURCES = ("residual", "attention", "classes")  # what a book model's views are made of
 _NEEDS = {"omega": "residual", "spectrum": "residual", "attention": "attention", "separability": "classes"}
 
@@ -268,7 +266,7 @@ def explore(
     if metric not in METRICS:
         raise InvalidInputError(f"Unknown metric {metric!r}: choose one of {list(METRICS)}.")
     if models is None:
-        models = [] if captures else list(EXPLORER_MODELS)
+        models = [] if captures else list(BOOK_CAPTURES)
     if isinstance(models, str):
         models = [models]
     return Explorer(list(models), dict(captures or {}), metric, n_prompts)
