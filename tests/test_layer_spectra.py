@@ -7,6 +7,7 @@ import pytest
 
 import latentbook as lb
 from latentbook.analysis import layer_spectra, spectra, synthetic
+from latentbook.analysis.omega import standardise as omega_standardise
 
 
 def test_mp_fit_handles_a_rank_deficient_heavy_tailed_spectrum():
@@ -893,3 +894,65 @@ def test_spike_contrast_is_that_of_the_capture_token_sample():
         assert got.difference_ci == pytest.approx(expected["difference_ci"], abs=1e-12)
         inside = ~np.isnan(expected["counts"])
         np.testing.assert_allclose(got.counts_ci[inside], np.array(expected["counts_ci"])[inside][:, :2])
+
+
+def test_remove_position_profile_removes_smooth_functions_of_position_and_keeps_the_tokens():
+    rng = np.random.default_rng(3)
+    positions = np.tile(np.arange(1, 33), 20)
+    tokens = rng.standard_normal((len(positions), 5))
+    basis = layer_spectra.position_basis(positions)
+    np.testing.assert_allclose(
+        basis[:2], [[1, 1 / 2, 1 / np.sqrt(2), np.log(2)], [1, 1 / 3, 1 / np.sqrt(3), np.log(3)]]
+    )
+    profile = np.outer(3.0 / (positions + 1) + 0.5 * np.log(positions + 1) - 2.0, [1.0, -4.0, 0.0, 2.0, 9.0])
+    cleaned = layer_spectra.remove_position_profile(tokens + profile, positions)
+    np.testing.assert_allclose(cleaned, layer_spectra.remove_position_profile(tokens, positions), atol=1e-9)
+    np.testing.assert_allclose(basis.T @ cleaned, 0.0, atol=1e-9)  # least squares: orthogonal to the basis
+    assert np.corrcoef(cleaned[:, 0], tokens[:, 0])[0, 1] > 0.99  # what varies between tokens stays
+    with pytest.raises(lb.InvalidInputError, match="one position each"):
+        layer_spectra.remove_position_profile(tokens[:10], positions)
+    with pytest.raises(lb.InvalidInputError, match="non-negative"):
+        layer_spectra.position_basis(np.array([-1, 0, 1]))
+
+
+def _leaking_sink_capture(seed: int, class_code: bool) -> object:
+    """Nine depths of Gaussian tokens (60 prompts x positions 0..15, d = 24); a sink's value leaks into every
+    later token with weight ``1 / t^0.8``, its amplitude growing ten-fold after gamma 0.42 (norm growth); with
+    ``class_code`` the tokens of each of 4 classes also write their class's 3-sparse prototype after it."""
+    rng = np.random.default_rng(seed)
+    n_prompts, per_prompt, d, n_depths = 60, 16, 24, 9
+    positions = np.tile(np.arange(per_prompt), n_prompts)
+    n = len(positions)
+    states = rng.standard_normal((n_depths, n, d))
+    leak = np.where(positions > 0, 1.0 / np.maximum(positions, 1) ** 0.8, 0.0)
+    direction = rng.standard_normal(d)
+    prototypes = np.zeros((4, d))
+    for c in range(4):
+        prototypes[c, rng.choice(d, 3, replace=False)] = 4.0
+    classes = rng.integers(0, 4, n)
+    for depth in range(n_depths):
+        after = depth / (n_depths - 1) > 0.42
+        states[depth] += np.outer(leak * (10.0 if after else 1.0) * 3.0, direction)
+        if class_code and after:
+            states[depth] += prototypes[classes]
+    states[:, positions == 0] *= 10.0
+    return synthetic.as_capture(states, np.repeat(np.arange(n_prompts), per_prompt), positions, n_vectors=n)
+
+
+@pytest.mark.parametrize("contrast", ["pr_contrast", "effective_rank_contrast"])
+def test_standardised_contrasts_ignore_a_sink_leaking_by_position_and_see_class_codes(contrast):
+    """The planted norm-growth family's artefact: standardising alone lets the growing position profile
+    concentrate the correlation spectrum; with the profile removed the ratio is 1, and a class code still counts."""
+    measure = getattr(layer_spectra, contrast)
+    leak = _leaking_sink_capture(0, class_code=False)
+    gamma = np.asarray(leak.gamma)
+    keep = leak.vectors.positions > 0
+    only_scaled = np.stack(
+        [omega_standardise(np.asarray(leak.token_vectors(l), np.float64)[keep]) for l in range(len(gamma))]
+    )
+    of_samples = getattr(layer_spectra, f"{contrast}_of_samples")
+    assert of_samples(only_scaled, leak.vectors.prompt_ids[keep], gamma).ratio < 0.8  # the confound, shown
+    clean = measure(leak, standardised=True)
+    assert 0.93 < clean.ratio < 1.07 and clean.ci[0] < 1.0 < clean.ci[1]
+    coded = measure(_leaking_sink_capture(0, class_code=True), standardised=True)
+    assert coded.ratio < 0.85 and coded.ci[1] < 1.0

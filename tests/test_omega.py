@@ -177,7 +177,7 @@ def test_two_separated_modes_are_bimodal_by_all_three_tests():
 
 @pytest.mark.parametrize("seed", range(4))
 def test_a_single_gaussian_is_bimodal_by_none(seed):
-    result = omega.bimodality(np.random.default_rng(seed).normal(0.3, 0.05, 4000), seed=seed)
+    result = omega.bimodality(np.random.default_rng(seed).normal(0.3, 0.05, 4000))
     assert result.verdict == "unimodal" and not any(result.votes.values())
     assert result.coefficient == pytest.approx(1 / 3, abs=0.05)  # Sarle's BC of a Gaussian
 
@@ -729,7 +729,7 @@ def test_bimodality_checks_table_is_the_samples_and_their_tests():
     cases = [(0, False), (0, True), (1, False), (1, True)]
     for row, (k, first) in zip(table.to_dict("records"), cases):
         values, prompts = omega.samples(cap, 1, k, first)
-        b = omega.bimodality(values)
+        b = omega.bimodality(values, prompt_ids=prompts)
         assert row["n"] == b.n == len(values) and row["n_distinct"] == b.n_distinct
         assert row["n_prompts"] == len(np.unique(prompts)) == 300
         assert row["mean"] == pytest.approx(float(values.mean()), rel=1e-12)

@@ -381,13 +381,50 @@ def jackknife_contrast(
     return Contrast(float(np.exp(theta)), ci, point.split, point.n_before, point.n_after, point.level)
 
 
+def position_basis(positions: np.ndarray) -> np.ndarray:
+    """``B = [1, 1/t, 1/sqrt(t), log t]`` with ``t = position + 1``, shape ``(n, 4)``: smooth profiles over the
+    position in the prompt, such as a sink's value leaking into later tokens with weight about ``1/t``."""
+    t = np.asarray(positions, dtype=np.float64) + 1.0
+    if t.ndim != 1 or np.any(t < 1):
+        raise InvalidInputError(f"positions must be a 1-d array of non-negative integers, got shape {t.shape}.")
+    return np.column_stack([np.ones_like(t), 1.0 / t, 1.0 / np.sqrt(t), np.log(t)])
+
+
+def remove_position_profile(x: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """``x - B (B^+ x)``: each coordinate's least-squares fit on ``B = position_basis(positions)`` removed
+    (the fitted mean included), leaving what varies between tokens at a given position.
+
+    Why: with a first-token sink and near-uniform attention (a massive coordinate shared by every token makes
+    the scores flat), the sink's value reaches token ``t`` with weight about ``1/t``, and a growing residual norm
+    amplifies that profile layer after layer; on the standardised sample it is one smooth direction that
+    concentrates the spectrum with depth with no change in the tokens' own structure (chapter 8's planted
+    norm-growth family). Tokens of many positions per prompt keep their structure: four columns are fitted from
+    hundreds of tokens.
+    """
+    h = np.asarray(x, dtype=np.float64)
+    basis = position_basis(positions)
+    if h.ndim != 2 or len(h) != len(basis) or len(h) <= basis.shape[1]:
+        raise InvalidInputError(
+            f"Need token vectors of shape (n, d) with n > {basis.shape[1]}, one position each; got {h.shape} "
+            f"and {len(basis)} positions."
+        )
+    coefficients, *_ = np.linalg.lstsq(basis, h, rcond=None)
+    return h - basis @ coefficients
+
+
 def _sample_of(cap: Capture, exclude_positions: Sequence[int], standardised: bool = False):
     """``(vectors_at, prompt_ids, gamma)`` of the capture's sink-free token sample, for the ``*_of_samples``;
-    ``standardised``: each coordinate centred and scaled over the sample (``omega.standardise``), so that the
-    spectrum is that of the correlation matrix, free of massive and rogue coordinates' scales."""
+    ``standardised``: each coordinate's position profile removed (``remove_position_profile``) and the result
+    centred and scaled over the sample (``omega.standardise``), so that the spectrum is that of the correlation
+    matrix of what varies between tokens, free of massive and rogue coordinates' scales and of the sink's
+    position profile."""
     keep = sample_mask(cap, exclude_positions)
     depths = cap.depths.tolist()
-    treat = standardise if standardised else (lambda x: x)
+    positions = np.asarray(cap.vectors.positions)[keep]
+
+    def treat(x: np.ndarray) -> np.ndarray:
+        return standardise(remove_position_profile(x, positions)) if standardised else x
+
     return (
         lambda index: treat(np.asarray(cap.token_vectors(int(depths[index]))[keep], dtype=np.float64)),
         np.asarray(cap.vectors.prompt_ids)[keep],

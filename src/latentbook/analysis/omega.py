@@ -615,7 +615,7 @@ def mixture_comparison(values: np.ndarray, n_effective: float | None = None) -> 
 
 
 def bimodality(
-    values: np.ndarray, seed: int = 0, prompt_ids: np.ndarray | None = None, dip_alpha: float = DIP_ALPHA
+    values: np.ndarray, prompt_ids: np.ndarray | None = None, dip_alpha: float = DIP_ALPHA
 ) -> Bimodality:
     """Is a sample of Omega values bimodal? (book/paper.md claim 2.)
 
@@ -627,6 +627,7 @@ def bimodality(
     finds modes in the prompts' offsets. Verdict: "bimodal" when all three agree, "unimodal" when none does,
     else "inconclusive". Check ``n_distinct``: many ties (repeated tokens at depth 0) make the dip test reject.
     All values equal (exact one-hot tokens share one Omega): "unimodal", with NaN for the undefined statistics.
+    Deterministic (the mixture's EM starts are fixed), so it takes no seed.
     """
     x = np.asarray(values, dtype=np.float64).ravel()
     if len(x) < 20 or not np.all(np.isfinite(x)):
@@ -682,12 +683,13 @@ def holm_adjusted(results: list[Bimodality], alpha: float = DIP_ALPHA) -> list[B
     return out
 
 
-def bimodality_checks(cap: Capture, layer: int, k: int = 4, seed: int = 0) -> pd.DataFrame:
+def bimodality_checks(cap: Capture, layer: int, k: int = 4) -> pd.DataFrame:
     """``bimodality`` at ``layer`` on the Omega sample as captured, then with each confound removed.
 
     Rows: "all tokens"; "first position removed"; "top-k dims removed" (massive-activation coordinates,
     ``samples(drop_top_dims=k)``, from the smaller vector sample); and "both removed". A bimodality that
-    survives neither removal is an artefact of the attention sink or of a few huge coordinates.
+    survives neither removal is an artefact of the attention sink or of a few huge coordinates. Each test
+    counts the sample's tokens by their prompts (``bimodality(prompt_ids=)``).
     """
     import pandas as pd
 
@@ -700,7 +702,7 @@ def bimodality_checks(cap: Capture, layer: int, k: int = 4, seed: int = 0) -> pd
     rows = []
     for name, (drop_dims, drop_first) in variants.items():
         values, prompts = samples(cap, layer, drop_dims, drop_first)
-        result = bimodality(values, seed)
+        result = bimodality(values, prompt_ids=prompts)
         rows.append(
             {
                 "sample": name,

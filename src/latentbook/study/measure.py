@@ -130,9 +130,9 @@ def measure(
     bimodal, bimodal_perm = [], []
     for layer in cap.depths[after].tolist():  # the depths after the split (positions -> depths held)
         values, ids = omega.samples(cap, layer, drop_first=True)
-        bimodal.append(omega.bimodality(values, seed=seed, prompt_ids=ids))
+        bimodal.append(omega.bimodality(values, prompt_ids=ids))
         permuted = omega.permutation_null(cap.token_vectors(layer).astype(np.float64)[keep], seed + layer)
-        bimodal_perm.append(omega.bimodality(permuted, seed=seed, prompt_ids=cap.vectors.prompt_ids[keep]))
+        bimodal_perm.append(omega.bimodality(permuted, prompt_ids=cap.vectors.prompt_ids[keep]))
 
     spike_counts = pr = erank = pr_clean = erank_clean = None
     if spectra:
