@@ -948,7 +948,7 @@ def test_standardised_contrasts_ignore_a_sink_leaking_by_position_and_see_class_
     gamma = np.asarray(leak.gamma)
     keep = leak.vectors.positions > 0
     only_scaled = np.stack(
-        [omega_standardise(np.asarray(leak.token_vectors(l), np.float64)[keep]) for l in range(len(gamma))]
+        [omega_standardise(np.asarray(leak.token_vectors(i), np.float64)[keep]) for i in range(len(gamma))]
     )
     of_samples = getattr(layer_spectra, f"{contrast}_of_samples")
     assert of_samples(only_scaled, leak.vectors.prompt_ids[keep], gamma).ratio < 0.8  # the confound, shown

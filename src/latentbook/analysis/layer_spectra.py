@@ -386,7 +386,9 @@ def position_basis(positions: np.ndarray) -> np.ndarray:
     position in the prompt, such as a sink's value leaking into later tokens with weight about ``1/t``."""
     t = np.asarray(positions, dtype=np.float64) + 1.0
     if t.ndim != 1 or np.any(t < 1):
-        raise InvalidInputError(f"positions must be a 1-d array of non-negative integers, got shape {t.shape}.")
+        raise InvalidInputError(
+            f"positions must be a 1-d array of non-negative integers, got shape {t.shape}."
+        )
     return np.column_stack([np.ones_like(t), 1.0 / t, 1.0 / np.sqrt(t), np.log(t)])
 
 
