@@ -421,6 +421,19 @@ def time_model(loaded: LoadedModel, texts, seq_len: int, batch_size: int, rounds
 # --- report ------------------------------------------------------------------------------------------------
 
 
+def source_commit() -> str:
+    """The commit the source tree is at (``git rev-parse HEAD``), else ``$LATENTBOOK_COMMIT`` (a device machine
+    gets a copy of the working tree without ``.git``: pass the commit in), else "unknown"."""
+    import subprocess
+
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return os.environ.get("LATENTBOOK_COMMIT", "unknown")
+
+
 def environment(device) -> dict:
     import transformers
 
@@ -432,6 +445,7 @@ def environment(device) -> dict:
         "transformers": transformers.__version__,
         "latentbook": lb.__version__,
         "cuda": torch.version.cuda,
+        "source_commit": source_commit(),
     }
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
@@ -446,7 +460,8 @@ def markdown(report: dict) -> str:
         f"# GPU check ({env['date']}{', DRY RUN: tiny stand-in models, not figures' if report['dry_run'] else ''})",
         "",
         f"{env.get('gpu', env['device'])}; torch {env['torch']} (CUDA {env['cuda']}), transformers "
-        f"{env['transformers']}, latentbook {env['latentbook']}. Tokenizer: {report['tokenizer']}.",
+        f"{env['transformers']}, latentbook {env['latentbook']} (source {env.get('source_commit', 'unknown')}). "
+        f"Tokenizer: {report['tokenizer']}.",
         "",
         "## Correctness: capture on the device against float64 on the CPU (largest error over depths)",
         "",
