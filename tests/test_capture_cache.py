@@ -54,3 +54,37 @@ def test_a_runs_attention_capture_is_its_own_capture_when_that_carries_attention
     read = run.attention_capture(plain, cached_only=True)  # the file with attention, captured above
     assert read is not plain and read.attention is not None
     assert (read.omega_mean() == cap.omega_mean()).all()
+
+
+def test_two_processes_asking_for_one_capture_run_it_once(tmp_path, monkeypatch):
+    """The book's pages run two at a time (tools/execute_pages.py): a second asker waits for the first's file."""
+    import threading
+    import time
+
+    monkeypatch.setenv("LATENTBOOK_CAPTURE_CACHE", str(tmp_path))
+    real_capture, calls = cache.capture, []
+
+    def slow_capture(*args, **kwargs):
+        calls.append(threading.get_ident())
+        time.sleep(0.5)  # long enough for the second asker to arrive while the first computes
+        return real_capture(*args, **kwargs)
+
+    monkeypatch.setattr(cache, "capture", slow_capture)
+    texts = ["one prompt of a few words", "another prompt"]
+    results = [None, None]
+
+    def ask(i):
+        results[i] = cache.cached_capture("random:llama-tiny", texts, max_length=16, batch_size=2)
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+        time.sleep(0.1)
+    for t in threads:
+        t.join()
+    assert len(calls) == 1  # without the lock both would capture
+    assert (
+        results[0].n_tokens == results[1].n_tokens
+        and (results[0].omega_mean() == results[1].omega_mean()).all()
+    )
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no lock file left behind

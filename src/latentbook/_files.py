@@ -167,6 +167,15 @@ def exclusive_lock(lock_file: Path, *, what: str, fix: str, wait: bool = False) 
         os.close(fd)
 
 
+@contextlib.contextmanager
+def computing(entry: Path) -> Iterator[None]:
+    """Hold the lock of the cache file ``entry`` while it is computed: a second process asking for the same entry
+    waits, then finds it written (check ``entry.is_file()`` again inside the block) instead of computing it twice."""
+    lock = entry.with_name(f".{entry.name}.lock")
+    with exclusive_lock(lock, what=f"the cache entry {entry.name}", fix="wait for it", wait=True):
+        yield
+
+
 def _acquire(lock_file: Path, what: str, fix: str, wait: bool) -> int:
     while True:
         fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)

@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 
 from .._code_hash import code_text
-from .._files import cache_dir, inside
+from .._files import cache_dir, computing, inside
 from ..models.zoo import load_model
 from .capture import capture, prompt_set_hash
 from .results import Capture, load_capture
@@ -85,16 +85,25 @@ def cached_capture(
 ) -> Capture:
     """``capture(load_model(model_name), prompts, **settings)``, read from the cache when it was done before.
 
-    Writes are atomic, so two processes filling the same key leave one valid file. ``on_batch`` goes to
+    Writes are atomic, and a second process asking for a key being filled waits for it (``_files.computing``),
+    so the capture runs once and leaves one valid file. ``on_batch`` goes to
     ``capture`` (progress, cancel) and is not part of the key.
     """
     path = cache_path(model_name, prompts, settings)
     if path.is_file():
         return load_capture(path)
-    result = capture(
-        load_model(model_name), prompts, prompt_set=prompt_set, progress=False, on_batch=on_batch, **settings
-    )
-    result.save(path)
+    with computing(path):  # another process filling the same key: wait for it, then read its file
+        if path.is_file():
+            return load_capture(path)
+        result = capture(
+            load_model(model_name),
+            prompts,
+            prompt_set=prompt_set,
+            progress=False,
+            on_batch=on_batch,
+            **settings,
+        )
+        result.save(path)
     return result
 
 
@@ -184,7 +193,10 @@ def book_gains(model_name: str, cached_only: bool = False):
         return load_gains(path)
     if cached_only:
         return None
-    texts, name = _gain_prompts()
-    gains = transverse_gains(load_model(model_name), texts, prompt_set=name, **BOOK_GAIN_SETTINGS)
-    gains.save(path, force=True)  # two processes filling the same key write the same numbers, atomically
+    with computing(path):
+        if path.is_file():
+            return load_gains(path)
+        texts, name = _gain_prompts()
+        gains = transverse_gains(load_model(model_name), texts, prompt_set=name, **BOOK_GAIN_SETTINGS)
+        gains.save(path, force=True)
     return gains

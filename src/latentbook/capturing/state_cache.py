@@ -12,7 +12,7 @@ import json
 
 import numpy as np
 
-from .._files import atomic_write, inside
+from .._files import atomic_write, computing, inside
 from ..errors import CaptureFileError
 from .cache import cache_key, capture_cache_dir
 from .states import TokenStates, token_states
@@ -89,6 +89,9 @@ def book_token_states(
     path = book_token_states_path(model_name, set_name, n_items, seed)
     if path.is_file():
         return load_token_states(path)
-    result = token_states(model_name, reasoning.load(set_name, n_items=n_items, seed=seed).items)
-    save_token_states(path, result)
+    with computing(path):
+        if path.is_file():
+            return load_token_states(path)
+        result = token_states(model_name, reasoning.load(set_name, n_items=n_items, seed=seed).items)
+        save_token_states(path, result)
     return result

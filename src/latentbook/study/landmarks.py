@@ -248,7 +248,7 @@ def book_landmarks(run: Run, n_boot: int = N_BOOT, seed: int = 0) -> DepthLandma
 def book_lens(run: Run, cached_only: bool = False) -> Lens | None:
     """``lens_of`` the run's book capture, cached beside it (an ``.npz`` of two arrays, written atomically);
     None for an encoder, or with ``cached_only`` when it is not cached yet."""
-    from .._files import atomic_write
+    from .._files import atomic_write, computing
     from ..capturing.cache import book_capture_path
     from ..models.zoo import load_model
 
@@ -259,16 +259,19 @@ def book_lens(run: Run, cached_only: bool = False) -> Lens | None:
             return Lens(data["kl"], data["prompt_ids"]) if data["kl"].size else None
     if cached_only:
         return None
-    lens = lens_of(run.capture(), load_model(run.capture_name))
-
-    def write(tmp):
-        with open(tmp, "wb") as handle:
-            empty = np.zeros((0, 0))
-            np.savez(
-                handle,
-                kl=empty if lens is None else lens.kl,
-                prompt_ids=empty if lens is None else lens.prompt_ids,
-            )
-
-    atomic_write(path, write)
+    with computing(path):  # a second process asking for it waits, then reads the file
+        if path.is_file():
+            return book_lens(run, cached_only=True)
+        lens = lens_of(run.capture(), load_model(run.capture_name))
+        atomic_write(path, lambda tmp: _write_lens(tmp, lens))
     return lens
+
+
+def _write_lens(tmp, lens: Lens | None) -> None:
+    with open(tmp, "wb") as handle:
+        empty = np.zeros((0, 0))
+        np.savez(
+            handle,
+            kl=empty if lens is None else lens.kl,
+            prompt_ids=empty if lens is None else lens.prompt_ids,
+        )
