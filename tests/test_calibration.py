@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import latentbook as lb
-from latentbook.analysis import calibration, verdict
+from latentbook.analysis import calibration, interval_coverage, verdict
 
 
 @pytest.mark.parametrize(
@@ -66,7 +66,7 @@ def test_interval_coverage_on_planted_truths():
     biases; with the local fits' own bootstrap intervals in its hull it covers 0.95 (100 seeds, the appendix's)
     and 0.97 here. The effective rank's covered 0.68 before its jackknife bias correction (n ~ d biases it) and
     0.93 after."""
-    table = calibration.coverage(n_seeds=60, seed=5).set_index("estimator")
+    table = interval_coverage.coverage(n_seeds=60, seed=5).set_index("estimator")
     assert table["nominal"].eq(0.95).all() and table["n"].eq(60).all()
     observed = table["observed"]
     assert 0.88 <= observed["m(gamma): omega.profile, prompt bootstrap"] <= 1.0
@@ -78,7 +78,7 @@ def test_interval_coverage_on_planted_truths():
         "effective rank after / before: layer_spectra.effective_rank_contrast, bias-corrected group jackknife"
     )
     assert 0.88 <= observed[rank] <= 1.0
-    low, high = calibration.COVERAGE_TARGET
+    low, high = interval_coverage.COVERAGE_TARGET
     assert table["on target"].equals((observed >= low) & (observed <= high))
     # the prompt-resampled intervals are as wide as their estimators vary (measured: 0.91 and 1.14 over the
     # appendix's 100 seeds; the effective rank's 1.04 once corrected; the jump's 1.01 there, 1.42 on these 60:
@@ -88,7 +88,7 @@ def test_interval_coverage_on_planted_truths():
     assert 0.8 <= spread[rank] <= 1.3
     assert 0.8 <= spread["m(gamma): omega.profile, prompt bootstrap"] <= 1.25
     assert 0.8 <= spread["PR after / before: layer_spectra.pr_contrast, prompt jackknife"] <= 1.3
-    low, high = calibration.SPREAD_TARGET
+    low, high = interval_coverage.SPREAD_TARGET
     assert table["spread on target"].equals((spread >= low) & (spread <= high))
 
 
@@ -99,17 +99,17 @@ def test_spread_ratio_reads_the_width_against_the_estimators_noise():
     truth = rng.uniform(0.2, 0.8, 2000)
     sd = 0.03
     estimate = truth + rng.normal(0, sd, 2000)
-    half = calibration.Z95 * sd
+    half = interval_coverage.Z95 * sd
     cases = list(zip(truth, estimate, estimate - half, estimate + half))
-    assert calibration.spread_ratio(cases) == pytest.approx(1.0, abs=0.05)
+    assert interval_coverage.spread_ratio(cases) == pytest.approx(1.0, abs=0.05)
     wide = [(t, e, e - 2 * half, e + 2 * half) for t, e, *_ in cases]
-    assert calibration.spread_ratio(wide) == pytest.approx(2.0, abs=0.1)
+    assert interval_coverage.spread_ratio(wide) == pytest.approx(2.0, abs=0.1)
     biased = [(t, e + 0.5 * (i % 20 == 0), lo, hi) for i, (t, e, lo, hi) in enumerate(cases)]
-    assert calibration.spread_ratio(biased) == pytest.approx(1.0, abs=0.1)
+    assert interval_coverage.spread_ratio(biased) == pytest.approx(1.0, abs=0.1)
     ratio = np.exp(rng.uniform(-3, 3, 2000))  # ratios from 1/20 to 20: errors scale with them
     logged = [
         (r, r * np.exp(e - t), r * np.exp(lo - t), r * np.exp(hi - t))
         for r, (t, e, lo, hi) in zip(ratio, cases)
     ]
-    assert calibration.spread_ratio(logged, log=True) == pytest.approx(1.0, abs=0.05)
-    assert calibration.spread_ratio(logged) != pytest.approx(1.0, abs=0.2)  # the log scale matters
+    assert interval_coverage.spread_ratio(logged, log=True) == pytest.approx(1.0, abs=0.05)
+    assert interval_coverage.spread_ratio(logged) != pytest.approx(1.0, abs=0.2)  # the log scale matters
