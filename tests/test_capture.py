@@ -231,7 +231,7 @@ def test_schema_2_capture_files_still_load(tiny, tmp_path):
     from safetensors import safe_open
     from safetensors.torch import load_file, save_file
 
-    from latentbook.capturing.results import _digest
+    from latentbook.capturing.capture_file import digest as _digest
 
     cap = lb.capture(tiny, SHORT_PROMPTS, progress=False)
     path = cap.save(tmp_path / "new.safetensors")

@@ -40,7 +40,7 @@ from safetensors.torch import load_file, save_file
 import latentbook as lb
 from latentbook._files import atomic_write, check_output_path, exclusive_lock, inside, sha256_file
 from latentbook.capturing.cache import cache_path
-from latentbook.capturing.results import TOKEN_ENV_VARS, TOKEN_PATTERN
+from latentbook.capturing.capture_file import TOKEN_ENV_VARS, TOKEN_PATTERN
 from latentbook.cli import _parser, _refuse_lost_work, main, read_prompts
 from latentbook.errors import (
     CaptureFileError,
@@ -1740,7 +1740,7 @@ def test_read_only_cache_falls_back_to_a_temporary_one(stand_in_gguf, tmp_path, 
 
 def _rewrite(path: Path, edit_header=None, edit_state=None) -> None:
     """Rewrite a capture with its header / tensors edited and the checksum recomputed (as a forger would)."""
-    from latentbook.capturing.results import _digest
+    from latentbook.capturing.capture_file import digest as _digest
 
     with safe_open(str(path), framework="pt") as f:
         header = json.loads(f.metadata()["latentbook"])

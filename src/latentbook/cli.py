@@ -258,7 +258,7 @@ def _check_resume_early(args: argparse.Namespace, texts: list[str], checkpoint: 
     weights' dtype, lengths, precision, attention) compared now, so a mismatch costs a second, not a model load;
     the model itself is compared once loaded (``capture``'s resume)."""
     from .capturing.capture import prompt_set_hash
-    from .capturing.results import capture_header
+    from .capturing.capture_file import capture_header
     from .errors import CheckpointMismatchError
     from .models.zoo import resolve_device, resolve_dtype
 
@@ -348,7 +348,7 @@ def _refuse_lost_work(args: argparse.Namespace, partial: Path, rank: int, world:
 
 def _holds_capture(path: Path) -> bool:
     """Whether ``path`` is a safetensors file whose header says it is a latentbook capture (read, not verified)."""
-    from .capturing.results import FORMAT, capture_header
+    from .capturing.capture_file import FORMAT, capture_header
 
     try:
         header = capture_header(path)

@@ -61,7 +61,7 @@ from ..models.anatomy import Anatomy
 from ..models.zoo import LoadedModel, load_model
 from .attention import _configs
 from .capture import _versions, check_prompts, prompt_set_hash
-from .results import _digest, scrub
+from .capture_file import digest, scrub
 
 FORMAT = "latentbook.transverse_gains"
 SCHEMA_VERSION = 2  # 2: the relevant subspace's sums (relevant_out_sq, relevant_in_sq)
@@ -149,7 +149,7 @@ class TransverseGains:
                 f"{path} already exists: pass force=True to overwrite it, or choose another path."
             )
         state, header = self.tensors(), self.header()
-        header["sha256"] = _digest(state, header)
+        header["sha256"] = digest(state, header)
         metadata = {"latentbook": json.dumps(header, sort_keys=True)}
         return atomic_write(path, lambda tmp: save_file(state, str(tmp), metadata=metadata))
 
@@ -180,7 +180,7 @@ def load_gains(path: str | Path) -> TransverseGains:
         raise CaptureFileError(
             f"{path} holds format/schema {found}, not {FORMAT!r} schema {SCHEMA_VERSION}. {again}"
         )
-    if _digest(state, header) != header.get("sha256"):
+    if digest(state, header) != header.get("sha256"):
         raise CaptureFileError(f"{path} failed its checksum: the file was altered or damaged. {again}")
     try:
         gains = TransverseGains(

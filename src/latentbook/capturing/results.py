@@ -2,15 +2,12 @@
 
 Saved as one safetensors file whose header carries the JSON provenance, a schema version and a sha256
 of every tensor and of the header itself; written atomically, verified on load. Home paths and hub tokens
-are scrubbed from the provenance before it is written.
+are scrubbed from the provenance before it is written. The format and its checks: ``capture_file``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,13 +18,19 @@ import torch
 
 from .._files import atomic_write
 from ..errors import CaptureFileError, InvalidInputError
-from .accumulators import OMEGA_BINS, LayerStats, TokenReservoir
+from .accumulators import LayerStats, TokenReservoir
+from .capture_file import (
+    FORMAT,
+    READABLE_SCHEMAS,
+    SCHEMA_VERSION,
+    capture_header,
+    check_header,
+    check_tensors,
+    digest,
+    header_depths,
+    scrub,
+)
 
-SCHEMA_VERSION = 3  # 2: the checksum also covers the header (provenance, shapes); 3: the header lists depths
-READABLE_SCHEMAS = (2, 3)  # a schema-2 file holds every depth 0..L
-FORMAT = "latentbook.capture"
-TOKEN_ENV_VARS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN", "HF_API_TOKEN")
-TOKEN_PATTERN = re.compile(r"hf_[A-Za-z0-9]{20,}")
 # The provenance entries two captures must share to be merged (see ``Capture.merge``).
 MERGE_SETTINGS = (  # the device is not one: shards of one run on several GPUs merge (capturing.distributed)
     "model",
@@ -380,54 +383,13 @@ class Capture:
             "depths": self.depths.tolist(),
             "provenance": provenance,
         }
-        header["sha256"] = _digest(state, header)
+        header["sha256"] = digest(state, header)
         metadata = {"latentbook": json.dumps(header, sort_keys=True)}
         return atomic_write(path, lambda tmp: save_file(state, str(tmp), metadata=metadata))
 
 
-def scrub(value: Any) -> Any:
-    """``value`` with the home folder written as ``~`` and hub tokens as ``<token>``, in every string inside it."""
-    if isinstance(value, dict):
-        return {k: scrub(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [scrub(v) for v in value]
-    if not isinstance(value, str):
-        return value
-    for name in TOKEN_ENV_VARS:
-        if os.environ.get(name):
-            value = value.replace(os.environ[name], "<token>")
-    value = TOKEN_PATTERN.sub("<token>", value)
-    home = os.path.expanduser("~").rstrip("/")
-    return re.sub(re.escape(home) + r"(?![\w.-])", "~", value) if len(home) > 1 else value
-
-
-def _digest(state: dict[str, torch.Tensor], header: dict) -> str:
-    """sha256 over the header (without its ``sha256`` entry) and every tensor's name, dtype, shape and bytes."""
-    digest = hashlib.sha256()
-    fields = {k: v for k, v in header.items() if k != "sha256"}
-    digest.update(json.dumps(fields, sort_keys=True).encode())
-    for key in sorted(state):
-        tensor = state[key]
-        digest.update(f"{key}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
-        digest.update(
-            tensor.reshape(-1).contiguous().view(torch.uint8).numpy().tobytes() if tensor.numel() else b""
-        )
-    return digest.hexdigest()
-
-
 def _sub(state: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:
     return {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
-
-
-def capture_header(path: str | Path) -> dict | None:
-    """The ``latentbook`` header of a safetensors file, read and not verified; None when the file has none.
-    Raises whatever safetensors raises on a file it cannot read."""
-    from safetensors import safe_open
-
-    with safe_open(str(path), framework="pt") as f:
-        metadata = f.metadata() or {}
-    header = json.loads(metadata["latentbook"]) if "latentbook" in metadata else None
-    return header if isinstance(header, dict) else None
 
 
 def load_capture(path: str | Path) -> Capture:
@@ -479,143 +441,19 @@ def load_capture(path: str | Path) -> Capture:
             f"{path} has format {header.get('format')!r} schema {header.get('schema')!r}; this latentbook reads "
             f"{FORMAT!r} schemas {', '.join(map(str, READABLE_SCHEMAS))}. Capture again with this version."
         )
-    if _digest(state, header) != header.get("sha256"):
+    if digest(state, header) != header.get("sha256"):
         raise CaptureFileError(f"{path} failed its checksum: the file was altered or damaged. Capture again.")
-    _check_header(path, header)
-    _check_tensors(path, state, header)
+    check_header(path, header)
+    check_tensors(path, state, header)
     try:
         return _build(state, header)
     except Exception as exc:  # anything the checks above missed is still a damaged file, never a crash
         raise CaptureFileError(f"{path} is inconsistent ({exc!r}). Capture again.") from exc
 
 
-_HEADER_TYPES = {
-    "model_name": str,
-    "n_layers": int,
-    "d_model": int,
-    "has_final_norm": bool,
-    "has_attention": bool,
-    "provenance": dict,
-}
-
-
-def _check_header(path: Path, header: dict) -> None:
-    """Every header field the reader uses has its type, the sizes are positive and the depths (schema 3)
-    ascend within ``0..n_layers``."""
-    for name, kind in _HEADER_TYPES.items():
-        value = header.get(name)
-        wrong_kind = not isinstance(value, kind) or (kind is int and isinstance(value, bool))
-        if wrong_kind or (kind is int and value < 1):
-            raise CaptureFileError(
-                f"{path} has header field {name}={value!r}, expected a {'positive ' if kind is int else ''}"
-                f"{kind.__name__}: the file is inconsistent. Capture again."
-            )
-    if header["schema"] >= 3:
-        depths = header.get("depths")
-        valid = (
-            isinstance(depths, list)
-            and depths
-            and all(isinstance(v, int) and not isinstance(v, bool) for v in depths)
-            and all(a < b for a, b in zip(depths, depths[1:]))
-            and 0 <= depths[0]
-            and depths[-1] <= header["n_layers"]
-        )
-        if not valid:
-            raise CaptureFileError(
-                f"{path} has header field depths={depths!r}, expected ascending integers in "
-                f"0..{header['n_layers']}: the file is inconsistent. Capture again."
-            )
-        every = list(range(header["n_layers"] + 1))
-        chosen = header["provenance"].get("depths", every)
-        if depths != chosen or (header["has_final_norm"] and depths[-1] != header["n_layers"]):
-            raise CaptureFileError(
-                f"{path} holds depths {depths} of 0..{header['n_layers']}, but its provenance says depths "
-                f"{chosen}{' and it has a final norm (kept only with depth L)' if depths == chosen else ''}: "
-                "the file is inconsistent. Capture again."
-            )
-
-
-def _depths(header: dict) -> list[int]:
-    """The depths a verified header's file holds (a schema-2 file: all of them)."""
-    return header["depths"] if header["schema"] >= 3 else list(range(header["n_layers"] + 1))
-
-
-def _layer_spec(d: int) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
-    """Shape and dtype of every tensor of one ``LayerStats`` of width ``d`` (as ``state_dict`` writes it)."""
-    f64 = torch.float64
-    return {
-        "moments.n": ((), torch.int64),
-        "moments.mean": ((d,), f64),
-        "moments.m2": ((d, d), f64),
-        "omega.counts": ((OMEGA_BINS,), f64),
-        "omega.power_sums": ((5,), f64),
-        "abs.max": ((d,), torch.float32),
-        "abs.sum": ((d,), f64),
-    }
-
-
-def _reservoir_spec(n_depths: int, k: int, width: int) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
-    return {
-        "capacity": ((), torch.int64),
-        "keys": ((k,), torch.float64),
-        "prompt_ids": ((k,), torch.int64),
-        "positions": ((k,), torch.int64),
-        "values": ((n_depths, k, width), torch.float32),
-    }
-
-
-def _expected_tensors(state: dict[str, torch.Tensor], header: dict) -> dict:
-    """Name -> (shape, dtype) of every tensor a capture with this header holds (attention: names only)."""
-    d, depths = header["d_model"], _depths(header)
-    expected = {}
-    for depth in depths:
-        expected.update({f"layers.{depth}.{k}": v for k, v in _layer_spec(d).items()})
-    if header["has_final_norm"]:
-        expected.update({f"final_norm.{k}": v for k, v in _layer_spec(d).items()})
-    for name, width in (("vectors", d), ("omega_sample", 1)):
-        keys = state.get(f"{name}.keys")
-        k = int(keys.shape[0]) if keys is not None and keys.dim() == 1 else -1
-        expected.update({f"{name}.{key}": v for key, v in _reservoir_spec(len(depths), k, width).items()})
-    return expected
-
-
-def _check_tensors(path: Path, state: dict[str, torch.Tensor], header: dict) -> None:
-    """The tensors are exactly those the header describes, with its shapes, and every statistic is finite."""
-    expected = _expected_tensors(state, header)
-    attention = {k for k in state if k.startswith("attention.")} if header["has_attention"] else set()
-    missing = sorted(set(expected) - set(state))
-    unexpected = sorted(set(state) - set(expected) - attention)
-    says = f"its header says n_layers={header['n_layers']}, d_model={header['d_model']}"
-    if missing or unexpected or (header["has_attention"] and not attention):
-        raise CaptureFileError(
-            f"{path} does not hold the tensors {says} (missing {missing[:3]}, unexpected {unexpected[:3]}): "
-            "the file is inconsistent. Capture again."
-        )
-    for name, (shape, dtype) in expected.items():
-        tensor = state[name]
-        if tuple(tensor.shape) != shape or tensor.dtype != dtype:
-            raise CaptureFileError(
-                f"{path}: {says}, but {name} is {tensor.dtype} {tuple(tensor.shape)} (expected {dtype} {shape}): "
-                "the file is inconsistent. Capture again."
-            )
-    for name, tensor in state.items():
-        bad = int((~torch.isfinite(tensor)).sum()) if tensor.is_floating_point() else 0
-        if bad:
-            raise CaptureFileError(
-                f"{path} holds {bad} NaN/Inf values in {name}: its statistics are unusable (an overflow saved "
-                "unchecked, or an edited file). Capture again, in float32 or bfloat16."
-            )
-    counts = {int(state[f"layers.{depth}.moments.n"]) for depth in _depths(header)}
-    if len(counts) != 1 or min(counts) < 0:
-        raise CaptureFileError(
-            f"{path} counts {sorted(counts)} tokens at its depths; every depth must see the same tokens. "
-            "Capture again."
-        )
-
-
 def _build(state: dict[str, torch.Tensor], header: dict) -> Capture:
     """The ``Capture`` of a verified header and state."""
-    n_layers, d, depths = header["n_layers"], header["d_model"], _depths(header)
+    n_layers, d, depths = header["n_layers"], header["d_model"], header_depths(header)
     layers = []
     for depth in depths:
         stats = LayerStats(d)
