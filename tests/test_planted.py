@@ -197,8 +197,12 @@ def test_holds_carrying_counts_the_nuisances_of_the_models_a_row_holds_on():
     assert planted_calibration.holds_carrying(records, "f", "erank", "massive") == (2, 1)
     assert planted_calibration.holds_carrying(records, "f", "erank", "growth") == (2, 2)
     assert planted_calibration.holds_carrying(records, "f", "erank", "sink") == (2, 1)
-    with pytest.raises(InvalidInputError, match="nuisance must be"):
-        planted_calibration.holds_carrying(records, "f", "erank", "+massive")
+    assert planted_calibration.holds_carrying(records, "f", "erank", ("sink", "growth")) == (2, 1)
+    assert planted_calibration.holds_carrying(records, "f", "erank", ("sink", "massive", "growth")) == (2, 1)
+    assert planted_calibration.holds_carrying(records, "g", "erank", ("sink", "massive")) == (1, 0)
+    for bad in ("+massive", (), ("sink", "rogue")):
+        with pytest.raises(InvalidInputError, match="nuisance must be"):
+            planted_calibration.holds_carrying(records, "f", "erank", bad)
 
 
 def test_class_codes_hold_on_spectra_and_m_z_and_norm_growth_against_a_writing_twin_does_not():

@@ -49,6 +49,8 @@ CLEAN_SPECTRAL_ROWS = ("spectral_concentration_cleaned", "effective_rank_cleaned
 ARTEFACT_ROWS = OMEGA_ROWS + CLEAN_SPECTRAL_ROWS + SPECTRAL_ROWS
 LIQUID_ROWS = ("stays_liquid", "stays_liquid_cleaned")
 FILE = Path("calibration") / "planted_models.json"
+# the run before the cleaned spectral rows removed each coordinate's position profile (chapter 8 compares them)
+BEFORE_POSITION_PROFILE = Path("calibration") / "planted_models_before_position_profile.json"
 
 
 @dataclass(frozen=True)
@@ -375,11 +377,12 @@ class PlantedTable:
     records: pd.DataFrame | None = None
 
 
-def load(results_dir: str | Path) -> PlantedTable:
-    """``results_dir / calibration / planted_models.json`` (written by ``tools/calibrate_planted.py``)."""
+def load(results_dir: str | Path, file: Path = FILE) -> PlantedTable:
+    """``results_dir / calibration / planted_models.json`` (written by ``tools/calibrate_planted.py``), or another
+    ``file`` of that folder (an earlier run kept beside it, e.g. ``BEFORE_POSITION_PROFILE``)."""
     import pandas as pd
 
-    path = Path(results_dir) / FILE
+    path = Path(results_dir) / file
     if not path.is_file():
         raise InvalidInputError(f"{path} does not exist: run `python tools/calibrate_planted.py` to make it.")
     record = json.loads(path.read_text(encoding="utf-8"))
@@ -391,12 +394,20 @@ def load(results_dir: str | Path) -> PlantedTable:
     )
 
 
-def holds_carrying(records: pd.DataFrame, family: str, claim: str, nuisance: str) -> tuple[int, int]:
+def holds_carrying(
+    records: pd.DataFrame, family: str, claim: str, nuisance: str | tuple[str, ...]
+) -> tuple[int, int]:
     """How many models of ``family`` the row ``claim`` holds on, and how many of those carry ``nuisance``
-    (``"sink"``, ``"massive"`` or ``"growth"``, as ``planted.PlantSpec.name`` marks it)."""
-    if nuisance not in ("sink", "massive", "growth"):
-        raise InvalidInputError(f"nuisance must be 'sink', 'massive' or 'growth', got {nuisance!r}.")
+    (``"sink"``, ``"massive"`` or ``"growth"``, as ``planted.PlantSpec.name`` marks it; a tuple: all of them)."""
+    wanted = (nuisance,) if isinstance(nuisance, str) else tuple(nuisance)
+    if not wanted or any(n not in ("sink", "massive", "growth") for n in wanted):
+        raise InvalidInputError(
+            f"nuisance must be 'sink', 'massive' or 'growth' (or a tuple of them), got {nuisance!r}."
+        )
     held = records[
         (records["family"] == family) & (records["claim"] == claim) & (records["verdict"] == "holds")
     ]
-    return len(held), int(held["model"].str.contains(f"+{nuisance}", regex=False).sum())
+    carrying = np.ones(len(held), dtype=bool)
+    for name in wanted:
+        carrying &= held["model"].str.contains(f"+{name}", regex=False).to_numpy()
+    return len(held), int(carrying.sum())
