@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import latentbook as lb
-from latentbook.analysis import contraction, flow, synthetic
+from latentbook.analysis import contraction, flow, planted_statistics, synthetic
 from latentbook.capturing import toys
 
 
@@ -227,13 +227,15 @@ def test_the_gain_judge_meets_its_calibration_targets():
     from latentbook.analysis import calibration
 
     table = calibration.calibrate(n_cases=4, seed=2, claims=("transverse_contraction",), n_token_cases=4)
-    assert set(table["planted"]) == {"present", "absent"} and len(table) == len(contraction.PLANTED_KINDS)
+    assert set(table["planted"]) == {"present", "absent"} and len(table) == len(
+        planted_statistics.PLANTED_KINDS
+    )
     assert calibration.meets_targets(table)["transverse_contraction"], table
 
 
 def test_planted_kinds_are_checked():
     with pytest.raises(lb.InvalidInputError, match="kind"):
-        contraction.planted_gains(np.random.default_rng(0), "huge")
+        planted_statistics.planted_gains(np.random.default_rng(0), "huge")
 
 
 # --- the concentration share: exact checks ------------------------------------------------------------------
@@ -609,11 +611,13 @@ def planted():
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(toys, "block_toy", toy)
         patch.setattr(jacobian, "block_gains", measure)
-        patch.setattr(contraction, "transverse_gain", fit)
-        for kind in contraction.PLANTED_KINDS:
+        patch.setattr(planted_statistics, "transverse_gain", fit)
+        for kind in planted_statistics.PLANTED_KINDS:
             for seed in _PLANTED_SEEDS:
                 cases.append({"kind": kind, "seed": seed, "toys": [], "gains": [], "fits": []})
-                cases[-1]["pair"] = contraction.planted_gains(np.random.default_rng(seed), kind, n_boot=20)
+                cases[-1]["pair"] = planted_statistics.planted_gains(
+                    np.random.default_rng(seed), kind, n_boot=20
+                )
     return cases
 
 
@@ -621,14 +625,18 @@ def test_planted_gains_plant_the_q_of_each_kind(planted):
     """The planted q (transverse relative to relevant) and relevant gain of each kind, read back: the transverse
     gain alone within the estimator's ~1-2 %; the relevant one exactly where the estimator's k is the planted
     one, and within -5 % to +12 % where U holds one transverse direction besides (amplified or not)."""
-    planted_range = {"paper": contraction.PLANTED_Q, "twin too": contraction.PLANTED_Q, "small": (0.96, 0.99)}
+    planted_range = {
+        "paper": planted_statistics.PLANTED_Q,
+        "twin too": planted_statistics.PLANTED_Q,
+        "small": (0.96, 0.99),
+    }
     twin_qs = []
     for case in planted:
         kind, (model, twin) = case["kind"], case["pair"]
         (model_toy, twin_toy) = case["toys"]
         low, high = planted_range.get(kind, (1.0, 1.0))
         assert low <= model_toy["q"] <= high, case
-        c_low, c_high = contraction.PLANTED_Q if kind == "uniform" else (1.0, 1.0)
+        c_low, c_high = planted_statistics.PLANTED_Q if kind == "uniform" else (1.0, 1.0)
         assert c_low <= model_toy["relevant_gain"] <= c_high and twin_toy["relevant_gain"] == 1.0
         if kind == "twin too":
             assert twin_toy["q"] == model_toy["q"]
@@ -696,7 +704,7 @@ def test_planted_gains_shapes_cover_the_documented_cases(planted):
 
 
 def test_planted_gains_nuisances_and_independent_draws(planted):
-    seeds = {kind: ([], [], []) for kind in contraction.PLANTED_KINDS}
+    seeds = {kind: ([], [], []) for kind in planted_statistics.PLANTED_KINDS}
     for case in planted:
         toy_seeds, gain_seeds, boot_seeds = seeds[case["kind"]]
         model_toy, twin_toy = case["toys"]
@@ -719,8 +727,8 @@ def test_planted_gains_nuisances_and_independent_draws(planted):
 
 
 def test_planted_gains_are_reproducible():
-    first = contraction.planted_gains(np.random.default_rng(11), "paper", n_boot=20)
-    second = contraction.planted_gains(np.random.default_rng(11), "paper", n_boot=20)
+    first = planted_statistics.planted_gains(np.random.default_rng(11), "paper", n_boot=20)
+    second = planted_statistics.planted_gains(np.random.default_rng(11), "paper", n_boot=20)
     for a, b in zip(first, second):
         assert (a.q, a.ci) == (b.q, b.ci)
         np.testing.assert_array_equal(a.gains, b.gains)

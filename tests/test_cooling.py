@@ -7,7 +7,7 @@ import pytest
 import torch
 from scipy import special
 
-from latentbook.analysis import cooling, thermo
+from latentbook.analysis import cooling, planted_statistics, thermo
 from latentbook.analysis.verdict import VERDICTS
 from latentbook.capturing.attention import AttentionRows, AttentionStats
 from latentbook.errors import InvalidInputError
@@ -64,7 +64,7 @@ def test_planted_ratio_is_recovered_exactly_and_edges_are_ignored():
 def test_interval_always_contains_the_estimate():
     rng = np.random.default_rng(3)
     for i in range(30):
-        pair = cooling.planted_cooling(rng, present=bool(i % 2))
+        pair = planted_statistics.planted_cooling(rng, present=bool(i % 2))
         for summary in pair:
             low, high = summary.ci
             assert 0 < low <= summary.estimate <= high
@@ -425,7 +425,9 @@ def test_relative_contrast_pairs_draws_up_to_the_shorter_list():
 
 def test_planted_sums_put_the_planted_profile_where_it_says():
     rng = np.random.default_rng(5)
-    sums = cooling.planted_sums(rng, 12, 6, 3, fall=0.0, head_spread=0.0, sink_heads=0.0, prompt_noise=0.0)
+    sums = planted_statistics.planted_sums(
+        rng, 12, 6, 3, fall=0.0, head_spread=0.0, sink_heads=0.0, prompt_noise=0.0
+    )
     e = sums.entropy / sums.log_keys
     np.testing.assert_allclose(e[:, 1:-1], 0.6, rtol=1e-12)  # the default level, flat without a fall
     np.testing.assert_allclose(e[:, 0], 0.95, rtol=1e-12)  # the first layer near uniform
@@ -433,30 +435,30 @@ def test_planted_sums_put_the_planted_profile_where_it_says():
     np.testing.assert_allclose(sums.logit_std / sums.std_rows, 1 + 4 * (1 - e), rtol=1e-12)
     assert sums.unit == "prompt group" and not sums.sink_excluded and sums.entropy.shape == (3, 12, 6)
     assert np.all(sums.rows == sums.rows[:, :1, :1]) and sums.rows.min() >= 40 and sums.rows.max() < 400
-    assert cooling.planted_sums(rng, 12, 6, 1, fall=0.3).unit == "capture"
-    fallen = cooling.planted_sums(
+    assert planted_statistics.planted_sums(rng, 12, 6, 1, fall=0.3).unit == "capture"
+    fallen = planted_statistics.planted_sums(
         rng, 40, 6, 2, fall=0.5, level=0.8, head_spread=0.0, sink_heads=0.0, prompt_noise=0.0
     )
     e = fallen.entropy / fallen.log_keys
     # 0.8 (1 - 0.5 s): the step s is ~0.03 at gamma = 0.05 and ~1 at 0.975
     assert np.all((0.78 < e[:, 1]) & (e[:, 1] < 0.8)) and np.all((0.4 < e[:, -2]) & (e[:, -2] < 0.405))
-    sinks = cooling.planted_sums(rng, 12, 400, 2, fall=0.0, sink_heads=1.0, prompt_noise=0.0)
+    sinks = planted_statistics.planted_sums(rng, 12, 400, 2, fall=0.0, sink_heads=1.0, prompt_noise=0.0)
     e = sinks.entropy / sinks.log_keys
     assert 0.03 <= e.min() < 0.04 and 0.14 < e.max() <= 0.15  # every head a sink head: U(0.03, 0.15)
     np.testing.assert_allclose(e[0], e[1], rtol=1e-12)  # no prompt noise: the groups agree
-    spread = cooling.planted_sums(
+    spread = planted_statistics.planted_sums(
         rng, 12, 400, 2, fall=0.0, head_spread=0.3, sink_heads=0.0, prompt_noise=0.0
     )
     log_e = np.log(spread.entropy / spread.log_keys)[0, 1:-1]
     assert np.std(log_e, axis=1) == pytest.approx(np.full(10, 0.3), rel=0.15)  # log-normal heads
-    noisy = cooling.planted_sums(
+    noisy = planted_statistics.planted_sums(
         rng, 6, 50, 400, fall=0.0, level=0.1, head_spread=0.0, sink_heads=0.0, prompt_noise=0.2
     )
     log_e = np.log(noisy.entropy / noisy.log_keys)[:, 1:-1]  # interior layers: flat at 0.1
     assert np.std(log_e.mean((1, 2))) == pytest.approx(0.2, rel=0.15)  # a factor shared by a group's cells
     within = log_e - log_e.mean((1, 2), keepdims=True)
     assert np.std(within) == pytest.approx(0.2, rel=0.15)  # and one of its own for each cell
-    clipped = cooling.planted_sums(rng, 12, 50, 2, fall=1.5, level=0.99, head_spread=0.5)
+    clipped = planted_statistics.planted_sums(rng, 12, 50, 2, fall=1.5, level=0.99, head_spread=0.5)
     e = clipped.entropy / clipped.log_keys
     assert e.min() == 0.0 and e.max() == 1.0  # a normalised entropy stays in [0, 1]
 
@@ -487,7 +489,7 @@ def test_planted_cooling_draws_the_documented_sizes_and_effects():
     depths, heads, groups = set(), set(), set()
     for i in range(40):
         present = bool(i % 2)
-        model, twin = cooling.planted_cooling(rng, present, n_boot=30)
+        model, twin = planted_statistics.planted_cooling(rng, present, n_boot=30)
         assert model.draws.shape == (30,) and twin.draws.shape == (30,)
         assert model.n_depths == twin.n_depths and model.unit == twin.unit and model.n_units == twin.n_units
         depths.add(model.n_depths)
@@ -503,7 +505,7 @@ def test_calibration_on_planted_cooling():
     n_absent, n_present = 100, 150  # found runs ~82 % (1000 pairs): more present pairs, a steadier rate
 
     def holds(present: bool) -> bool:
-        return cooling.judge_cooling(*cooling.planted_cooling(rng, present))[0] == "holds"
+        return cooling.judge_cooling(*planted_statistics.planted_cooling(rng, present))[0] == "holds"
 
     false = sum(holds(False) for _ in range(n_absent))
     found = sum(holds(True) for _ in range(n_present))

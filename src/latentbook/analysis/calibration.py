@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InvalidInputError
-from . import omega, transition, verdict
+from . import contraction, cooling, omega, planted_statistics, transition, verdict
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -231,14 +231,12 @@ def _bimodal_case(real: bool, permuted: bool, shuffled: bool, twin: bool, n_dept
 
 
 def _cooling_case(present: bool) -> Callable:
-    """``cooling.planted_cooling``: per-head attention entropies with sink heads, head spread and edge layers, a
+    """``planted_statistics.planted_cooling``: per-head attention entropies with sink heads, head spread and edge layers, a
     planted fall of 40-60 % (present) or none, a small one, or one the twin shares too (absent)."""
 
     def run(rng: np.random.Generator) -> str:
-        from .cooling import judge_cooling, planted_cooling
-
-        summary, twin = planted_cooling(rng, present, n_boot=100)
-        return judge_cooling(summary, twin)[0]
+        summary, twin = planted_statistics.planted_cooling(rng, present, n_boot=100)
+        return cooling.judge_cooling(summary, twin)[0]
 
     return run
 
@@ -461,13 +459,11 @@ def _tco_case(code: str, twin_code: str = "bag") -> Callable:
 
 
 def _gain_case(kind: str) -> Callable:
-    """``contraction.planted_gains``: block toys with the real models' nuisances measured by forward-mode AD
+    """``planted_statistics.planted_gains``: block toys with the real models' nuisances measured by forward-mode AD
     (``capturing.jacobian``), the model's planted gain of ``kind``, and its twin's."""
 
     def run(rng: np.random.Generator) -> str:
-        from .contraction import judge_transverse_gain, planted_gains
-
-        return judge_transverse_gain(*planted_gains(rng, kind))[0]
+        return contraction.judge_transverse_gain(*planted_statistics.planted_gains(rng, kind))[0]
 
     return run
 

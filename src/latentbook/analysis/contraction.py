@@ -17,7 +17,7 @@ keeps ``U`` and shrinks its complement). A map that shrinks every direction alik
 normalisation pulling the states towards a point does) gives ``q = 1``; the transverse gain alone would call it a
 contraction. Its interval resamples whole prompts (a prompt's tangents go with it), the same draw at every
 block. ``judge_transverse_gain``: "holds" only when the intervals of ``q`` and of ``q⊥`` alone lie below ``MAX_Q``
-(a minimum effect, not merely below 1) and below the twin's; ``planted_gains`` are its calibration cases.
+(a minimum effect, not merely below 1) and below the twin's; ``planted_statistics.planted_gains`` are its calibration cases.
 
 **The concentration share** (``contraction_fit``, ``contraction_after``: chapter 5's figure). The variance share of
 each depth's token sample outside that depth's *own* top ``k`` principal directions, fitted as
@@ -355,89 +355,3 @@ def judge_transverse_gain(fit: GainFit | None, twin: GainFit | None = None) -> t
         else ""
     )
     return "holds", found + f": both below {MAX_Q}{beside}"
-
-
-# --- planted cases: the calibration of judge_transverse_gain ----------------------------------------------------
-
-PLANTED_Q = (0.86, 0.92)  # a paper-size contraction: about 10 % per block
-PLANTED_KINDS = ("paper", "none", "growing scale", "small", "twin too", "uniform")
-
-
-def planted_gains(rng: np.random.Generator, kind: str, n_boot: int = GAIN_BOOT) -> tuple[GainFit, GainFit]:
-    """A (model, twin) pair of ``GainFit`` measured by ``capturing.jacobian.block_gains`` on ``capturing.toys.block_toy``
-    stacks, with ``kind`` of contraction planted in the model (the twin's ``q`` is 0.96-1.0 unless said; ``q``
-    is the transverse gain relative to the relevant one):
-
-    - "paper": ``q`` in ``PLANTED_Q``; "none": ``q = 1``; "growing scale": ``q = 1`` while the stream grows by
-      10-50 % a block; "small": ``q`` 0.96-0.99, under the minimum effect; "twin too": model and twin share a
-      paper-size ``q`` (the architecture contracts, not learning); "uniform": every direction, relevant ones
-      included, shrinks by a paper-size factor while the stream keeps its scale (``q = 1``: the transverse
-      gain alone reads 0.86-0.92).
-
-    Every case has a growing scale (up to 30 % a block), a massive coordinate, a sink, padding, prompt effects
-    (sigma 0.01-0.05, five times SmolLM2's at most, correlated 0.3-0.8 across depths), blocks that differ (s.d.
-    0-0.05 of ``log g_l``), tangent gains that differ by direction (s.d. 0.1-0.3 of ``log a``), 4-17 blocks, widths
-    32-64, 12 or 16 prompts of 6-16 tokens, 1 or 2 tangents each, and the estimator's ``k`` the planted one or one
-    above (the extra direction of ``U`` is then a transverse one the blocks amplified: ``q`` reads up to ~1 % low).
-    Introduced in: chapter 8 (calibration).
-    """
-    import torch
-
-    from ..capturing.jacobian import block_gains
-    from ..capturing.toys import block_toy
-
-    if kind not in PLANTED_KINDS:
-        raise InvalidInputError(f"kind must be one of {PLANTED_KINDS}, got {kind!r}.")
-    q = {
-        "paper": rng.uniform(*PLANTED_Q),
-        "small": rng.uniform(0.96, 0.99),
-        "twin too": rng.uniform(*PLANTED_Q),
-    }
-    model_q = q.get(kind, 1.0)
-    relevant_gain = rng.uniform(*PLANTED_Q) if kind == "uniform" else 1.0
-    twin_q = model_q if kind == "twin too" else rng.uniform(0.96, 1.0)
-    growth = (1.1, 1.5) if kind == "growing scale" else (1.0, rng.uniform(1.0, 1.3))
-    shape = dict(
-        d=int(rng.choice([32, 48, 64])),
-        k=int(rng.integers(2, 6)),
-        n_layers=int(rng.choice([4, 8, 12, 17])),
-        n_prompts=int(rng.choice([12, 16])),
-        lengths=(6, int(rng.choice([10, 16]))),
-    )
-    k_estimated = shape["k"] + int(rng.integers(0, 2))
-    n_directions = int(rng.choice([1, 2]))
-    fits = []
-    for planted, spread, c in (
-        (model_q, rng.uniform(0.01, 0.05), relevant_gain),
-        (twin_q, rng.uniform(0.005, 0.02), 1.0),
-    ):
-        toy = block_toy(
-            planted,
-            **shape,
-            growth=growth,
-            prompt_spread=spread,
-            depth_correlation=rng.uniform(0.3, 0.8),
-            block_spread=rng.uniform(0.0, 0.05),
-            anisotropy=rng.uniform(0.1, 0.3),
-            relevant_gain=c,
-            batch_size=shape["n_prompts"],
-            seed=int(rng.integers(2**31)),
-        )
-        threads = torch.get_num_threads()  # the toys' tensors are too small to gain from intra-op threads
-        torch.set_num_threads(1)
-        try:
-            with torch.no_grad():
-                gains = block_gains(
-                    toy.anatomy,
-                    toy.batches,
-                    start=0,
-                    stop=shape["n_layers"],
-                    k=k_estimated,
-                    n_directions=n_directions,
-                    seed=int(rng.integers(2**31)),
-                    model_name=f"block toy, q = {planted:.3f}",
-                )
-        finally:
-            torch.set_num_threads(threads)
-        fits.append(transverse_gain(gains, n_boot=n_boot, seed=int(rng.integers(2**31))))
-    return fits[0], fits[1]

@@ -6,7 +6,8 @@ Usage:
    or a list of them, one per disjoint group of prompts, or ``sums_from_rows(...)`` of raw attention rows);
 2. ``twin = cooling_summary(twin_cap)`` for the random-weight twin;
 3. ``verdict, reason = judge_cooling(summary, twin)``, a verdict in ``verdict.VERDICTS``;
-4. ``planted_cooling(rng, present)`` gives (summary, twin) pairs with a known answer, for the calibration table.
+4. ``planted_statistics.planted_cooling(rng, present)`` gives (summary, twin) pairs with a known answer, for the
+   calibration table.
 
 The quantity (book/paper.md, "Attention thermodynamics": growing query and key norms "cool" attention) is the
 normalised entropy of attention rows, ``H / log n`` (1 = uniform over the row's ``n`` keys, 0 = one key), per
@@ -61,7 +62,6 @@ from .resampling import cluster_weights, widened_interval
 MIN_COOLING = 0.10
 MIN_GROUPS = 5
 LEVEL = 0.95
-PLANTED_FALL = (0.4, 0.6)  # planted_cooling: fall of the non-sink heads' H / log n when present
 
 
 # --- per-unit sums ---------------------------------------------------------------------------------------
@@ -431,88 +431,3 @@ def judge_cooling(
     if high < threshold and (rel is None or rel[1][1] < threshold):
         return "holds", found + f": a fall of {min_effect:.0%} or more"
     return "inconclusive", found + f": the interval reaches above {threshold:.2f}"
-
-
-# --- planted families, for the calibration table ------------------------------------------------------------
-
-
-def planted_sums(
-    rng: np.random.Generator,
-    n_layers: int,
-    n_heads: int,
-    n_groups: int,
-    fall: float,
-    level: float = 0.6,
-    head_spread: float = 0.3,
-    sink_heads: float = 0.2,
-    prompt_noise: float = 0.08,
-) -> AttentionSums:
-    """Synthetic ``AttentionSums`` with a planted profile ``e(gamma) = level * (1 - fall * s(gamma))``.
-
-    ``s`` is a logistic step centred at ``gamma ~ U(0.3, 0.55)`` of width 0.08 (0 before, 1 after). Nuisances:
-    each head multiplies ``e`` by a log-normal factor (``head_spread``); a ``sink_heads`` share of heads sit at
-    ``H / log n ~ U(0.03, 0.15)`` at every depth (attention on the sink); the first layer is near uniform
-    (0.95) and the last one sharp (0.3 x), both outside the windows; prompt groups differ by a shared factor
-    and independent noise (``prompt_noise``); each group has its own rows and mean ``log n``.
-    """
-    gamma = np.arange(1, n_layers + 1) / n_layers
-    centre = rng.uniform(0.3, 0.55)
-    step = special.expit((gamma - centre) / 0.08)
-    profile = level * (1.0 - fall * step)
-    profile[0], profile[-1] = 0.95, 0.3 * profile[-1]
-    heads = profile[:, None] * rng.lognormal(0.0, head_spread, size=(n_layers, n_heads))
-    sink = rng.random((n_layers, n_heads)) < sink_heads
-    heads = np.where(sink, rng.uniform(0.03, 0.15, size=sink.shape), heads)
-    shared = rng.lognormal(0.0, prompt_noise, size=(n_groups, 1, 1))
-    noise = rng.lognormal(0.0, prompt_noise, size=(n_groups, n_layers, n_heads))
-    e = np.clip(heads[None] * shared * noise, 0.0, 1.0)
-    rows = rng.integers(40, 400, size=(n_groups, 1, 1)) * np.ones((1, n_layers, n_heads))
-    log_n = np.log(rng.uniform(8, 64, size=(n_groups, 1, 1)))
-    beta = 1.0 + 4.0 * (1.0 - e)
-    return AttentionSums(
-        entropy=rows * log_n * e,
-        log_keys=rows * log_n,
-        rows=rows,
-        logit_std=rows * beta,
-        std_rows=rows,
-        unit="prompt group" if n_groups > 1 else "capture",
-        sink_excluded=False,
-    )
-
-
-def planted_cooling(
-    rng: np.random.Generator, present: bool, n_boot: int = 200
-) -> tuple[CoolingSummary, CoolingSummary]:
-    """A (model, twin) pair of ``CoolingSummary`` with planted cooling ``present`` or absent.
-
-    Sizes drawn: ``L`` in 8..30, ``H`` in 4..16, 1 capture (head bootstrap) or 8-30 prompt groups. Present:
-    the ``H / log n`` of the model's non-sink heads falls by ``PLANTED_FALL`` (0.4-0.6: the paper's
-    "crystallisation", attention entropy roughly halved; with the sink heads and the gradual step the head-mean
-    ``R`` is about 0.53-0.80, median 0.64), the twin's (near uniform, level 0.9-0.99) by at most 0.03.
-    Absent, one of three: a flat model; a model whose fall is below a third of the minimum (at most 0.03); or a model and twin
-    that fall alike (the fall comes from the architecture, not from learning). Every case has the edge layers
-    and sink heads of ``planted_sums``. Introduced in: chapter 8 (calibration).
-    """
-    n_layers = int(rng.choice([8, 12, 18, 24, 30]))
-    n_heads = int(rng.choice([4, 8, 12, 16]))
-    n_groups = int(rng.choice([1, 8, 30]))
-    model_fall, twin_fall = rng.uniform(*PLANTED_FALL), rng.uniform(0.0, 0.03)
-    if not present:
-        kind = int(rng.integers(3))
-        model_fall = (0.0, rng.uniform(0.0, 0.03), model_fall)[kind]
-        twin_fall = model_fall if kind == 2 else twin_fall
-    model = planted_sums(rng, n_layers, n_heads, n_groups, model_fall, level=rng.uniform(0.4, 0.8))
-    twin = planted_sums(
-        rng,
-        n_layers,
-        n_heads,
-        n_groups,
-        twin_fall,
-        level=rng.uniform(0.9, 0.99),
-        head_spread=0.03,
-        sink_heads=0.0,
-    )
-    seed = int(rng.integers(2**31))
-    return cooling_summary(model, n_boot=n_boot, seed=seed), cooling_summary(
-        twin, n_boot=n_boot, seed=seed + 1
-    )

@@ -30,8 +30,8 @@ each judge's docstring says its rule in full):
 - ``bimodality`` (``judge_bimodality``): bimodal after the split beyond both nulls, the twin bimodal nowhere.
 - ``spectral_concentration`` / ``effective_rank`` (``judge_concentration``): the ratio after / before the split
   (``layer_spectra``, prompt jackknife) lies below ``MAX_CONCENTRATION`` and below the twin's; the ``_cleaned``
-  rows do the same on the correlation matrix (each coordinate standardised), which one massive coordinate
-  cannot concentrate.
+  rows do the same on the correlation matrix (each coordinate's position profile removed, then standardised:
+  ``layer_spectra.remove_position_profile``), which one massive coordinate or a leaking sink cannot concentrate.
 - ``attention_cooling`` (``cooling.judge_cooling``), ``mp_spikes`` (``judge_spikes``), ``transverse_contraction``
   (``judge_contraction``, Theorem 6.1), ``tco`` (``judge_tco``: a positive control, then stability), ``scaling``
   (``judge_scaling``): as their judges say.
@@ -142,7 +142,8 @@ CLAIMS: dict[str, Claim] = {
         ),
         Claim(
             "spectral_concentration_cleaned",
-            "the same on the correlation matrix (each coordinate standardised: no massive or rogue coordinate)",
+            "the same on the correlation matrix (each coordinate's position profile removed, then standardised: "
+            "no massive or rogue coordinate, no sink leaking by position)",
             f"PR after / before < {MAX_CONCENTRATION}",
         ),
         Claim(
@@ -152,7 +153,8 @@ CLAIMS: dict[str, Claim] = {
         ),
         Claim(
             "effective_rank_cleaned",
-            "the same on the correlation matrix (each coordinate standardised: no massive or rogue coordinate)",
+            "the same on the correlation matrix (each coordinate's position profile removed, then standardised: "
+            "no massive or rogue coordinate, no sink leaking by position)",
             f"effective rank after / before < {MAX_CONCENTRATION}",
         ),
         Claim(
