@@ -343,23 +343,23 @@ def long_prompts(tokenizer, n: int, seq_len: int) -> list[str]:
     return texts
 
 
+def plain_forward(module, tokenizer, texts, seq_len: int, batch_size: int, device) -> None:
+    """``module`` over ``texts`` in batches under ``inference_mode``: the plain forward a capture is timed against."""
+    with torch.inference_mode():
+        for i in range(0, len(texts), batch_size):
+            enc = tokenizer(
+                texts[i : i + batch_size],
+                return_tensors="pt",
+                padding=True,
+                truncation=True,
+                max_length=seq_len,
+            ).to(device)
+            module(**enc, use_cache=False)
+
+
 def time_model(loaded: LoadedModel, texts, seq_len: int, batch_size: int, rounds: int, device) -> dict:
-    tok = loaded.tokenizer
-
     def forward(module):
-        def run():
-            with torch.inference_mode():
-                for i in range(0, len(texts), batch_size):
-                    enc = tok(
-                        texts[i : i + batch_size],
-                        return_tensors="pt",
-                        padding=True,
-                        truncation=True,
-                        max_length=seq_len,
-                    ).to(device)
-                    module(**enc, use_cache=False)
-
-        return run
+        return lambda: plain_forward(module, loaded.tokenizer, texts, seq_len, batch_size, device)
 
     def capture():
         with warnings.catch_warnings():

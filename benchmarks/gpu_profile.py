@@ -62,16 +62,7 @@ def main() -> None:
             lb.capture(loaded, texts, max_length=seq_len, batch_size=batch_size, progress=False)
 
     def forward(batch_size: int) -> None:
-        with torch.inference_mode():
-            for i in range(0, n_prompts, batch_size):
-                enc = tokenizer(
-                    texts[i : i + batch_size],
-                    return_tensors="pt",
-                    padding=True,
-                    truncation=True,
-                    max_length=seq_len,
-                ).to(device)
-                loaded.model(**enc, use_cache=False)
+        gpu_check.plain_forward(loaded.model, tokenizer, texts, seq_len, batch_size, device)
 
     def timed(run, *a) -> float:
         gpu_check._sync(device)
