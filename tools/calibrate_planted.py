@@ -1,7 +1,7 @@
 """Calibrate the verdict rows end to end on planted models (``study.planted_calibration``) and keep the records in
 ``results/calibration/planted_models.json`` with their provenance, for chapter 8 to show::
 
-    .venv/bin/python tools/calibrate_planted.py --jobs 2              # 74 cases per family (2.5 hours, 2 cores)
+    .venv/bin/python tools/calibrate_planted.py --jobs 2              # 74 cases per family (1.7-2.7 hours, 2 cores)
     .venv/bin/python tools/calibrate_planted.py --n-cases 2 --out /tmp/smoke.json    # a smoke test
 
 Every finished case is kept in ``planted_models.json.partial.jsonl`` beside the output: a run that is killed
