@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import time
 import warnings
@@ -27,16 +26,6 @@ import gpu_check  # noqa: E402  (the same random models, tokenizer and prompts a
 
 import latentbook as lb  # noqa: E402
 from latentbook.models.zoo import random_config  # noqa: E402
-
-BATCH_LINE = re.compile(r"batch (\d+): capture ([\d.]+) s, forward ([\d.]+) s, ratio ([\d.]+)")
-
-
-def parse_batches(text: str) -> list[dict]:
-    """The ``batch N: capture C s, forward F s, ratio R`` lines of a profile's text, as records."""
-    return [
-        {"batch_size": int(b), "capture_s": float(c), "forward_s": float(f), "ratio": float(r)}
-        for b, c, f, r in BATCH_LINE.findall(text)
-    ]
 
 
 def main() -> None:
@@ -71,13 +60,13 @@ def main() -> None:
         gpu_check._sync(device)
         return time.perf_counter() - start
 
-    batches = parse_batches("")
+    batches = []
     for batch_size in (8, 32):
         capture(batch_size), forward(batch_size)  # warm-up
         c = sorted(timed(capture, batch_size) for _ in range(3))[1]
         f = sorted(timed(forward, batch_size) for _ in range(3))[1]
         lines.append(f"batch {batch_size}: capture {c:.3f} s, forward {f:.3f} s, ratio {c / f:.2f}")
-        batches += parse_batches(lines[-1])
+        batches.append({"batch_size": batch_size, "capture_s": c, "forward_s": f, "ratio": round(c / f, 2)})
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     with profile(activities=activities) as prof:
         capture(8)

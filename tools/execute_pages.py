@@ -20,6 +20,7 @@ import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,17 +45,23 @@ def pages() -> list[Path]:
     return found
 
 
+@cache
+def _extensions() -> set[str]:
+    """The MyST extensions of ``_config.yml`` (read once)."""
+    import yaml
+
+    return set(yaml.safe_load((ROOT / "_config.yml").read_text())["parse"]["myst_enable_extensions"])
+
+
 def read_notebook(path: Path):
     """The notebook myst-nb builds from ``path`` (the same reader and Markdown settings as the build)."""
-    import yaml
     from myst_nb.core.config import NbParserConfig
     from myst_nb.core.read import create_nb_reader
     from myst_parser.config.main import MdParserConfig
 
-    extensions = yaml.safe_load((ROOT / "_config.yml").read_text())["parse"]["myst_enable_extensions"]
     text = path.read_text()
     reader = create_nb_reader(
-        str(path), MdParserConfig(enable_extensions=set(extensions)), NbParserConfig(), text
+        str(path), MdParserConfig(enable_extensions=_extensions()), NbParserConfig(), text
     )
     if reader is None:
         raise ValueError(f"{path} is not a notebook myst-nb can read")
