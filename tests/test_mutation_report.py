@@ -151,6 +151,9 @@ def test_collect_reads_mutmuts_command_line_output(tool, monkeypatch):
         return results if args[0] == "results" else shown
 
     monkeypatch.setattr(tool, "mutmut", fake)
+    monkeypatch.setattr(
+        tool, "version", lambda name: "3.8.1"
+    )  # mutmut is the mutation extra, not installed for tests
     result = json.loads(tool.collect("flow").read_text())
     assert calls == [
         ("results", "--all", "true"),
