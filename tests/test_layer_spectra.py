@@ -918,12 +918,16 @@ def test_remove_position_profile_removes_smooth_functions_of_position_and_keeps_
 def _leaking_sink_capture(seed: int, class_code: bool) -> object:
     """Nine depths of Gaussian tokens (60 prompts x positions 0..15, d = 24); a sink's value leaks into every
     later token with weight ``1 / t^0.8``, its amplitude growing ten-fold after gamma 0.42 (norm growth); with
-    ``class_code`` the tokens of each of 4 classes also write their class's 3-sparse prototype after it."""
+    ``class_code`` the tokens of each of 4 classes also write their class's 3-sparse prototype after it. The
+    nuisances of real captures: a massive coordinate in every token, tokens correlated within their prompt (a
+    prompt offset of s.d. 0.5), edge depths inside the contrast's windows' reach."""
     rng = np.random.default_rng(seed)
     n_prompts, per_prompt, d, n_depths = 60, 16, 24, 9
     positions = np.tile(np.arange(per_prompt), n_prompts)
     n = len(positions)
-    states = rng.standard_normal((n_depths, n, d))
+    prompt_ids = np.repeat(np.arange(n_prompts), per_prompt)
+    states = rng.standard_normal((n_depths, n, d)) + 0.5 * rng.standard_normal((n_prompts, d))[prompt_ids]
+    states[:, :, 0] += 60.0 + rng.standard_normal((n_depths, n))  # massive: shared by every token
     leak = np.where(positions > 0, 1.0 / np.maximum(positions, 1) ** 0.8, 0.0)
     direction = rng.standard_normal(d)
     prototypes = np.zeros((4, d))
@@ -936,7 +940,7 @@ def _leaking_sink_capture(seed: int, class_code: bool) -> object:
         if class_code and after:
             states[depth] += prototypes[classes]
     states[:, positions == 0] *= 10.0
-    return synthetic.as_capture(states, np.repeat(np.arange(n_prompts), per_prompt), positions, n_vectors=n)
+    return synthetic.as_capture(states, prompt_ids, positions, n_vectors=n)
 
 
 @pytest.mark.parametrize("contrast", ["pr_contrast", "effective_rank_contrast"])
