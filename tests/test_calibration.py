@@ -69,14 +69,12 @@ def test_interval_coverage_on_planted_truths():
     table = interval_coverage.coverage(n_seeds=60, seed=5).set_index("estimator")
     assert table["nominal"].eq(0.95).all() and table["n"].eq(60).all()
     observed = table["observed"]
-    assert 0.88 <= observed["m(gamma): omega.profile, prompt bootstrap"] <= 1.0
+    assert 0.88 <= observed["m(gamma): omega_profiles.profile, prompt bootstrap"] <= 1.0
     assert observed["gamma_c: transition.critical_depth"] >= 0.9
     assert 0.9 <= observed["jump: transition.critical_depth"] <= 1.0
     # the cross-prompt PR's jackknife (the plug-in PR's covered ~0.8: biased where the PR changes at n ~ d)
-    assert 0.9 <= observed["PR after / before: layer_spectra.pr_contrast, prompt jackknife"] <= 1.0
-    rank = (
-        "effective rank after / before: layer_spectra.effective_rank_contrast, bias-corrected group jackknife"
-    )
+    assert 0.9 <= observed["PR after / before: spectral_contrasts.pr_contrast, prompt jackknife"] <= 1.0
+    rank = "effective rank after / before: spectral_contrasts.effective_rank_contrast, bias-corrected group jackknife"
     assert 0.88 <= observed[rank] <= 1.0
     low, high = interval_coverage.COVERAGE_TARGET
     assert table["on target"].equals((observed >= low) & (observed <= high))
@@ -86,8 +84,8 @@ def test_interval_coverage_on_planted_truths():
     spread = table["spread"]
     assert 0.8 <= spread["jump: transition.critical_depth"] <= 1.6
     assert 0.8 <= spread[rank] <= 1.3
-    assert 0.8 <= spread["m(gamma): omega.profile, prompt bootstrap"] <= 1.25
-    assert 0.8 <= spread["PR after / before: layer_spectra.pr_contrast, prompt jackknife"] <= 1.3
+    assert 0.8 <= spread["m(gamma): omega_profiles.profile, prompt bootstrap"] <= 1.25
+    assert 0.8 <= spread["PR after / before: spectral_contrasts.pr_contrast, prompt jackknife"] <= 1.3
     low, high = interval_coverage.SPREAD_TARGET
     assert table["spread on target"].equals((spread >= low) & (spread <= high))
 

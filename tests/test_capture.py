@@ -283,7 +283,7 @@ def test_analyses_of_a_partial_capture_use_the_depths_it_holds():
         confounds,
         contraction,
         layer_spectra,
-        omega,
+        omega_profiles,
         spectra,
         synthetic,
         transition,
@@ -299,12 +299,14 @@ def test_analyses_of_a_partial_capture_use_the_depths_it_holds():
     part = full.at_depths(held)
     assert part.gamma.tolist() == [h / 20 for h in held]
 
-    prof, ref = omega.profile(part, n_boot=200), omega.profile(full, n_boot=200)
+    prof, ref = omega_profiles.profile(part, n_boot=200), omega_profiles.profile(full, n_boot=200)
     np.testing.assert_array_equal(prof.gamma, part.gamma)
     np.testing.assert_array_equal(prof.m, ref.m[held])
-    nulls, ref_nulls = omega.null_profiles(part), omega.null_profiles(full)
+    nulls, ref_nulls = omega_profiles.null_profiles(part), omega_profiles.null_profiles(full)
     np.testing.assert_array_equal(nulls.to_numpy(), ref_nulls.iloc[held].to_numpy())
-    np.testing.assert_array_equal(omega.distributions(part)[1], omega.distributions(full)[1][held])
+    np.testing.assert_array_equal(
+        omega_profiles.distributions(part)[1], omega_profiles.distributions(full)[1][held]
+    )
     np.testing.assert_array_equal(confounds.massive_ratio(part), confounds.massive_ratio(full)[held])
     table, ref_table = spectra.streamed_spectrum_profile(part), spectra.streamed_spectrum_profile(full)
     assert table["layer"].tolist() == held

@@ -16,7 +16,7 @@ def test_well_separated_mixture_has_exactly_k_minus_1_spikes(k):
     found = classes.mixture_spikes(mix.x, labels=mix.labels)
     assert found.n_spikes == k - 1 and found.bound == k - 1 and found.within_bound
     # the spikes sit where a population eigenvalue sigma2 + r^2/k puts them (BBP location)
-    expected = lb.spectra.spike_location(1.0 + mix.signal_eigenvalue, 1.0, 100 / 4000)
+    expected = lb.mp_law.spike_location(1.0 + mix.signal_eigenvalue, 1.0, 100 / 4000)
     np.testing.assert_allclose(found.spikes, expected, rtol=0.1)
 
 
@@ -191,18 +191,18 @@ def test_nearest_centroid_is_euclidean_not_the_largest_inner_product():
 
 
 def test_mixture_spikes_are_the_mp_fit_of_the_tokens_covariance():
-    """The spectrum is that of the biased covariance (1/n) X_c^T X_c, fitted by ``spectra.mp_fit`` with the given
+    """The spectrum is that of the biased covariance (1/n) X_c^T X_c, fitted by ``bulk_fit.mp_fit`` with the given
     effective sample size (default n) and alpha; the result carries k, the bound and the fit itself."""
     mix = synthetic.mixture(n=400, d=40, k=3, separation=6.0, seed=10)
     found = classes.mixture_spikes(mix.x, labels=mix.labels, alpha=0.2)
     eig = np.linalg.eigvalsh(np.cov(mix.x, rowvar=False, bias=True))[::-1]
-    want = lb.spectra.mp_fit(eig, 400, alpha=0.2)
+    want = lb.bulk_fit.mp_fit(eig, 400, alpha=0.2)
     assert found.n_classes == 3 and found.bound == 2 and found.fit.n_spikes == found.n_spikes == want.n_spikes
     np.testing.assert_allclose(found.spikes, want.spikes, rtol=1e-12)
     np.testing.assert_allclose(found.spikes, eig[: found.n_spikes], rtol=1e-12)  # biased: divided by n
     fewer = classes.mixture_spikes(mix.x, n_classes=3, n_samples=60.0, alpha=0.2)
-    assert fewer.n_spikes == lb.spectra.mp_fit(eig, 60.0, alpha=0.2).n_spikes
-    assert fewer.fit.sigma2 == pytest.approx(lb.spectra.mp_fit(eig, 60.0, alpha=0.2).sigma2, rel=1e-12)
+    assert fewer.n_spikes == lb.bulk_fit.mp_fit(eig, 60.0, alpha=0.2).n_spikes
+    assert fewer.fit.sigma2 == pytest.approx(lb.bulk_fit.mp_fit(eig, 60.0, alpha=0.2).sigma2, rel=1e-12)
     assert fewer.fit.sigma2 != pytest.approx(found.fit.sigma2, rel=1e-6)
 
 

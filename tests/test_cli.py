@@ -51,7 +51,7 @@ def test_capture_writes_a_result_and_says_where(tmp_path):
 
 def test_report_prints_the_profile(tmp_path, capsys, tiny):
     """The depth lines `latentbook report` prints hold the library's m(gamma) and its interval, depth by depth."""
-    from latentbook.analysis import omega
+    from latentbook.analysis import omega_profiles
 
     path = lb.capture(tiny, ["one prompt", "and another one"], progress=False).save(
         tmp_path / "c.safetensors"
@@ -60,7 +60,7 @@ def test_report_prints_the_profile(tmp_path, capsys, tiny):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "Capture report: random:llama-tiny (c.safetensors)"
     cap = lb.load_capture(path)
-    prof = omega.profile(cap, n_boot=1000, seed=0)  # the report's draws and seed
+    prof = omega_profiles.profile(cap, n_boot=1000, seed=0)  # the report's draws and seed
     printed = {}
     for line in lines:
         fields = line.split()
@@ -205,10 +205,10 @@ def planted_report(tmp_path_factory):
 
 
 def test_report_numbers_are_the_analysis_functions_numbers(planted_report):
-    from latentbook.analysis import layer_spectra, omega, verdict
+    from latentbook.analysis import layer_spectra, omega, omega_profiles, verdict
 
     _, cap, report = planted_report
-    prof = omega.profile(cap, n_boot=1000, seed=0)
+    prof = omega_profiles.profile(cap, n_boot=1000, seed=0)
     np.testing.assert_allclose(report.profile.m, cap.omega_mean())
     for got, want in zip(
         (report.profile.m, report.profile.low, report.profile.high), (prof.m, prof.low, prof.high)
@@ -216,7 +216,7 @@ def test_report_numbers_are_the_analysis_functions_numbers(planted_report):
         np.testing.assert_array_equal(got, want)
     assert np.all(report.profile.low <= report.profile.m) and np.all(report.profile.m <= report.profile.high)
     assert report.profile.by == "prompt" and report.profile.n_prompts == 40
-    excess = omega.excess_profile(cap, n_boot=1000, seed=0)
+    excess = omega_profiles.excess_profile(cap, n_boot=1000, seed=0)
     np.testing.assert_array_equal(report.excess.m, excess.m)
     assert np.all(report.excess.low <= report.excess.m) and np.all(report.excess.m <= report.excess.high)
     spectra = layer_spectra.token_sample_spectrum_profile(cap)

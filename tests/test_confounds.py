@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import latentbook as lb
-from latentbook.analysis import confounds, omega, synthetic
+from latentbook.analysis import confounds, omega, omega_profiles, synthetic
 
 N_PROMPTS, PER_PROMPT, D = 64, 8, 64
 GAUSS = omega.gaussian_omega(D)
@@ -65,7 +65,7 @@ def test_rotation_sends_one_hot_tokens_to_the_gaussian_value(planted):
 
 
 def test_cleaned_profile_is_gaussian_at_every_depth_but_the_one_hot(planted):
-    raw = omega.profile(planted)
+    raw = omega_profiles.profile(planted)
     clean = confounds.cleaned_profile(planted, k=1, n_boot=200)
     assert clean.n_tokens == N_PROMPTS * (PER_PROMPT - 1)  # first positions dropped
     assert clean.n_prompts == N_PROMPTS

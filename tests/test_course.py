@@ -12,7 +12,7 @@ import pytest
 from scipy import special
 
 from latentbook import course
-from latentbook.analysis import classes, spectra, thermo
+from latentbook.analysis import classes, mp_law, ranks, thermo
 from latentbook.analysis import omega as om
 from latentbook.course import checking, lab1, lab2, lab3, lab4
 
@@ -134,25 +134,25 @@ CASES = {
         lambda g, m: float(g[np.argmax(m >= (m.min() + m.max()) / 2)]),
         "Interpolate",
     ),
-    "check_mp_edges": (spectra.mp_edges, lambda q, s: (s * (1 - q) ** 2, s * (1 + q) ** 2), "sqrt(q)"),
+    "check_mp_edges": (mp_law.mp_edges, lambda q, s: (s * (1 - q) ** 2, s * (1 + q) ** 2), "sqrt(q)"),
     "check_mp_density": (
-        spectra.mp_density,
-        lambda x, q, s: spectra.mp_density(x, q, s) * q,
+        mp_law.mp_density,
+        lambda x, q, s: mp_law.mp_density(x, q, s) * q,
         "q is missing",
     ),
     "check_count_spikes": (
-        lambda lam, n, s: int(np.sum(lam > spectra.mp_edges(len(lam) / n, s)[1])),
+        lambda lam, n, s: int(np.sum(lam > mp_law.mp_edges(len(lam) / n, s)[1])),
         lambda lam, n, s: int(np.sum(lam > (1 + np.sqrt(n / len(lam))) ** 2)),
         "q = d / N",
     ),
     "check_participation_ratio": (
-        spectra.participation_ratio,
+        ranks.participation_ratio,
         lambda lam: float(np.sum(lam**2) / np.sum(lam) ** 2),
         "Upside down",
     ),
     "check_effective_rank": (
-        spectra.effective_rank,
-        lambda lam: float(np.log(spectra.effective_rank(lam))),
+        ranks.effective_rank,
+        lambda lam: float(np.log(ranks.effective_rank(lam))),
         "exponential",
     ),
     "check_between_class_covariance": (

@@ -2019,7 +2019,7 @@ def test_fuzzed_prompt_limits(limit):
 @pytest.mark.parametrize("bad", ["100", True, -5])
 def test_mp_fit_refuses_an_n_samples_that_is_not_a_count(raises, bad):
     with raises():
-        lb.spectra.mp_fit(np.linspace(1.0, 2.0, 50), n_samples=bad)
+        lb.bulk_fit.mp_fit(np.linspace(1.0, 2.0, 50), n_samples=bad)
 
 
 @fault(
@@ -2735,7 +2735,7 @@ def test_m_intervals_stay_inside_omegas_range():
     states = rng.standard_normal((4, 4, 8)) * np.array([1.0, 30.0, 1.0, 30.0])[None, :, None]
     states[:, 2:] = np.abs(states[:, 2:]) * 0 + 1.0  # the second prompt: equal magnitudes, Omega 0
     cap = synthetic.as_capture(states, np.array([0, 0, 1, 1]), np.array([1, 2, 1, 2]))
-    prof = lb.omega_analysis.profile(cap, n_boot=200)
+    prof = lb.omega_profiles.profile(cap, n_boot=200)
     assert np.all(prof.low >= 0) and np.all(prof.high <= 1)
     assert np.all(prof.low <= prof.m) and np.all(prof.m <= prof.high)
 

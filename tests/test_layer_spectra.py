@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import latentbook as lb
-from latentbook.analysis import layer_spectra, spectra, synthetic
-from latentbook.analysis.omega import standardise as omega_standardise
+from latentbook.analysis import bulk_fit, layer_spectra, ranks, spectral_contrasts, synthetic
+from latentbook.analysis.standardisation import standardise as omega_standardise
 
 
 def test_mp_fit_handles_a_rank_deficient_heavy_tailed_spectrum():
@@ -16,7 +16,7 @@ def test_mp_fit_handles_a_rank_deficient_heavy_tailed_spectrum():
     scales = np.arange(1, 401) ** -1.0
     x = rng.standard_normal((300, 400)) * np.sqrt(scales)
     lam = layer_spectra.sample_eigvals(x)
-    fit = spectra.mp_fit(lam, 299)
+    fit = bulk_fit.mp_fit(lam, 299)
     assert np.all(fit.bulk > 0) and np.isfinite(fit.ks) and fit.sigma2 > 0
     assert np.sum(lam > fit.threshold) > 10  # a power law is nothing like MP: many eigenvalues leave the bulk
     assert fit.n_spikes >= 10  # 17 above the fitted cut; the local edge test confirms the top 10
@@ -24,7 +24,7 @@ def test_mp_fit_handles_a_rank_deficient_heavy_tailed_spectrum():
 
 def test_mp_fit_counts_planted_spikes_when_n_is_below_d():
     planted = synthetic.spiked_covariance(300, 400, [40.0, 30.0, 20.0], seed=1)
-    fit = spectra.mp_fit(layer_spectra.sample_eigvals(planted.x), 299)
+    fit = bulk_fit.mp_fit(layer_spectra.sample_eigvals(planted.x), 299)
     assert fit.n_spikes == 3
     assert fit.sigma2 == pytest.approx(1.0, abs=0.05)
 
@@ -56,7 +56,7 @@ def test_token_sample_drops_the_sink_and_its_spectrum_is_back_to_noise():
     sample = layer_spectra.token_sample(cap, 4)
     assert sample.n == 60 * 7 and np.all(sample.positions > 0)
     # the streamed covariance is owned by the sink: one direction
-    assert spectra.participation_ratio(cap.eigvals(4)) < 1.5
+    assert ranks.participation_ratio(cap.eigvals(4)) < 1.5
     profile = layer_spectra.token_sample_spectrum_profile(cap)
     assert list(profile["n_spikes"]) == [0] * 9
     reference = layer_spectra.gaussian_reference(sample.n, 20, n_rep=3)
@@ -84,14 +84,14 @@ def test_token_sample_spectrum_profile_reads_the_mean_share_and_uncentred_spectr
 def test_weighted_pr_with_unit_weights_is_the_plain_pr():
     x = np.random.default_rng(4).standard_normal((50, 80)) * np.linspace(0.2, 2, 80)
     for centered in (True, False):
-        plain = spectra.participation_ratio(layer_spectra.sample_eigvals(x, centered))
+        plain = ranks.participation_ratio(layer_spectra.sample_eigvals(x, centered))
         weighted = layer_spectra.weighted_participation_ratio(x @ x.T, np.ones(50), centered)
         assert weighted == pytest.approx(plain, rel=1e-10)
     # integer weights = duplicated rows
     w = np.random.default_rng(5).integers(0, 3, 50)
     duplicated = np.repeat(x, w, axis=0)
     assert layer_spectra.weighted_participation_ratio(x @ x.T, w) == pytest.approx(
-        spectra.participation_ratio(layer_spectra.sample_eigvals(duplicated)), rel=1e-10
+        ranks.participation_ratio(layer_spectra.sample_eigvals(duplicated)), rel=1e-10
     )
 
 
@@ -114,7 +114,7 @@ def test_prompt_bootstrap_spread_matches_the_spread_across_independent_captures(
         return synthetic.as_capture(states, ids, clustered.positions + 1, n_vectors=len(x))
 
     fresh = np.std(
-        [spectra.participation_ratio(layer_spectra.sample_eigvals(tokens(s)[0])) for s in range(1000, 1600)],
+        [ranks.participation_ratio(layer_spectra.sample_eigvals(tokens(s)[0])) for s in range(1000, 1600)],
         ddof=1,
     )
     boot = [layer_spectra.participation_ratio_draws(capture(s), n_boot=200, seed=s) for s in range(10)]
@@ -127,7 +127,7 @@ def test_prompt_bootstrap_spread_matches_the_spread_across_independent_captures(
     b = boot[0]
     assert b.n_prompts == n_prompts and b.draws.shape == (200, 2)
     assert b.estimate[0] == pytest.approx(
-        spectra.participation_ratio(layer_spectra.sample_eigvals(tokens(0)[0]))
+        ranks.participation_ratio(layer_spectra.sample_eigvals(tokens(0)[0]))
     )
     np.testing.assert_allclose(b.estimate[1], b.estimate[0])  # PR is scale-free
     np.testing.assert_allclose(b.draws[:, 1], b.draws[:, 0])  # the same prompts drawn at both depths
@@ -137,14 +137,14 @@ def test_depth_contrast_recovers_a_planted_ratio_and_refuses_one_sided_windows()
     gamma = np.arange(11) / 10
     values = np.where(gamma > 0.42, 20.0, 40.0)
     values[0], values[-1] = 1e6, 1e-6  # edge depths are left out
-    contrast = layer_spectra.depth_contrast(gamma, values)
+    contrast = spectral_contrasts.depth_contrast(gamma, values)
     assert contrast.ratio == pytest.approx(0.5) and (contrast.n_before, contrast.n_after) == (4, 5)
     draws = values * np.exp(np.random.default_rng(0).normal(0, 0.05, (200, 11)))
     assert contrast.ci == pytest.approx((0.5, 0.5))
-    low, high = layer_spectra.depth_contrast(gamma, values, draws).ci
+    low, high = spectral_contrasts.depth_contrast(gamma, values, draws).ci
     assert low < 0.5 < high and high - low < 0.2
     with pytest.raises(lb.InvalidInputError, match="both sides"):
-        layer_spectra.depth_contrast(gamma, values, split=0.95)
+        spectral_contrasts.depth_contrast(gamma, values, split=0.95)
 
 
 def test_position_share_sees_the_sink_owning_the_variance():
@@ -166,8 +166,10 @@ def test_pr_contrast_sees_a_planted_concentration_after_the_split():
         np.repeat(np.arange(n_prompts), per_prompt),
         np.tile(np.arange(1, per_prompt + 1), n_prompts),
     )
-    planted = layer_spectra.pr_contrast(synthetic.as_capture(concentrated, ids, positions, n_vectors=320))
-    null = layer_spectra.pr_contrast(synthetic.as_capture(base, ids, positions, n_vectors=320))
+    planted = spectral_contrasts.pr_contrast(
+        synthetic.as_capture(concentrated, ids, positions, n_vectors=320)
+    )
+    null = spectral_contrasts.pr_contrast(synthetic.as_capture(base, ids, positions, n_vectors=320))
     assert planted.ci[1] < 0.5  # PR of 16 -> about (14 + 32)^2 / (14 + 512) ~ 4
     assert null.ci[0] < 1.0 < null.ci[1]
 
@@ -217,7 +219,7 @@ def test_jackknife_pr_interval_covers_the_population_ratio_at_the_nominal_rate()
     truth = _population_pr(scales) / 12.0  # 324 / 42 / 12 = 0.643
     covered, inside = 0, 0
     for seed in range(60):
-        contrast = layer_spectra.pr_contrast(_paired_capture(seed, scales, 60, 8, rho=0.3))
+        contrast = spectral_contrasts.pr_contrast(_paired_capture(seed, scales, 60, 8, rho=0.3))
         covered += contrast.ci[0] <= truth <= contrast.ci[1]
         inside += contrast.ci[0] <= contrast.ratio <= contrast.ci[1]
     assert inside == 60
@@ -230,7 +232,7 @@ def test_effective_rank_contrast_covers_its_population_ratio():
     truth = float(np.exp(-np.sum(p * np.log(p)))) / 12.0
     covered = 0
     for seed in range(30):
-        contrast = layer_spectra.effective_rank_contrast(_paired_capture(seed, scales, 60, 8, rho=0.3))
+        contrast = spectral_contrasts.effective_rank_contrast(_paired_capture(seed, scales, 60, 8, rho=0.3))
         assert contrast.ci[0] <= contrast.ratio <= contrast.ci[1]
         covered += contrast.ci[0] <= truth <= contrast.ci[1]
     assert covered >= 25  # nominal 95 %: 28.5 of 30
@@ -242,29 +244,29 @@ def test_contrasts_contain_their_estimate_when_n_is_close_to_d():
     for seed in range(3):
         cap = _paired_capture(seed, scales, 30, 4, rho=0.2)
         for contrast in (
-            layer_spectra.pr_contrast(cap),
-            layer_spectra.effective_rank_contrast(cap, n_groups=None),
+            spectral_contrasts.pr_contrast(cap),
+            spectral_contrasts.effective_rank_contrast(cap, n_groups=None),
         ):
             assert contrast.ci[0] < contrast.ratio < contrast.ci[1] and contrast.ratio < 1
             assert (contrast.n_before, contrast.n_after) == (3, 4) and contrast.level == 0.95
     with pytest.raises(lb.InvalidInputError, match="n_groups"):
-        layer_spectra.effective_rank_contrast(cap, n_groups=2)
+        spectral_contrasts.effective_rank_contrast(cap, n_groups=2)
 
 
 def test_jackknife_contrast_of_exact_values_is_a_point_and_bad_shapes_are_refused():
     gamma = np.arange(11) / 10
     values = np.where(gamma > 0.42, 20.0, 40.0)
-    contrast = layer_spectra.jackknife_contrast(gamma, values, np.tile(values, (5, 1)))
+    contrast = spectral_contrasts.jackknife_contrast(gamma, values, np.tile(values, (5, 1)))
     assert contrast.ratio == pytest.approx(0.5) and contrast.ci == pytest.approx((0.5, 0.5))
     with pytest.raises(lb.InvalidInputError, match="leave_out"):
-        layer_spectra.jackknife_contrast(gamma, values, values[None, :])
+        spectral_contrasts.jackknife_contrast(gamma, values, values[None, :])
 
 
 @pytest.mark.parametrize("centered", [True, False])
 def test_weighted_eigvals_are_those_of_the_sample_with_repeated_rows(centered):
     x = np.random.default_rng(11).standard_normal((40, 25)) * np.linspace(0.5, 2, 25) + 1.0
     w = np.random.default_rng(12).integers(0, 3, 40)
-    got = layer_spectra.weighted_eigvals(x @ x.T, w.astype(float), 25, centered)
+    got = spectral_contrasts.weighted_eigvals(x @ x.T, w.astype(float), 25, centered)
     expected = layer_spectra.sample_eigvals(np.repeat(x, w, axis=0), centered)
     np.testing.assert_allclose(got, expected, atol=1e-9 * expected[0])
 
@@ -280,7 +282,7 @@ def _spiked_after(seed: int, spikes: list[float], d: int = 60, scales: np.ndarra
 
 
 def test_spike_contrast_counts_planted_spikes_after_the_split_with_intervals_around_the_counts():
-    result = layer_spectra.spike_contrast(_spiked_after(0, [30.0, 20.0, 12.0]), n_boot=20)
+    result = spectral_contrasts.spike_contrast(_spiked_after(0, [30.0, 20.0, 12.0]), n_boot=20)
     assert (result.before, result.after) == (0.0, 3.0) and result.settled and result.unsettled == 0
     assert result.before_ci[0] <= result.before <= result.before_ci[1]
     assert result.after_ci[0] <= result.after <= result.after_ci[1] and result.after_ci[1] < 6
@@ -300,9 +302,9 @@ def test_spike_contrast_counts_planted_spikes_after_the_split_with_intervals_aro
 def test_spike_contrast_refuses_too_few_draws_and_one_sided_windows():
     cap = _spiked_after(1, [30.0])
     with pytest.raises(lb.InvalidInputError, match="n_boot"):
-        layer_spectra.spike_contrast(cap, n_boot=5)
+        spectral_contrasts.spike_contrast(cap, n_boot=5)
     with pytest.raises(lb.InvalidInputError, match="both sides"):
-        layer_spectra.spike_contrast(cap, split=0.95, n_boot=10)
+        spectral_contrasts.spike_contrast(cap, split=0.95, n_boot=10)
 
 
 def test_spike_contrast_of_samples_refuses_samples_that_do_not_match_their_prompt_ids():
@@ -313,10 +315,10 @@ def test_spike_contrast_of_samples_refuses_samples_that_do_not_match_their_promp
     ids = np.repeat(np.arange(10), 4)
     gamma = np.arange(6) / 5
     with pytest.raises(InvalidInputError, match="one per prompt id"):
-        layer_spectra.spike_contrast_of_samples(samples, ids[:-1], gamma, n_boot=10)
+        spectral_contrasts.spike_contrast_of_samples(samples, ids[:-1], gamma, n_boot=10)
     with pytest.raises(InvalidInputError, match="at least 3|3 or more"):
-        layer_spectra.spike_contrast_of_samples(samples, np.repeat([0, 1], 20), gamma, n_boot=10)
-    result = layer_spectra.spike_contrast_of_samples(samples, ids, gamma, n_boot=10)
+        spectral_contrasts.spike_contrast_of_samples(samples, np.repeat([0, 1], 20), gamma, n_boot=10)
+    result = spectral_contrasts.spike_contrast_of_samples(samples, ids, gamma, n_boot=10)
     assert result.before_ci[0] <= result.before <= result.before_ci[1]
     assert result.after_ci[0] <= result.after <= result.after_ci[1]
 
@@ -347,13 +349,13 @@ def test_cross_prompt_pr_and_its_leave_one_out_values_equal_the_pair_sums():
     ids = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2, 3, 4, 4])
     x = rng.standard_normal((12, 5)) * [3.0, 1.0, 1.0, 0.5, 0.2] + 2.0
     centred = x - x.mean(0)
-    assert layer_spectra.cross_prompt_participation_ratio(x, ids) == pytest.approx(
+    assert spectral_contrasts.cross_prompt_participation_ratio(x, ids) == pytest.approx(
         _brute_cross_prompt_pr(centred, ids), rel=1e-12
     )
-    assert layer_spectra.cross_prompt_participation_ratio(x, ids, centered=False) == pytest.approx(
+    assert spectral_contrasts.cross_prompt_participation_ratio(x, ids, centered=False) == pytest.approx(
         _brute_cross_prompt_pr(x, ids), rel=1e-12
     )
-    _, leave_out = layer_spectra._cross_prompt_pr(x, ids, True)
+    _, leave_out = spectral_contrasts._cross_prompt_pr(x, ids, True)
     for g in range(5):  # each prompt left out, the centring that of the whole sample
         keep = ids != g
         assert leave_out[g] == pytest.approx(_brute_cross_prompt_pr(centred[keep], ids[keep]), rel=1e-12)
@@ -368,14 +370,14 @@ def test_cross_prompt_pr_is_unbiased_where_the_plug_in_pr_falls():
     for seed in range(40):
         c = synthetic.clustered_tokens(30, 4, d, 0.2, seed=seed)
         x = c.x * np.sqrt(lam)
-        plug_in.append(spectra.participation_ratio(spectra.sample_eigvals(x)))
-        cross.append(layer_spectra.cross_prompt_participation_ratio(x, c.prompt_ids))
+        plug_in.append(ranks.participation_ratio(ranks.sample_eigvals(x)))
+        cross.append(spectral_contrasts.cross_prompt_participation_ratio(x, c.prompt_ids))
     assert np.mean(plug_in) / truth < 0.8
     assert np.mean(cross) / truth == pytest.approx(1.0, abs=0.05)
     with pytest.raises(lb.InvalidInputError, match="3 or more"):
-        layer_spectra.cross_prompt_participation_ratio(x[:8], np.repeat([0, 1], 4))
+        spectral_contrasts.cross_prompt_participation_ratio(x[:8], np.repeat([0, 1], 4))
     with pytest.raises(lb.InvalidInputError, match="one per prompt id"):
-        layer_spectra.cross_prompt_participation_ratio(x[:10], c.prompt_ids)
+        spectral_contrasts.cross_prompt_participation_ratio(x[:10], c.prompt_ids)
 
 
 # --- explicit recomputations and validation boundaries ------------------------------------------------------
@@ -398,14 +400,14 @@ def test_spectrum_summary_reports_the_fit_and_the_ranks_under_their_names():
     got = layer_spectra.spectrum_summary(lam, 150.0)
     assert got["settled"] and got["n_spikes"] == 3 and got["kn_spikes"] == 3
     for alpha in (0.01, 0.3):
-        fit = spectra.mp_fit(lam, 150.0, alpha=alpha)
+        fit = bulk_fit.mp_fit(lam, 150.0, alpha=alpha)
         got = layer_spectra.spectrum_summary(lam, 150.0, alpha)
         assert (got["sigma2"], got["edge"], got["ks"]) == (fit.sigma2, fit.edges[1], fit.ks)
         assert got["n_eff"] == fit.n_samples <= 150.0 and got["n_spikes"] == fit.n_spikes
-        assert got["kn_spikes"] == spectra.kritchman_nadler(lam, fit.n_samples, alpha).n_spikes
-    assert got["effective_rank"] == spectra.effective_rank(lam)
-    assert got["participation_ratio"] == spectra.participation_ratio(lam)
-    assert got["stable_rank"] == spectra.stable_rank(lam)
+        assert got["kn_spikes"] == ranks.kritchman_nadler(lam, fit.n_samples, alpha).n_spikes
+    assert got["effective_rank"] == ranks.effective_rank(lam)
+    assert got["participation_ratio"] == ranks.participation_ratio(lam)
+    assert got["stable_rank"] == ranks.stable_rank(lam)
     assert (
         got["top_over_edge"] == pytest.approx(lam.max() / got["edge"], rel=1e-12) and got["top_over_edge"] > 1
     )
@@ -446,8 +448,8 @@ def test_gaussian_reference_uses_the_degrees_of_freedom_of_the_covariance():
     assert (frame["n_eff"] <= n - 1 + 1e-9).all() and (raw["n_eff"] <= n + 1e-9).all()
     for rep in range(3):
         x = synthetic.gaussian(n, d, seed=1 + rep)
-        assert frame["n_eff"].iloc[rep] == spectra.mp_fit(layer_spectra.sample_eigvals(x), n - 1).n_samples
-        assert frame["sigma2"].iloc[rep] == spectra.mp_fit(layer_spectra.sample_eigvals(x), n - 1).sigma2
+        assert frame["n_eff"].iloc[rep] == bulk_fit.mp_fit(layer_spectra.sample_eigvals(x), n - 1).n_samples
+        assert frame["sigma2"].iloc[rep] == bulk_fit.mp_fit(layer_spectra.sample_eigvals(x), n - 1).sigma2
 
 
 def test_token_sample_spectrum_profile_rows_are_explicit_summaries_of_the_sink_free_sample():
@@ -509,7 +511,7 @@ def test_position_share_is_the_explicit_variance_share():
 
 
 def test_depth_windows_put_the_split_depth_before():
-    before, after = layer_spectra.depth_windows(np.array([0.0, 0.25, 0.5, 0.75, 1.0]), 0.5)
+    before, after = spectral_contrasts.depth_windows(np.array([0.0, 0.25, 0.5, 0.75, 1.0]), 0.5)
     np.testing.assert_array_equal(before, [1, 2])
     np.testing.assert_array_equal(after, [3])
 
@@ -517,19 +519,19 @@ def test_depth_windows_put_the_split_depth_before():
 def test_depth_contrast_with_one_depth_each_side_and_its_validation():
     gamma = np.array([0.0, 0.25, 0.75, 1.0])
     values = np.array([5.0, 2.0, 3.0, 7.0])
-    contrast = layer_spectra.depth_contrast(gamma, values, split=0.5, level=0.8)
+    contrast = spectral_contrasts.depth_contrast(gamma, values, split=0.5, level=0.8)
     assert contrast.ratio == pytest.approx(1.5) and (contrast.n_before, contrast.n_after) == (1, 1)
     assert contrast.split == 0.5 and contrast.level == 0.8
     for bad in (np.array([5.0, 0.0, 3.0, 7.0]), np.array([5.0, -2.0, 3.0, 7.0]), np.ones(3)):
         with pytest.raises(lb.InvalidInputError, match="values must be positive, one per depth"):
-            layer_spectra.depth_contrast(gamma, bad, split=0.5)
+            spectral_contrasts.depth_contrast(gamma, bad, split=0.5)
     gamma = np.arange(7) / 6
     values = np.exp(np.random.default_rng(1).normal(size=7))
     draws = values * np.exp(np.random.default_rng(2).normal(0, 0.3, (50, 7)))
     before, after = gamma <= 0.42, gamma > 0.42
     before[0], after[-1] = False, False
     ratios = np.exp(np.log(draws[:, after]).mean(1) - np.log(draws[:, before]).mean(1))
-    got = layer_spectra.depth_contrast(gamma, values, draws, level=0.9)
+    got = spectral_contrasts.depth_contrast(gamma, values, draws, level=0.9)
     assert got.ci == pytest.approx(tuple(np.percentile(ratios, [5, 95])), rel=1e-12)
     assert got.ratio == pytest.approx(np.exp(np.log(values[after]).mean() - np.log(values[before]).mean()))
 
@@ -555,10 +557,10 @@ def test_jackknife_contrast_equals_the_interval_computed_by_hand():
     values = np.exp(rng.normal(size=9))
     for g, level, split in ((3, 0.95, 0.42), (4, 0.8, 0.6)):
         leave_out = values * np.exp(rng.normal(0, 0.2, (g, 9))) * 0.1  # values below 1 are fine
-        got = layer_spectra.jackknife_contrast(gamma, values, leave_out, split, level)
+        got = spectral_contrasts.jackknife_contrast(gamma, values, leave_out, split, level)
         ratio, ci = _jackknife_by_hand(gamma, values, leave_out, split, level)
         assert got.ratio == pytest.approx(ratio, rel=1e-12) and got.ci == pytest.approx(ci, rel=1e-12)
-        corrected = layer_spectra.jackknife_contrast(
+        corrected = spectral_contrasts.jackknife_contrast(
             gamma, values, leave_out, split, level, bias_corrected=True
         )
         ratio, ci = _jackknife_by_hand(gamma, values, leave_out, split, level, bias_corrected=True)
@@ -584,8 +586,8 @@ def test_the_bias_correction_removes_a_bias_that_falls_like_one_over_n_exactly()
     leave_n = np.full((g, 1), n * (g - 1) / g)  # equal groups
     values = np.exp(truth + c / n)
     leave_out = np.exp(truth + c / leave_n)
-    plain = layer_spectra.jackknife_contrast(gamma, values, leave_out)
-    corrected = layer_spectra.jackknife_contrast(gamma, values, leave_out, bias_corrected=True)
+    plain = spectral_contrasts.jackknife_contrast(gamma, values, leave_out)
+    corrected = spectral_contrasts.jackknife_contrast(gamma, values, leave_out, bias_corrected=True)
     assert corrected.ratio == pytest.approx(12.0 / 30.0, rel=1e-12)
     assert plain.ratio != pytest.approx(12.0 / 30.0, rel=1e-2)
     assert corrected.ci == pytest.approx((corrected.ratio, corrected.ratio))  # equal leave-outs: no spread
@@ -597,16 +599,16 @@ def test_jackknife_contrast_refuses_bad_levels_and_leave_out_values():
     leave_out = np.full((4, 9), 2.0)
     for level in (0.0, 1.0, 1.5):
         with pytest.raises(lb.InvalidInputError, match="Need 0 < level < 1 and positive leave-out"):
-            layer_spectra.jackknife_contrast(gamma, values, leave_out, level=level)
+            spectral_contrasts.jackknife_contrast(gamma, values, leave_out, level=level)
     for bad in (0.0, -1.0):
         zero = leave_out.copy()
         zero[1, 3] = bad
         with pytest.raises(lb.InvalidInputError, match="Need 0 < level < 1 and positive leave-out"):
-            layer_spectra.jackknife_contrast(gamma, values, zero)
+            spectral_contrasts.jackknife_contrast(gamma, values, zero)
     with pytest.raises(lb.InvalidInputError, match="leave_out must be"):
-        layer_spectra.jackknife_contrast(gamma, values, np.full((4, 8), 2.0))
+        spectral_contrasts.jackknife_contrast(gamma, values, np.full((4, 8), 2.0))
     with pytest.raises(lb.InvalidInputError, match="leave_out must be"):
-        layer_spectra.jackknife_contrast(gamma, values, np.full((2, 9), 2.0))
+        spectral_contrasts.jackknife_contrast(gamma, values, np.full((2, 9), 2.0))
 
 
 def test_participation_ratio_draws_equal_explicit_weighted_prs():
@@ -658,30 +660,31 @@ def test_weighted_eigvals_equal_the_explicit_weighted_covariance():
             total = w.sum()
             m = np.diag(w) / total - (np.outer(w, w) / total**2 if centered else 0.0)
             expected = np.clip(np.linalg.eigvalsh(x.T @ m @ x)[::-1], 0, None)
-            got = layer_spectra.weighted_eigvals(x @ x.T, w, d, centered)
+            got = spectral_contrasts.weighted_eigvals(x @ x.T, w, d, centered)
             assert got.shape == (d,) and (got >= 0).all()
             np.testing.assert_allclose(got, expected, atol=1e-12 * expected[0])
         np.testing.assert_array_equal(
-            layer_spectra.weighted_eigvals(x @ x.T, w, d), layer_spectra.weighted_eigvals(x @ x.T, w, d, True)
+            spectral_contrasts.weighted_eigvals(x @ x.T, w, d),
+            spectral_contrasts.weighted_eigvals(x @ x.T, w, d, True),
         )
 
 
 def test_jackknife_groups_boundaries():
     ids = np.array([5, 5, 9, 7, 7, 7])
-    np.testing.assert_array_equal(layer_spectra._jackknife_groups(ids, None), [0, 0, 2, 1, 1, 1])
-    np.testing.assert_array_equal(layer_spectra._jackknife_groups(ids, 3), [0, 0, 2, 1, 1, 1])
+    np.testing.assert_array_equal(spectral_contrasts._jackknife_groups(ids, None), [0, 0, 2, 1, 1, 1])
+    np.testing.assert_array_equal(spectral_contrasts._jackknife_groups(ids, 3), [0, 0, 2, 1, 1, 1])
     ids = np.repeat(np.arange(7), 2)
     np.testing.assert_array_equal(
-        layer_spectra._jackknife_groups(ids, 3), np.repeat([0, 1, 2, 0, 1, 2, 0], 2)
+        spectral_contrasts._jackknife_groups(ids, 3), np.repeat([0, 1, 2, 0, 1, 2, 0], 2)
     )
-    np.testing.assert_array_equal(layer_spectra._jackknife_groups(ids, 7), np.repeat(np.arange(7), 2))
+    np.testing.assert_array_equal(spectral_contrasts._jackknife_groups(ids, 7), np.repeat(np.arange(7), 2))
     for bad in (2, 8, 3.0):
         with pytest.raises(lb.InvalidInputError, match=r"n_groups must be an integer between 3 and .*\(7\)"):
-            layer_spectra._jackknife_groups(ids, bad)
+            spectral_contrasts._jackknife_groups(ids, bad)
     with pytest.raises(lb.InvalidInputError, match="from 0 prompts"):
-        layer_spectra._jackknife_groups(np.array([], dtype=int), None)
+        spectral_contrasts._jackknife_groups(np.array([], dtype=int), None)
     with pytest.raises(lb.InvalidInputError, match="from 2 prompts"):
-        layer_spectra._jackknife_groups(np.array([1, 1, 4]), None)
+        spectral_contrasts._jackknife_groups(np.array([1, 1, 4]), None)
 
 
 def _paired_samples(seed: int = 0, n_prompts: int = 22, per_prompt: int = 3, d: int = 5):
@@ -696,32 +699,32 @@ def _paired_samples(seed: int = 0, n_prompts: int = 22, per_prompt: int = 3, d: 
 def test_pr_contrast_of_samples_is_the_jackknife_of_cross_prompt_prs_by_hand():
     x, ids, gamma = _paired_samples(1)
     for centered, level in ((True, 0.95), (False, 0.8)):
-        values = np.array([layer_spectra.cross_prompt_participation_ratio(v, ids, centered) for v in x])
+        values = np.array([spectral_contrasts.cross_prompt_participation_ratio(v, ids, centered) for v in x])
         leave_out = np.empty((22, 5))
         for depth in range(5):
             y = x[depth] - x[depth].mean(0) if centered else x[depth]
             for g in range(22):
                 leave_out[g, depth] = _pair_sums_cross_prompt_pr(y[ids != g], ids[ids != g])
         ratio, ci = _jackknife_by_hand(gamma, values, leave_out, 0.42, level)
-        got = layer_spectra.pr_contrast_of_samples(x, ids, gamma, centered=centered, level=level)
+        got = spectral_contrasts.pr_contrast_of_samples(x, ids, gamma, centered=centered, level=level)
         assert got.ratio == pytest.approx(ratio, rel=1e-10) and got.ci == pytest.approx(ci, rel=1e-10)
         assert got.level == level
-        float32 = layer_spectra.pr_contrast_of_samples(
+        float32 = spectral_contrasts.pr_contrast_of_samples(
             x.astype(np.float32), ids, gamma, 0.42, centered, level
         )
-        exact = layer_spectra.pr_contrast_of_samples(
+        exact = spectral_contrasts.pr_contrast_of_samples(
             x.astype(np.float32).astype(np.float64), ids, gamma, 0.42, centered, level
         )
         assert float32.ratio == pytest.approx(exact.ratio, rel=1e-12)
         assert float32.ci == pytest.approx(exact.ci, rel=1e-12)
-        called = layer_spectra.pr_contrast_of_samples(
+        called = spectral_contrasts.pr_contrast_of_samples(
             x.astype(np.float32).__getitem__, ids, gamma, 0.42, centered, level
         )
         assert called.ratio == pytest.approx(exact.ratio, rel=1e-12)
         assert called.ci == pytest.approx(exact.ci, rel=1e-12)
-    assert layer_spectra.pr_contrast_of_samples(x, ids, gamma) == layer_spectra.pr_contrast_of_samples(
-        x, ids, gamma, 0.42, True, 0.95
-    )
+    assert spectral_contrasts.pr_contrast_of_samples(
+        x, ids, gamma
+    ) == spectral_contrasts.pr_contrast_of_samples(x, ids, gamma, 0.42, True, 0.95)
 
 
 def test_cross_prompt_pr_of_float32_vectors_is_computed_in_float64():
@@ -729,29 +732,31 @@ def test_cross_prompt_pr_of_float32_vectors_is_computed_in_float64():
     ids = np.repeat(np.arange(6), 3)
     x = (rng.standard_normal((18, 4)) + 30.0).astype(np.float32)
     y = x.astype(np.float64)
-    assert layer_spectra.cross_prompt_participation_ratio(x, ids) == pytest.approx(
-        layer_spectra.cross_prompt_participation_ratio(y, ids), rel=1e-12
+    assert spectral_contrasts.cross_prompt_participation_ratio(x, ids) == pytest.approx(
+        spectral_contrasts.cross_prompt_participation_ratio(y, ids), rel=1e-12
     )
 
 
 def test_effective_rank_contrast_of_samples_is_the_bias_corrected_group_jackknife_by_hand():
     x, ids, gamma = _paired_samples(2)
     for centered, n_groups, level in ((True, 20, 0.95), (False, 3, 0.8), (True, None, 0.9)):
-        values = np.array([spectra.effective_rank(layer_spectra.sample_eigvals(v, centered)) for v in x])
+        values = np.array([ranks.effective_rank(layer_spectra.sample_eigvals(v, centered)) for v in x])
         labels = ids if n_groups is None else ids % n_groups
         leave_out = np.array(
             [
-                [spectra.effective_rank(layer_spectra.sample_eigvals(v[labels != g], centered)) for v in x]
+                [ranks.effective_rank(layer_spectra.sample_eigvals(v[labels != g], centered)) for v in x]
                 for g in np.unique(labels)
             ]
         )
         ratio, ci = _jackknife_by_hand(gamma, values, leave_out, 0.42, level, bias_corrected=True)
-        got = layer_spectra.effective_rank_contrast_of_samples(x, ids, gamma, 0.42, centered, n_groups, level)
+        got = spectral_contrasts.effective_rank_contrast_of_samples(
+            x, ids, gamma, 0.42, centered, n_groups, level
+        )
         assert got.ratio == pytest.approx(ratio, rel=1e-10) and got.ci == pytest.approx(ci, rel=1e-10)
         assert got.level == level
-    assert layer_spectra.effective_rank_contrast_of_samples(
+    assert spectral_contrasts.effective_rank_contrast_of_samples(
         x, ids, gamma
-    ) == layer_spectra.effective_rank_contrast_of_samples(x, ids, gamma, 0.42, True, 20, 0.95)
+    ) == spectral_contrasts.effective_rank_contrast_of_samples(x, ids, gamma, 0.42, True, 20, 0.95)
 
 
 def test_capture_contrasts_are_those_of_the_capture_token_sample():
@@ -761,18 +766,18 @@ def test_capture_contrasts_are_those_of_the_capture_token_sample():
         x = np.stack([np.asarray(cap.token_vectors(depth), dtype=np.float64)[keep] for depth in range(5)])
         ids = np.asarray(cap.vectors.prompt_ids)[keep]
         gamma = np.arange(5) / 4
-        assert layer_spectra.pr_contrast(
+        assert spectral_contrasts.pr_contrast(
             cap, 0.42, False, 0.8, exclude
-        ) == layer_spectra.pr_contrast_of_samples(x, ids, gamma, 0.42, False, 0.8)
-        assert layer_spectra.pr_contrast(
+        ) == spectral_contrasts.pr_contrast_of_samples(x, ids, gamma, 0.42, False, 0.8)
+        assert spectral_contrasts.pr_contrast(
             cap, exclude_positions=exclude
-        ) == layer_spectra.pr_contrast_of_samples(x, ids, gamma, 0.42, True, 0.95)
-        assert layer_spectra.effective_rank_contrast(
+        ) == spectral_contrasts.pr_contrast_of_samples(x, ids, gamma, 0.42, True, 0.95)
+        assert spectral_contrasts.effective_rank_contrast(
             cap, 0.42, False, 3, 0.8, exclude
-        ) == layer_spectra.effective_rank_contrast_of_samples(x, ids, gamma, 0.42, False, 3, 0.8)
-        assert layer_spectra.effective_rank_contrast(
+        ) == spectral_contrasts.effective_rank_contrast_of_samples(x, ids, gamma, 0.42, False, 3, 0.8)
+        assert spectral_contrasts.effective_rank_contrast(
             cap, exclude_positions=exclude
-        ) == layer_spectra.effective_rank_contrast_of_samples(x, ids, gamma, 0.42, True, 20, 0.95)
+        ) == spectral_contrasts.effective_rank_contrast_of_samples(x, ids, gamma, 0.42, True, 20, 0.95)
 
 
 def _spiked_samples(seed: int, n_prompts: int = 12, per_prompt: int = 4, d: int = 10):
@@ -796,12 +801,12 @@ def _spike_contrast_by_hand(x, ids, gamma, split, n_boot, level, alpha, seed):
     counts, draws = np.full(len(gamma), np.nan), np.full((n_boot, len(gamma)), np.nan)
     unsettled = unsettled_draws = 0
     for depth in np.r_[before, after]:
-        fit = spectra.mp_fit(layer_spectra.sample_eigvals(x[depth]), len(ids) - 1, alpha=alpha)
+        fit = bulk_fit.mp_fit(layer_spectra.sample_eigvals(x[depth]), len(ids) - 1, alpha=alpha)
         counts[depth], unsettled = fit.n_spikes, unsettled + (not fit.settled)
         for row in range(n_boot):
             w = drawn[row][groups]
             kish = w.sum() ** 2 / np.sum(w**2) - 1
-            fit = spectra.mp_fit(
+            fit = bulk_fit.mp_fit(
                 layer_spectra.sample_eigvals(np.repeat(x[depth], w, axis=0)), kish, alpha=alpha
             )
             draws[row, depth], unsettled_draws = fit.n_spikes, unsettled_draws + (not fit.settled)
@@ -843,7 +848,9 @@ def test_spike_contrast_of_samples_equals_its_recipe_by_hand():
             ids, gamma = np.repeat(np.arange(12), 4), np.arange(4) / 3
         else:
             x, ids, gamma = _spiked_samples(seed)
-        got = layer_spectra.spike_contrast_of_samples(x, ids, gamma, split, 10, level, alpha, abs(seed) + 1)
+        got = spectral_contrasts.spike_contrast_of_samples(
+            x, ids, gamma, split, 10, level, alpha, abs(seed) + 1
+        )
         expected = _spike_contrast_by_hand(x, ids, gamma, split, 10, level, alpha, abs(seed) + 1)
         assert (got.before, got.after) == (expected["before"], expected["after"])
         assert got.before_ci == pytest.approx(expected["before_ci"][:2], abs=1e-12)
@@ -870,13 +877,13 @@ def test_spike_contrast_of_samples_equals_its_recipe_by_hand():
 
 def test_spike_contrast_of_samples_validation_boundaries():
     x, ids, gamma = _spiked_samples(4, n_prompts=3, per_prompt=8, d=4)
-    result = layer_spectra.spike_contrast_of_samples(x, ids, gamma, n_boot=10)
+    result = spectral_contrasts.spike_contrast_of_samples(x, ids, gamma, n_boot=10)
     assert result.n_boot == 10 and (result.n_before, result.n_after) == (1, 2)
     for level in (0.0, 1.0, 1.5):
         with pytest.raises(lb.InvalidInputError, match="Need an integer n_boot >= 10 and 0 < level < 1"):
-            layer_spectra.spike_contrast_of_samples(x, ids, gamma, n_boot=10, level=level)
+            spectral_contrasts.spike_contrast_of_samples(x, ids, gamma, n_boot=10, level=level)
     with pytest.raises(lb.InvalidInputError, match="Need an integer n_boot >= 10"):
-        layer_spectra.spike_contrast_of_samples(x, ids, gamma, n_boot=10.0)
+        spectral_contrasts.spike_contrast_of_samples(x, ids, gamma, n_boot=10.0)
 
 
 def test_spike_contrast_is_that_of_the_capture_token_sample():
@@ -885,7 +892,7 @@ def test_spike_contrast_is_that_of_the_capture_token_sample():
         keep = ~np.isin(cap.vectors.positions, exclude)
         x = np.stack([np.asarray(cap.token_vectors(depth), dtype=np.float64)[keep] for depth in range(5)])
         ids = np.asarray(cap.vectors.prompt_ids)[keep]
-        got = layer_spectra.spike_contrast(cap, 0.42, 10, 0.9, 0.2, seed, exclude)
+        got = spectral_contrasts.spike_contrast(cap, 0.42, 10, 0.9, 0.2, seed, exclude)
         expected = _spike_contrast_by_hand(x, ids, np.arange(5) / 4, 0.42, 10, 0.9, 0.2, seed)
         assert (got.before, got.after) == (expected["before"], expected["after"])
         assert got.before_ci + got.after_ci == pytest.approx(
@@ -947,14 +954,14 @@ def _leaking_sink_capture(seed: int, class_code: bool) -> object:
 def test_standardised_contrasts_ignore_a_sink_leaking_by_position_and_see_class_codes(contrast):
     """The planted norm-growth family's artefact: standardising alone lets the growing position profile
     concentrate the correlation spectrum; with the profile removed the ratio is 1, and a class code still counts."""
-    measure = getattr(layer_spectra, contrast)
+    measure = getattr(spectral_contrasts, contrast)
     leak = _leaking_sink_capture(0, class_code=False)
     gamma = np.asarray(leak.gamma)
     keep = leak.vectors.positions > 0
     only_scaled = np.stack(
         [omega_standardise(np.asarray(leak.token_vectors(i), np.float64)[keep]) for i in range(len(gamma))]
     )
-    of_samples = getattr(layer_spectra, f"{contrast}_of_samples")
+    of_samples = getattr(spectral_contrasts, f"{contrast}_of_samples")
     assert of_samples(only_scaled, leak.vectors.prompt_ids[keep], gamma).ratio < 0.8  # the confound, shown
     clean = measure(leak, standardised=True)
     assert 0.93 < clean.ratio < 1.07 and clean.ci[0] < 1.0 < clean.ci[1]

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import latentbook as lb
-from latentbook.analysis import omega, synthetic
+from latentbook.analysis import bimodality, omega, omega_profiles, standardisation, synthetic
 
 # --- Omega and reference values --------------------------------------------------------------------------
 
@@ -62,7 +62,7 @@ def test_profile_draws_are_prompt_weighted_means_and_the_arms_are_stretched_by_t
     rng = np.random.default_rng(0)
     ids = np.repeat(np.arange(6), [1, 2, 3, 4, 5, 6]) + 10  # ids need not start at 0
     values = 0.25 + 0.05 * rng.normal(size=(2, len(ids))) + np.array([[0.0], [0.5]])  # inside [0, 1]
-    p = omega.profile(values, ids, n_boot=500, seed=3, level=0.9)
+    p = omega_profiles.profile(values, ids, n_boot=500, seed=3, level=0.9)
     weights = resampling.cluster_weights(np.random.default_rng(3), 6, 500)
     sums = np.stack([np.bincount(ids - 10, weights=v) for v in values])
     draws = (weights @ sums.T) / (weights @ np.bincount(ids - 10))[:, None]
@@ -76,7 +76,7 @@ def test_profile_draws_are_prompt_weighted_means_and_the_arms_are_stretched_by_t
     assert p.by == "prompt" and p.n_prompts == 6 and p.n_tokens == 21 and p.level == 0.9
     np.testing.assert_allclose(p.gamma, [0.0, 1.0])
     # by token: every token its own cluster, the t of n - 1 = 20 degrees of freedom
-    p = omega.profile(values, ids, by="token", n_boot=500, seed=3, level=0.9)
+    p = omega_profiles.profile(values, ids, by="token", n_boot=500, seed=3, level=0.9)
     weights = resampling.cluster_weights(np.random.default_rng(3), len(ids), 500)
     draws = weights @ values.T / len(ids)
     np.testing.assert_allclose(p.draws, draws, rtol=1e-12)
@@ -85,12 +85,14 @@ def test_profile_draws_are_prompt_weighted_means_and_the_arms_are_stretched_by_t
     np.testing.assert_allclose(p.low, m - stretch * (m - low), rtol=1e-12)
     np.testing.assert_allclose(p.high, m + stretch * (high - m), rtol=1e-12)
     assert p.by == "token" and p.n_prompts is None
-    assert omega.profile(values, n_boot=100).by == "token"  # no prompt ids: tokens
+    assert omega_profiles.profile(values, n_boot=100).by == "token"  # no prompt ids: tokens
     # the same seed gives the same draws, another seed others
     np.testing.assert_array_equal(
-        omega.profile(values, ids, seed=4).draws, omega.profile(values, ids, seed=4).draws
+        omega_profiles.profile(values, ids, seed=4).draws, omega_profiles.profile(values, ids, seed=4).draws
     )
-    assert not np.allclose(omega.profile(values, ids, seed=4).draws, omega.profile(values, ids, seed=5).draws)
+    assert not np.allclose(
+        omega_profiles.profile(values, ids, seed=4).draws, omega_profiles.profile(values, ids, seed=5).draws
+    )
 
 
 def test_profile_refuses_what_it_cannot_resample():
@@ -104,21 +106,21 @@ def test_profile_refuses_what_it_cannot_resample():
         ({"gamma": np.linspace(0, 1, 4)}, "one value per depth"),
     ):
         with pytest.raises(lb.errors.InvalidInputError, match=match):
-            omega.profile(values, ids, **kwargs)
-    omega.profile(values, ids, level=0.51, n_boot=100)  # the edges just inside are fine
+            omega_profiles.profile(values, ids, **kwargs)
+    omega_profiles.profile(values, ids, level=0.51, n_boot=100)  # the edges just inside are fine
     with pytest.raises(lb.errors.InvalidInputError, match="needs prompt_ids"):
-        omega.profile(values, by="prompt")
+        omega_profiles.profile(values, by="prompt")
     with pytest.raises(lb.errors.InvalidInputError, match="needs prompt_ids"):
-        omega.profile(values, ids[:-1], by="prompt")
+        omega_profiles.profile(values, ids[:-1], by="prompt")
     with pytest.raises(lb.errors.InvalidInputError, match="one prompt"):
-        omega.profile(values, np.zeros(10))
-    omega.profile(values, np.r_[np.zeros(9), 1.0])  # two prompts are enough
+        omega_profiles.profile(values, np.zeros(10))
+    omega_profiles.profile(values, np.r_[np.zeros(9), 1.0])  # two prompts are enough
     for bad in (np.zeros(10), np.zeros((3, 1))):
         with pytest.raises(lb.errors.InvalidInputError, match="n_depths, n_tokens"):
-            omega.profile(bad)
-    assert omega.profile(values[:, :2], n_boot=100).n_tokens == 2  # two tokens are enough
+            omega_profiles.profile(bad)
+    assert omega_profiles.profile(values[:, :2], n_boot=100).n_tokens == 2  # two tokens are enough
     with pytest.raises(lb.errors.InvalidInputError, match="Capture"):
-        omega.profile(values, drop_top_dims=1)
+        omega_profiles.profile(values, drop_top_dims=1)
 
 
 def _prompt_correlated_omega(n_prompts: int, per_prompt: int, means: np.ndarray, rho: float, seed: int):
@@ -136,11 +138,11 @@ def test_intervals_by_prompt_cover_the_truth_and_token_intervals_are_too_narrow(
     for seed in range(100):
         values, prompts = _prompt_correlated_omega(40, 20, means, rho=0.3, seed=seed)
         for by in covered:
-            p = omega.profile(values, prompts, by=by, n_boot=400, seed=seed)
+            p = omega_profiles.profile(values, prompts, by=by, n_boot=400, seed=seed)
             covered[by] += np.sum((p.low <= means) & (means <= p.high))
     assert covered["prompt"] / 300 >= 0.9
     assert covered["token"] / 300 < 0.7  # design effect 1 + 19 * 0.3: expected coverage ~ 0.55
-    p = omega.profile(values, prompts, n_boot=400)
+    p = omega_profiles.profile(values, prompts, n_boot=400)
     assert p.by == "prompt" and p.n_prompts == 40 and p.n_tokens == 800
     np.testing.assert_allclose(p.m, values.mean(1))
     np.testing.assert_allclose(p.gamma, [0.0, 0.5, 1.0])
@@ -152,14 +154,14 @@ def test_profile_of_a_capture_is_centred_on_the_exact_mean():
     cap = synthetic.as_capture(
         np.stack([c.x, np.abs(c.x) ** 3]), c.prompt_ids, c.positions, n_omega_samples=600
     )
-    p = omega.profile(cap, n_boot=300)
+    p = omega_profiles.profile(cap, n_boot=300)
     np.testing.assert_allclose(p.m, cap.omega_mean())
     assert np.all(p.low < p.m) and np.all(p.m < p.high)
     assert p.by == "prompt" and p.n_tokens == 600
     assert p.m[1] > p.m[0] + 0.1  # cubing makes the vectors sparser
-    assert omega.profile(cap, n_boot=300, drop_first=True).n_tokens < 600
+    assert omega_profiles.profile(cap, n_boot=300, drop_first=True).n_tokens < 600
     with pytest.raises(lb.errors.InvalidInputError, match="Capture"):
-        omega.profile(np.zeros((2, 10)), drop_first=True)
+        omega_profiles.profile(np.zeros((2, 10)), drop_first=True)
 
 
 # --- bimodality -------------------------------------------------------------------------------------------
@@ -170,38 +172,38 @@ def test_two_separated_modes_are_bimodal_by_all_three_tests():
     for weight in (0.5, 0.2):
         n_high = int(4000 * weight)
         values = np.r_[rng.normal(0.3, 0.03, 4000 - n_high), rng.normal(0.55, 0.03, n_high)]
-        result = omega.bimodality(values)
+        result = bimodality.bimodality(values)
         assert result.verdict == "bimodal", result
         assert all(result.votes.values())
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_a_single_gaussian_is_bimodal_by_none(seed):
-    result = omega.bimodality(np.random.default_rng(seed).normal(0.3, 0.05, 4000))
+    result = bimodality.bimodality(np.random.default_rng(seed).normal(0.3, 0.05, 4000))
     assert result.verdict == "unimodal" and not any(result.votes.values())
     assert result.coefficient == pytest.approx(1 / 3, abs=0.05)  # Sarle's BC of a Gaussian
 
 
 def test_a_skewed_unimodal_sample_is_not_called_bimodal():
     values = np.random.default_rng(5).gamma(2.0, 0.05, 4000)
-    result = omega.bimodality(values)
+    result = bimodality.bimodality(values)
     assert result.delta_bic > 10  # BIC alone would prefer two Gaussians
     assert not result.votes["mixture"] and result.verdict != "bimodal"
 
 
 def test_bimodality_refuses_tiny_samples_and_calls_a_point_mass_unimodal():
     with pytest.raises(lb.errors.InvalidInputError, match="at least 20"):
-        omega.bimodality(np.arange(5.0))
+        bimodality.bimodality(np.arange(5.0))
     with pytest.raises(lb.errors.InvalidInputError, match="one id per value"):
-        omega.bimodality(np.ones(50), prompt_ids=np.zeros(3))
+        bimodality.bimodality(np.ones(50), prompt_ids=np.zeros(3))
     # exact one-hot tokens share one Omega: one mode, no vote, and no number made up for the moments
-    point = omega.bimodality(
+    point = bimodality.bimodality(
         np.full(50, omega.reference_values(64)["one_hot"]), prompt_ids=np.arange(50) // 5
     )
     assert point.verdict == "unimodal" and not any(point.votes.values())
     assert (point.n, point.n_distinct, point.dip, point.dip_p) == (50, 1, 0.0, 1.0)
     assert np.isnan(point.coefficient) and np.isnan(point.delta_bic) and np.isnan(point.ashman_d)
-    assert omega.holm_adjusted([point, point])[0].verdict == "unimodal"
+    assert bimodality.holm_adjusted([point, point])[0].verdict == "unimodal"
 
 
 # --- bimodality at its decision boundaries -----------------------------------------------------------------
@@ -222,7 +224,7 @@ def test_sarles_coefficient_at_small_n_matches_a_hand_calculation():
     G1^2 = n(n-1)/(n-2)^2 m3^2/m2^3 = 8/49; G2 = (n-1)/((n-2)(n-3)) ((n+1) m4/m2^2 - 3(n-1)) = -8/35;
     BC = (G1^2 + 1) / (G2 + 3(n-1)^2/((n-2)(n-3))) = (57/49) / (-8/35 + 49/10) = 190/763."""
     x = np.array([0.0, 0, 0, 1, 1, 1, 1, 2])
-    assert omega.bimodality_coefficient(x) == pytest.approx(190 / 763, rel=1e-12)
+    assert bimodality.bimodality_coefficient(x) == pytest.approx(190 / 763, rel=1e-12)
     # without the sample-size correction the denominator is G2 + 3 (0.420) or the moments are biased (0.497)
     assert abs(190 / 763 - 57 / 49 / (-8 / 35 + 3)) > 0.15
     # a second sample, checked against the same formula in exact arithmetic
@@ -234,7 +236,7 @@ def test_sarles_coefficient_at_small_n_matches_a_hand_calculation():
     g1_squared = Fraction(n * (n - 1), (n - 2) ** 2) * m3**2 / m2**3
     g2 = Fraction(n - 1, (n - 2) * (n - 3)) * ((n + 1) * m4 / m2**2 - 3 * (n - 1))
     exact = (g1_squared + 1) / (g2 + Fraction(3 * (n - 1) ** 2, (n - 2) * (n - 3)))
-    assert omega.bimodality_coefficient(np.array(values, dtype=float)) == pytest.approx(
+    assert bimodality.bimodality_coefficient(np.array(values, dtype=float)) == pytest.approx(
         float(exact), rel=1e-12
     )
 
@@ -242,47 +244,49 @@ def test_sarles_coefficient_at_small_n_matches_a_hand_calculation():
 def test_a_minority_mode_the_dip_test_misses_gets_two_votes_and_is_inconclusive():
     """15 % of the mass 5 s.d. away: skewness lifts Sarle's coefficient and two Gaussians win by far, but the dip
     test (built for balanced modes) sees nothing. Two votes of three are not "bimodal"."""
-    b = omega.bimodality(_mixture_quantiles(400, 0.15, 5.0))
+    b = bimodality.bimodality(_mixture_quantiles(400, 0.15, 5.0))
     assert b.votes == {"coefficient": True, "dip": False, "mixture": True}
     assert b.verdict == "inconclusive"
-    assert b.coefficient > omega.BC_THRESHOLD + 0.05 and b.dip_p > 0.5  # measured: 0.659 and 0.71
+    assert b.coefficient > bimodality.BC_THRESHOLD + 0.05 and b.dip_p > 0.5  # measured: 0.659 and 0.71
     assert b.delta_bic > 100 and b.ashman_d > 4.5
 
 
 def test_balanced_modes_that_sarles_coefficient_misses_get_two_votes_and_are_inconclusive():
     """Two equal modes 3.5 s.d. apart: a clear dip and mixture, but excess kurtosis -1.1 leaves Sarle's
     coefficient below 5/9 (two modes need kurtosis below -1.2 to pass it when balanced)."""
-    b = omega.bimodality(_mixture_quantiles(400, 0.5, 3.5))
+    b = bimodality.bimodality(_mixture_quantiles(400, 0.5, 3.5))
     assert b.votes == {"coefficient": False, "dip": True, "mixture": True}
     assert b.verdict == "inconclusive"
-    assert 0.5 < b.coefficient < omega.BC_THRESHOLD and b.dip_p < 0.01  # measured: 0.533 and 0.004
+    assert 0.5 < b.coefficient < bimodality.BC_THRESHOLD and b.dip_p < 0.01  # measured: 0.533 and 0.004
 
 
 def test_the_bic_margin_decides_the_mixture_vote_of_separated_modes():
     """Two equal modes 3 s.d. apart (Ashman's D = 3 > 2): with 150 values two Gaussians beat one by a BIC of only
     4.4 (< 10, not "very strong"), so the mixture does not vote; with 300 by 21, and it does."""
-    few = omega.bimodality(_mixture_quantiles(150, 0.5, 3.0))
-    assert 0 < few.delta_bic < omega.BIC_MARGIN and few.ashman_d > omega.ASHMAN_D
+    few = bimodality.bimodality(_mixture_quantiles(150, 0.5, 3.0))
+    assert 0 < few.delta_bic < bimodality.BIC_MARGIN and few.ashman_d > bimodality.ASHMAN_D
     assert few.votes == {"coefficient": False, "dip": False, "mixture": False} and few.verdict == "unimodal"
-    many = omega.bimodality(_mixture_quantiles(300, 0.5, 3.0))
-    assert many.delta_bic > 2 * omega.BIC_MARGIN and many.ashman_d > omega.ASHMAN_D
+    many = bimodality.bimodality(_mixture_quantiles(300, 0.5, 3.0))
+    assert many.delta_bic > 2 * bimodality.BIC_MARGIN and many.ashman_d > bimodality.ASHMAN_D
     assert many.votes == {"coefficient": False, "dip": False, "mixture": True}
     assert many.verdict == "inconclusive"
 
 
 def test_holm_adjustment_can_take_the_dip_vote_away_and_leave_two_votes_inconclusive():
-    b = omega.bimodality(_mixture_quantiles(400, 0.15, 5.0))
+    b = bimodality.bimodality(_mixture_quantiles(400, 0.15, 5.0))
     results = [
         dataclasses.replace(b, dip_p=p, votes={**b.votes, "dip": True}, verdict="bimodal")
         for p in (0.03, 0.04)
     ]
-    adjusted = omega.holm_adjusted(results)  # Holm: 2 x 0.03 = 0.06, max(0.06, 0.04) = 0.06
+    adjusted = bimodality.holm_adjusted(results)  # Holm: 2 x 0.03 = 0.06, max(0.06, 0.04) = 0.06
     assert [r.dip_p for r in adjusted] == pytest.approx([0.06, 0.06])
     assert [r.verdict for r in adjusted] == ["inconclusive", "inconclusive"]
     assert all(r.votes == {"coefficient": True, "dip": False, "mixture": True} for r in adjusted)
-    strong = omega.holm_adjusted([dataclasses.replace(r, dip_p=0.001) for r in results])
+    strong = bimodality.holm_adjusted([dataclasses.replace(r, dip_p=0.001) for r in results])
     assert [r.verdict for r in strong] == ["bimodal", "bimodal"]
-    alone = omega.holm_adjusted([dataclasses.replace(results[0], votes={**b.votes, "coefficient": False})])
+    alone = bimodality.holm_adjusted(
+        [dataclasses.replace(results[0], votes={**b.votes, "coefficient": False})]
+    )
     assert alone[0].verdict == "inconclusive" and alone[0].votes["dip"]  # one test: p unchanged, 2 votes
 
 
@@ -310,7 +314,7 @@ def _sink_capture(seed: int = 7):
 
 def test_a_sink_token_bimodality_disappears_when_either_confound_is_removed():
     cap = _sink_capture()
-    table = omega.bimodality_checks(cap, 1, k=1).set_index("sample")
+    table = bimodality.bimodality_checks(cap, 1, k=1).set_index("sample")
     assert table.loc["all tokens", "verdict"] == "bimodal"
     assert table.loc["first position removed", "verdict"] == "unimodal"
     assert table.loc["top-1 dims removed", "verdict"] == "unimodal"
@@ -321,12 +325,12 @@ def test_a_sink_token_bimodality_disappears_when_either_confound_is_removed():
     assert (
         values.mean() == pytest.approx(omega.gaussian_omega(63), abs=0.005) and len(np.unique(prompts)) == 300
     )
-    assert omega.bimodality_checks(cap, 0, k=1)["verdict"].eq("unimodal").all()
+    assert bimodality.bimodality_checks(cap, 0, k=1)["verdict"].eq("unimodal").all()
 
 
 def test_distributions_are_densities_per_depth():
     cap = _sink_capture()
-    edges, density = omega.distributions(cap)
+    edges, density = omega_profiles.distributions(cap)
     assert density.shape == (2, len(edges) - 1)
     np.testing.assert_allclose((density * np.diff(edges)).sum(1), 1.0)
 
@@ -393,18 +397,18 @@ def test_hoyer_and_levels_across_widths():
 def test_holm_adjusts_like_its_definition():
     p = np.array([0.01, 0.04, 0.03, 0.2])
     # sorted 0.01, 0.03, 0.04, 0.2 -> 4*0.01, max(0.04, 3*0.03), max(0.09, 2*0.04), max(0.09, 0.2)
-    assert np.allclose(omega.holm(p), [0.04, 0.09, 0.09, 0.2])
+    assert np.allclose(bimodality.holm(p), [0.04, 0.09, 0.09, 0.2])
     with pytest.raises(lb.errors.InvalidInputError):
-        omega.holm(np.array([0.1, np.nan]))
+        bimodality.holm(np.array([0.1, np.nan]))
 
 
 def test_design_effect_of_prompt_offsets_and_of_independent_tokens():
     rng = np.random.default_rng(0)
     ids = np.repeat(np.arange(200), 20)
     independent = rng.standard_normal(len(ids))
-    assert omega.design_effect(independent, ids) == pytest.approx(1.0, abs=0.15)
+    assert bimodality.design_effect(independent, ids) == pytest.approx(1.0, abs=0.15)
     clustered = rng.standard_normal(200)[ids] * np.sqrt(0.3) + rng.standard_normal(len(ids)) * np.sqrt(0.7)
-    assert omega.design_effect(clustered, ids) == pytest.approx(1 + 19 * 0.3, rel=0.2)
+    assert bimodality.design_effect(clustered, ids) == pytest.approx(1 + 19 * 0.3, rel=0.2)
 
 
 def test_two_gaussians_finds_the_maximum_likelihood_of_sklearn():
@@ -413,7 +417,7 @@ def test_two_gaussians_finds_the_maximum_likelihood_of_sklearn():
     rng = np.random.default_rng(2)
     for shift in (0.5, 2.0, 5.0):
         x = np.r_[rng.normal(0, 1, 700), rng.normal(shift, 0.7, 300)]
-        score, mu, _ = omega.two_gaussians(x)
+        score, mu, _ = bimodality.two_gaussians(x)
         best = GaussianMixture(2, n_init=10, tol=1e-8, max_iter=2000, random_state=0).fit(x[:, None])
         assert score >= best.score(x[:, None]) - 1e-4
 
@@ -427,13 +431,13 @@ def test_prompt_clustering_stops_the_dip_test_from_finding_modes_in_prompt_offse
         rng = np.random.default_rng(seed)
         ids = np.repeat(np.arange(12), 150)
         values = 3.0 * rng.standard_normal(12)[ids] + rng.standard_normal(len(ids))
-        as_tokens = omega.bimodality(values)
+        as_tokens = bimodality.bimodality(values)
         naive += as_tokens.verdict != "unimodal"
         naive_dips += as_tokens.votes["dip"]
-        clustered += omega.bimodality(values, prompt_ids=ids).verdict != "unimodal"
+        clustered += bimodality.bimodality(values, prompt_ids=ids).verdict != "unimodal"
     assert naive >= 9 and naive_dips >= 2 and clustered <= 1  # measured: 11, 3 and 1 of 12
     values, ids = calibration.planted_omega_samples(np.random.default_rng(0), 48, 24, True, 5.0, 0.4)
-    b = omega.bimodality(values, prompt_ids=ids)
+    b = bimodality.bimodality(values, prompt_ids=ids)
     assert b.verdict == "bimodal" and b.n_effective < len(values)
 
 
@@ -465,7 +469,7 @@ def _null_capture():
 def test_null_profiles_against_known_answers():
     cap = _null_capture()
     g = omega.gaussian_omega(64)
-    table = omega.null_profiles(cap)
+    table = omega_profiles.null_profiles(cap)
     assert list(table.columns) == [
         "gamma",
         "sample",
@@ -508,14 +512,14 @@ def test_null_profiles_against_known_answers():
     assert scale["scale"] == pytest.approx(scale["sample"] - g, abs=0.01) and scale["scale"] > 0.3
     assert abs(one_hot["scale"]) < 0.1 and one_hot["sparsity"] > 0.25 and one_hot["structure"] > 0.1
     # without the first position the sink is gone: every null is the Gaussian value, share a ratio of noise
-    first = omega.null_profiles(cap, drop_first=True)
+    first = omega_profiles.null_profiles(cap, drop_first=True)
     keep = cap.vectors.positions > 0
     x = cap.token_vectors(3).astype(np.float64)[keep]
     assert first["sample"][3] == pytest.approx(omega.omega(x).mean(), rel=1e-12)
     for column in ("sample", "permutation", "gaussian"):
         assert first[column][3] == pytest.approx(g, abs=0.005)
     # seeded: the same seed gives the same table, another seed other nulls
-    again, other = omega.null_profiles(cap), omega.null_profiles(cap, seed=1)
+    again, other = omega_profiles.null_profiles(cap), omega_profiles.null_profiles(cap, seed=1)
     assert again.equals(table)
     assert not np.allclose(other["permutation"], table["permutation"])
     assert not np.allclose(other["gaussian"], table["gaussian"])
@@ -524,7 +528,7 @@ def test_null_profiles_against_known_answers():
 
 def test_excess_profile_is_zero_without_structure_within_tokens():
     cap = _null_capture()
-    p = omega.excess_profile(cap, n_boot=200)
+    p = omega_profiles.excess_profile(cap, n_boot=200)
     assert p.by == "prompt" and p.n_prompts == 200 and p.n_tokens == 1600 and p.level == 0.95
     assert p.draws.shape == (200, 4)
     np.testing.assert_allclose(p.gamma, cap.gamma)
@@ -534,16 +538,16 @@ def test_excess_profile_is_zero_without_structure_within_tokens():
     assert np.all(p.low <= p.m) and np.all(p.m <= p.high)
     # removing either confound of the sink removes its excess (and changes nothing at the scale depth)
     for kwargs in ({"drop_first": True}, {"drop_top_dims": 2}):
-        cleaned = omega.excess_profile(cap, n_boot=200, **kwargs)
+        cleaned = omega_profiles.excess_profile(cap, n_boot=200, **kwargs)
         assert abs(cleaned.m[3]) < 0.003 and cleaned.low[3] <= 0.0 <= cleaned.high[3], kwargs
         assert cleaned.m[2] > 0.2
-    assert omega.excess_profile(cap, n_boot=200, drop_first=True).n_tokens == 1400
+    assert omega_profiles.excess_profile(cap, n_boot=200, drop_first=True).n_tokens == 1400
     # the level, the draws and the seed are passed on to the profile
-    narrow = omega.excess_profile(cap, n_boot=300, level=0.6)
+    narrow = omega_profiles.excess_profile(cap, n_boot=300, level=0.6)
     assert narrow.level == 0.6 and narrow.draws.shape == (300, 4)
     assert np.all(narrow.high - narrow.low < p.high - p.low)
-    np.testing.assert_array_equal(omega.excess_profile(cap, n_boot=200).m, p.m)
-    other = omega.excess_profile(cap, n_boot=200, seed=1)
+    np.testing.assert_array_equal(omega_profiles.excess_profile(cap, n_boot=200).m, p.m)
+    other = omega_profiles.excess_profile(cap, n_boot=200, seed=1)
     assert not np.allclose(other.m, p.m) and not np.allclose(other.draws, p.draws)
 
 
@@ -635,13 +639,13 @@ def test_gaussian_null_of_two_tokens_is_exactly_on_their_line():
 
 
 def test_holm_edges_and_refusals():
-    assert omega.holm(np.array([])).size == 0
-    assert omega.holm(np.array([0.3]))[0] == 0.3  # one test: unchanged
-    np.testing.assert_allclose(omega.holm(np.array([0.6, 0.5])), [1.0, 1.0])  # capped at 1
-    np.testing.assert_allclose(omega.holm(np.array([0.0, 1.0])), [0.0, 1.0])  # both ends allowed
+    assert bimodality.holm(np.array([])).size == 0
+    assert bimodality.holm(np.array([0.3]))[0] == 0.3  # one test: unchanged
+    np.testing.assert_allclose(bimodality.holm(np.array([0.6, 0.5])), [1.0, 1.0])  # capped at 1
+    np.testing.assert_allclose(bimodality.holm(np.array([0.0, 1.0])), [0.0, 1.0])  # both ends allowed
     for bad in ([-0.1, 0.5], [0.5, 1.1]):
         with pytest.raises(lb.errors.InvalidInputError, match="lie in"):
-            omega.holm(np.array(bad))
+            bimodality.holm(np.array(bad))
 
 
 def test_design_effect_by_hand_and_at_its_edges():
@@ -651,36 +655,40 @@ def test_design_effect_by_hand_and_at_its_edges():
     deff = 1 + (14/6 - 1) rho = 1 + (4/3)(27/203) = 239/203."""
     x = np.array([0.0, 1.0, 3.0, 2.0, 2.0, 5.0])
     ids = np.array([7, 8, 8, 9, 9, 9])
-    assert omega.design_effect(x, ids) == pytest.approx(239 / 203, rel=1e-12)
-    assert omega.design_effect(x, np.zeros(6)) == 1.0  # one prompt: no clustering to correct
-    assert omega.design_effect(x, np.arange(6)) == 1.0  # a prompt per token
+    assert bimodality.design_effect(x, ids) == pytest.approx(239 / 203, rel=1e-12)
+    assert bimodality.design_effect(x, np.zeros(6)) == 1.0  # one prompt: no clustering to correct
+    assert bimodality.design_effect(x, np.arange(6)) == 1.0  # a prompt per token
     assert (
-        omega.design_effect(np.array([0.0, 0.0, 1.0, 1.0]), np.array([0, 1, 0, 1])) == 1.0
+        bimodality.design_effect(np.array([0.0, 0.0, 1.0, 1.0]), np.array([0, 1, 0, 1])) == 1.0
     )  # rho < 0: floored
-    assert omega.design_effect(np.ones(4), np.array([0, 0, 1, 1])) == 1.0  # no variance at all
-    assert omega.design_effect(np.array([0.0, 0.0, 1.0, 1.0]), np.array([0, 0, 1, 1])) == pytest.approx(2.0)
+    assert bimodality.design_effect(np.ones(4), np.array([0, 0, 1, 1])) == 1.0  # no variance at all
+    assert bimodality.design_effect(np.array([0.0, 0.0, 1.0, 1.0]), np.array([0, 0, 1, 1])) == pytest.approx(
+        2.0
+    )
 
 
 def test_bimodality_uses_the_effective_size_and_refuses_bad_samples():
     rng = np.random.default_rng(8)
     ids = np.repeat(np.arange(40), 10)
     values = rng.standard_normal(40)[ids] + 0.5 * rng.standard_normal(400)
-    deff = omega.design_effect(values, ids)
-    b = omega.bimodality(values, prompt_ids=ids)
+    deff = bimodality.design_effect(values, ids)
+    b = bimodality.bimodality(values, prompt_ids=ids)
     assert b.n_effective == pytest.approx(400 / deff) and deff > 3
-    assert (b.dip, b.dip_p) == pytest.approx(omega.dip_test(values, 400 / deff))
-    assert (b.delta_bic, b.ashman_d) == pytest.approx(omega.mixture_comparison(values, 400 / deff))
+    assert (b.dip, b.dip_p) == pytest.approx(bimodality.dip_test(values, 400 / deff))
+    assert (b.delta_bic, b.ashman_d) == pytest.approx(bimodality.mixture_comparison(values, 400 / deff))
     assert b.n == 400 and b.n_distinct == 400
-    plain = omega.bimodality(values)
-    assert plain.n_effective == 400.0 and (plain.dip, plain.dip_p) == pytest.approx(omega.dip_test(values))
+    plain = bimodality.bimodality(values)
+    assert plain.n_effective == 400.0 and (plain.dip, plain.dip_p) == pytest.approx(
+        bimodality.dip_test(values)
+    )
     assert plain.dip_p < b.dip_p  # fewer independent values: a weaker test
     with pytest.raises(lb.errors.InvalidInputError, match="one id per value"):
-        omega.bimodality(values, prompt_ids=ids[:-1])
+        bimodality.bimodality(values, prompt_ids=ids[:-1])
     bad = values.copy()
     bad[3] = np.nan
     with pytest.raises(lb.errors.InvalidInputError, match="at least 20 finite"):
-        omega.bimodality(bad)
-    assert omega.bimodality(values[:20]).n == 20  # 20 values are enough
+        bimodality.bimodality(bad)
+    assert bimodality.bimodality(values[:20]).n == 20  # 20 values are enough
 
 
 def test_mixture_comparison_by_hand_of_two_point_clusters():
@@ -690,7 +698,7 @@ def test_mixture_comparison_by_hand_of_two_point_clusters():
     rng = np.random.default_rng(0)
     x = np.r_[-1 + 0.1 * rng.standard_normal(500), 1 + 0.1 * rng.standard_normal(500)]
     one = -0.5 * (np.log(2 * np.pi * x.var()) + 1.0)
-    two, mu, var = omega.two_gaussians(x)
+    two, mu, var = bimodality.two_gaussians(x)
     np.testing.assert_allclose(np.sort(mu), [x[:500].mean(), x[500:].mean()], atol=1e-3)
     np.testing.assert_allclose(var[np.argsort(mu)], [x[:500].var(), x[500:].var()], rtol=0.05)
     # the exact log-likelihood of the fitted mixture, recomputed by hand
@@ -699,27 +707,27 @@ def test_mixture_comparison_by_hand_of_two_point_clusters():
     share = np.array([0.5, 0.5])
     density = sum(w * norm.pdf(x, m, np.sqrt(v)) for w, m, v in zip(share, mu, var))
     assert two == pytest.approx(np.log(density).mean(), abs=1e-3)
-    delta, ashman = omega.mixture_comparison(x)
+    delta, ashman = bimodality.mixture_comparison(x)
     assert delta == pytest.approx(2 * 1000 * (two - one) - 3 * np.log(1000), rel=1e-9)
     assert ashman == pytest.approx(np.sqrt(2) * abs(mu[0] - mu[1]) / np.sqrt(var.sum()), rel=1e-12)
-    half, _ = omega.mixture_comparison(x, n_effective=500)
+    half, _ = bimodality.mixture_comparison(x, n_effective=500)
     assert half == pytest.approx(2 * 500 * (two - one) - 3 * np.log(500), rel=1e-9)
 
 
 def test_the_dip_vote_is_strictly_below_its_level():
-    b = omega.bimodality(_mixture_quantiles(400, 0.5, 3.5))  # dip p ~ 0.004
-    assert not omega.bimodality(_mixture_quantiles(400, 0.5, 3.5), dip_alpha=b.dip_p).votes["dip"]
-    assert omega.bimodality(_mixture_quantiles(400, 0.5, 3.5), dip_alpha=b.dip_p * 1.01).votes["dip"]
+    b = bimodality.bimodality(_mixture_quantiles(400, 0.5, 3.5))  # dip p ~ 0.004
+    assert not bimodality.bimodality(_mixture_quantiles(400, 0.5, 3.5), dip_alpha=b.dip_p).votes["dip"]
+    assert bimodality.bimodality(_mixture_quantiles(400, 0.5, 3.5), dip_alpha=b.dip_p * 1.01).votes["dip"]
     at = dataclasses.replace(b, dip_p=0.05)
-    assert not omega.holm_adjusted([at])[0].votes["dip"]  # p = alpha: no vote
-    assert omega.holm_adjusted([at], alpha=0.06)[0].votes["dip"]
-    assert omega.holm_adjusted([dataclasses.replace(b, dip_p=0.049)])[0].votes["dip"]
-    assert omega.holm_adjusted([]) == []
+    assert not bimodality.holm_adjusted([at])[0].votes["dip"]  # p = alpha: no vote
+    assert bimodality.holm_adjusted([at], alpha=0.06)[0].votes["dip"]
+    assert bimodality.holm_adjusted([dataclasses.replace(b, dip_p=0.049)])[0].votes["dip"]
+    assert bimodality.holm_adjusted([]) == []
 
 
 def test_bimodality_checks_table_is_the_samples_and_their_tests():
     cap = _sink_capture()
-    table = omega.bimodality_checks(cap, 1, k=1)
+    table = bimodality.bimodality_checks(cap, 1, k=1)
     assert list(table["sample"]) == [
         "all tokens",
         "first position removed",
@@ -729,7 +737,7 @@ def test_bimodality_checks_table_is_the_samples_and_their_tests():
     cases = [(0, False), (0, True), (1, False), (1, True)]
     for row, (k, first) in zip(table.to_dict("records"), cases):
         values, prompts = omega.samples(cap, 1, k, first)
-        b = omega.bimodality(values, prompt_ids=prompts)
+        b = bimodality.bimodality(values, prompt_ids=prompts)
         assert row["n"] == b.n == len(values) and row["n_distinct"] == b.n_distinct
         assert row["n_prompts"] == len(np.unique(prompts)) == 300
         assert row["mean"] == pytest.approx(float(values.mean()), rel=1e-12)
@@ -779,7 +787,7 @@ def test_standardised_omega_sees_sparse_codes_and_not_coordinate_scales():
     levels = {}
     for kind in ("none", "sparse", "massive", "rogue", "rotated"):
         x, _ = _token_codes(kind)
-        raw, z = float(omega.omega(x).mean()), float(omega.omega(omega.standardise(x)).mean())
+        raw, z = float(omega.omega(x).mean()), float(omega.omega(standardisation.standardise(x)).mean())
         levels[kind] = (raw, z)
     # raw Omega rises with a massive or rogue coordinate as much as with sparse codes ...
     assert levels["massive"][0] > levels["none"][0] + 0.2 and levels["rogue"][0] > levels["none"][0] + 0.1
@@ -796,10 +804,10 @@ def test_robust_standardise_sees_class_codes_that_the_standard_deviation_squeeze
     robust = {}
     for kind in ("none", "sparse", "class", "massive", "rogue", "rotated"):
         x, _ = _token_codes(kind)
-        robust[kind] = float(omega.omega(omega.robust_standardise(x)).mean())
+        robust[kind] = float(omega.omega(standardisation.robust_standardise(x)).mean())
     # a code shared by a sixth of the tokens: the SD makes each code coordinate two-valued, of order 1 ...
     x, _ = _token_codes("class")
-    assert float(omega.omega(omega.standardise(x)).mean()) < g + 0.025
+    assert float(omega.omega(standardisation.standardise(x)).mean()) < g + 0.025
     # ... the median and MAD of the typical token leave it large where the class writes it
     assert robust["class"] > g + 0.05 and robust["sparse"] > g + 0.08
     for kind in ("none", "massive", "rogue", "rotated"):
@@ -811,10 +819,10 @@ def test_robust_standardise_uses_the_median_and_mad_and_falls_back_to_the_sd():
     x = rng.standard_normal((401, 5)) * [1, 2, 3, 4, 5] + [10, -3, 0, 0, 1e6]
     x[:, 2] = 7.0  # constant: 0, never divided by 0
     x[:, 3] = np.where(np.arange(401) < 300, 0.0, rng.standard_normal(401))  # MAD 0: the SD scales it
-    z = omega.robust_standardise(x)
+    z = standardisation.robust_standardise(x)
     for i in (0, 1, 4):
         centred = x[:, i] - np.median(x[:, i])
-        mad = np.median(np.abs(centred)) * omega.MAD_TO_SD
+        mad = np.median(np.abs(centred)) * standardisation.MAD_TO_SD
         np.testing.assert_allclose(z[:, i], centred / mad, rtol=1e-12)
         assert np.median(z[:, i]) == pytest.approx(0.0, abs=1e-12)
         assert z[:, i].std() == pytest.approx(1.0, abs=0.12)  # the MAD of a Gaussian, scaled, is its SD
@@ -822,25 +830,25 @@ def test_robust_standardise_uses_the_median_and_mad_and_falls_back_to_the_sd():
     np.testing.assert_allclose(z[:, 3], x[:, 3] / x[:, 3].std(), rtol=1e-12)
     y = x.copy()
     y[:, 0] = 1e4 * y[:, 0] - 5  # invariant to a coordinate's scale and offset
-    np.testing.assert_allclose(omega.robust_standardise(y), z, atol=1e-8)
+    np.testing.assert_allclose(standardisation.robust_standardise(y), z, atol=1e-8)
     with pytest.raises(lb.errors.InvalidInputError):
-        omega.robust_standardise(np.ones(5))
+        standardisation.robust_standardise(np.ones(5))
 
 
 def test_standardise_centres_and_scales_each_coordinate():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((50, 6)) * [1, 2, 3, 4, 5, 6] + [10, -3, 0, 0, 0, 1e6]
     x[:, 4] = 7.0  # constant: set to 0, never divided by 0
-    z = omega.standardise(x)
+    z = standardisation.standardise(x)
     np.testing.assert_allclose(z.mean(0), 0, atol=1e-9)
     np.testing.assert_allclose(z[:, [0, 1, 2, 3, 5]].std(0), 1, rtol=1e-9)
     assert np.all(z[:, 4] == 0)
     # invariant to a coordinate's scale and offset: a massive coordinate is an ordinary one
     y = x.copy()
     y[:, 0] = 1e4 * y[:, 0] - 5
-    np.testing.assert_allclose(omega.standardise(y), z, atol=1e-8)
+    np.testing.assert_allclose(standardisation.standardise(y), z, atol=1e-8)
     with pytest.raises(lb.errors.InvalidInputError):
-        omega.standardise(np.ones(5))
+        standardisation.standardise(np.ones(5))
 
 
 def test_standardised_profile_resamples_prompts_and_drops_the_confounds():
@@ -852,16 +860,18 @@ def test_standardised_profile_resamples_prompts_and_drops_the_confounds():
     states = np.stack(depths)
     states[:, positions == 0, 11] += 500.0  # a sink coordinate on the first token
     cap = synthetic.as_capture(states, ids, positions, n_vectors=1000)
-    prof = omega.standardised_profile(cap, n_boot=200)
+    prof = omega_profiles.standardised_profile(cap, n_boot=200)
     keep = cap.vectors.positions >= 0
     expected = [
-        omega.omega(omega.robust_standardise(cap.token_vectors(layer)[keep].astype(np.float64))).mean()
+        omega.omega(
+            standardisation.robust_standardise(cap.token_vectors(layer)[keep].astype(np.float64))
+        ).mean()
         for layer in cap.depths.tolist()
     ]
     np.testing.assert_allclose(prof.m, expected, rtol=1e-12)
     assert prof.n_prompts == 100 and np.all(prof.low <= prof.m) and np.all(prof.m <= prof.high)
     assert prof.m[2] > prof.m[1] + 0.08 and prof.low[2] > prof.high[1]
-    clean = omega.standardised_profile(cap, n_boot=200, drop_first=True, drop_top_dims=2)
+    clean = omega_profiles.standardised_profile(cap, n_boot=200, drop_first=True, drop_top_dims=2)
     assert clean.n_tokens == 900
     # the sink lifts the first position's Omega: dropping it lowers m at the Gaussian depths
     assert clean.m[0] < prof.m[0]

@@ -10,7 +10,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import latentbook as lb  # noqa: E402
-from latentbook.analysis import layer_spectra, spectra, synthetic  # noqa: E402
+from latentbook.analysis import bulk_fit, layer_spectra, synthetic  # noqa: E402
 from latentbook.view import spectra_plots  # noqa: E402
 
 
@@ -18,7 +18,7 @@ from latentbook.view import spectra_plots  # noqa: E402
 def test_esd_against_mp_draws_the_law_over_the_histogram(log):
     x = synthetic.gaussian(800, 200, seed=0)
     lam = layer_spectra.sample_eigvals(x)
-    fit = spectra.mp_fit(lam, 799)
+    fit = bulk_fit.mp_fit(lam, 799)
     ax = spectra_plots.esd_against_mp(lam, fit, label="noise", log=log)
     assert ax.get_xlabel() and ax.get_ylabel()
     law = ax.get_lines()[0]

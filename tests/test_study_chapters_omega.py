@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from latentbook.analysis import confounds, omega, synthetic, transition
-from latentbook.analysis.omega import Profile
+from latentbook.analysis import bimodality, confounds, omega, synthetic, transition
+from latentbook.analysis.omega_profiles import Profile
 from latentbook.analysis.transition import Transition
 from latentbook.study.chapters import glue_keys
 from latentbook.study.chapters import omega as tables
@@ -170,7 +170,9 @@ def test_bimodality_verdicts_counts_and_glue(mixed):
     assert verdicts.loc[verdicts["capture"] == "random:m-1", "verdict, confounds removed"].isna().all()
     cap = mixed["m-1"]
     values, ids = omega.samples(cap, 1, drop_top_dims=4, drop_first=True)
-    assert trained.loc[1, "verdict, confounds removed"] == omega.bimodality(values, prompt_ids=ids).verdict
+    assert (
+        trained.loc[1, "verdict, confounds removed"] == bimodality.bimodality(values, prompt_ids=ids).verdict
+    )
 
     counts = tables.bimodality_counts(verdicts, ["random:m-1", "m-1"])
     assert list(counts.index) == ["random:m-1", "m-1"]

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from latentbook.analysis import layer_spectra, spectra, synthetic
-from latentbook.analysis.layer_spectra import Contrast
+from latentbook.analysis import bulk_fit, layer_spectra, synthetic
+from latentbook.analysis.spectral_contrasts import Contrast
 from latentbook.study.chapters import glue_keys
 from latentbook.study.chapters import spectra as tables
 
@@ -44,7 +44,7 @@ def test_depth_spectrum_leaves_the_sink_out_and_fits_the_planted_spikes(planted)
     assert sample.n == N_PROMPTS * (PER_PROMPT - 1) and not (sample.positions == 0).any()
     np.testing.assert_allclose(eigvals, np.linalg.eigvalsh(np.cov(sample.x, rowvar=False, bias=True))[::-1])
     assert fit.n_spikes == 3
-    assert fit.n_spikes == spectra.mp_fit(eigvals, sample.n - 1).n_spikes
+    assert fit.n_spikes == bulk_fit.mp_fit(eigvals, sample.n - 1).n_spikes
 
 
 def test_mid_depth_table_reads_each_capture_and_its_noise_reference(planted):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import latentbook as lb
-from latentbook.analysis import calibration, omega, transition
+from latentbook.analysis import calibration, omega_profiles, transition
 
 BACKGROUNDS = calibration.BACKGROUNDS
 
@@ -152,7 +152,7 @@ def test_a_capture_is_fitted_with_prompt_bootstrap_draws():
     cap = lb.synthetic.as_capture(states, prompt_ids=ids, positions=np.tile(np.arange(per_prompt), n_prompts))
     t = transition.critical_depth(cap, n_boot=30)  # the profile's draws: at least 100
     assert t.ci_method == "prompt bootstrap + misfit"
-    prof = omega.profile(cap, n_boot=100, seed=0)
+    prof = omega_profiles.profile(cap, n_boot=100, seed=0)
     same = transition.critical_depth(prof.gamma, prof.m, draws=prof.draws, n_boot=30)
     assert (t.gamma_c, t.ci, t.amplitude_ci) == (same.gamma_c, same.ci, same.amplitude_ci)
     summary = types.SimpleNamespace(gamma=cap.gamma, omega_mean=cap.omega_mean)  # m alone, no token samples
@@ -548,7 +548,7 @@ def test_a_capture_is_resampled_with_the_callers_seed():
     states[7:, :, :2] *= 6.0
     cap = lb.synthetic.as_capture(states, prompt_ids=ids, positions=np.tile(np.arange(per_prompt), n_prompts))
     t = transition.critical_depth(cap, n_boot=30, seed=3)
-    prof = omega.profile(cap, n_boot=100, seed=3)
+    prof = omega_profiles.profile(cap, n_boot=100, seed=3)
     same = transition.critical_depth(prof.gamma, prof.m, draws=prof.draws, n_boot=30, seed=3)
     assert (t.gamma_c, t.ci, t.amplitude_ci) == (same.gamma_c, same.ci, same.amplitude_ci)
 

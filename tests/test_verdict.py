@@ -12,7 +12,16 @@ import pandas as pd
 import pytest
 
 import latentbook as lb
-from latentbook.analysis import calibration, layer_spectra, omega, synthetic, tco, transition, verdict
+from latentbook.analysis import (
+    bimodality,
+    calibration,
+    omega,
+    spectral_contrasts,
+    synthetic,
+    tco,
+    transition,
+    verdict,
+)
 from latentbook.ladder import report
 from latentbook.study import ladder_rows, paths, rows
 from latentbook.study import verdict as study_verdict
@@ -116,7 +125,7 @@ def test_liquid_criterion_maps_the_paper_threshold_to_each_width():
 def _depths(bimodal: bool, n_depths: int = 4, seed: int = 0) -> list:
     rng = np.random.default_rng(seed)
     samples = [calibration.planted_omega_samples(rng, 48, 24, bimodal, 5.0, 0.4) for _ in range(n_depths)]
-    return [omega.bimodality(values, prompt_ids=ids) for values, ids in samples]
+    return [bimodality.bimodality(values, prompt_ids=ids) for values, ids in samples]
 
 
 def test_bimodality_criterion_needs_modes_beyond_both_nulls_and_none_in_the_twin():
@@ -134,7 +143,7 @@ def test_bimodality_criterion_needs_modes_beyond_both_nulls_and_none_in_the_twin
 
 def _spikes(before, after, settled=True, half=1.0, difference=None):
     difference = (after - before - half, after - before + half) if difference is None else difference
-    return layer_spectra.SpikeContrast(
+    return spectral_contrasts.SpikeContrast(
         before,
         after,
         (before - half, before + half),
@@ -168,7 +177,7 @@ def test_spikes_criterion_never_judges_an_unsettled_count():
 
 def test_concentration_and_contraction_criteria():
     def contrast(ratio, low, high):
-        return layer_spectra.Contrast(ratio, (low, high), 0.42, 4, 5, 0.95)
+        return spectral_contrasts.Contrast(ratio, (low, high), 0.42, 4, 5, 0.95)
 
     assert verdict.judge_concentration(contrast(0.5, 0.4, 0.6))[0] == "holds"
     assert verdict.judge_concentration(contrast(0.95, 0.85, 1.05))[0] == "inconclusive"  # straddles 0.9

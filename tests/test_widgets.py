@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import latentbook as lb
-from latentbook.analysis import classes, spectra, synthetic
+from latentbook.analysis import bulk_fit, classes, synthetic
 from latentbook.capturing.cache import book_capture_path
 from latentbook.errors import InvalidInputError
 from latentbook.view import explorer as ex
@@ -78,7 +78,7 @@ def test_spectrum_panel_of_gaussian_data_matches_mp_and_finds_planted_spikes():
     planted = synthetic.spiked_covariance(n, d, spikes=[30.0, 20.0, 10.0], seed=2)
     lam = np.linalg.eigvalsh(np.cov(planted.x, rowvar=False))
     _, _, spikes = panels.spectrum_panel(lam, n)
-    fit = spectra.mp_fit(lam, n)
+    fit = bulk_fit.mp_fit(lam, n)
     assert len(spikes["x"]) == fit.n_spikes == 3
     assert sorted(spikes["x"]) == pytest.approx(sorted(np.log10(fit.spikes)), abs=1e-3)
 

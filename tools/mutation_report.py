@@ -28,10 +28,16 @@ WORK, RESULTS = ROOT / "_build" / "mutation", ROOT / "results" / "bench" / "muta
 REPORT = ROOT / "results" / "bench" / "mutation.md"
 TARGET = 0.85  # issue #20: at least 85 % killed on every estimator module
 # the estimator modules of the analysis wing
-NAMES = "thermo omega transition spectra layer_spectra cooling flow classes confounds resampling contraction"
+NAMES = (
+    "thermo omega transition mp_law bulk_fit ranks spectra layer_spectra cooling flow classes confounds resampling"
+    " contraction"
+)
 EXTRA_TESTS = {"thermo": ("tests/test_thermo_rows.py",)}
+OWN_TESTS = {
+    m: "tests/test_spectra.py" for m in ("mp_law", "bulk_fit", "ranks")
+}  # the spectra modules' tests
 MODULES = {
-    m: (f"src/latentbook/analysis/{m}.py", (f"tests/test_{m}.py", *EXTRA_TESTS.get(m, ())))
+    m: (f"src/latentbook/analysis/{m}.py", (OWN_TESTS.get(m, f"tests/test_{m}.py"), *EXTRA_TESTS.get(m, ())))
     for m in NAMES.split()
 }
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}

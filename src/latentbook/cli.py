@@ -189,7 +189,27 @@ def _parser() -> argparse.ArgumentParser:
 
 def read_prompts(spec: str, limit: int | None = None) -> list[str]:
     """A shipped prompt set by name, or a file (``prompts.files.read_prompt_file``: JSON lines, a JSON array, or
-    one prompt per line)."""
+    one prompt per line).
+
+    Parameters
+    ----------
+    spec : str
+        The value of ``--prompts``: the name of a shipped set (``lb.prompts.names()``), else the path of a file.
+    limit : int, optional
+        The value of ``--max-prompts``: keep only the first ``limit`` prompts (a positive integer); None keeps
+        them all.
+
+    Returns
+    -------
+    list of str
+        The prompts, in the set's or the file's order.
+
+    Raises
+    ------
+    InvalidInputError
+        For a ``limit`` that is not a positive integer, a ``spec`` that is neither a shipped set nor a file, or
+        a file that is malformed in its format (``prompts.files.read_prompt_file`` says where).
+    """
     from . import prompts as prompt_sets
     from .prompts.files import read_prompt_file
 
@@ -205,6 +225,32 @@ def read_prompts(spec: str, limit: int | None = None) -> list[str]:
 
 
 def _capture(args: argparse.Namespace) -> None:
+    """``latentbook capture``: check the prompts, the settings, the depths and ``--out`` first (a mistake costs a
+    second, not a model load), then load the model, capture with checkpoints and save the capture to ``--out``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``latentbook capture`` (``model``, ``prompts``, ``out``, ``max_prompts``,
+        ``batch_size``, ``max_length``, ``resume``, ``force``, ``distributed``, ``depths``, ...; see
+        ``latentbook capture -h``).
+
+    Returns
+    -------
+    None
+        The capture is written to ``--out`` (by the main process under ``torchrun``), which prints one line
+        with its tokens, model and depths; the checkpoint is removed once the capture is on disk.
+
+    Raises
+    ------
+    InvalidInputError
+        For prompts or settings that cannot give a capture, or a checkpoint left at ``OUT.partial`` without
+        ``--resume``.
+    OutputExistsError
+        For an ``--out`` that already holds a file, without ``--force``.
+    CheckpointMismatchError
+        For ``--resume`` of a checkpoint written with other prompts or settings.
+    """
     from .capturing import capture
     from .capturing import distributed as dist
     from .capturing.capture import _check_depths_from_config, check_prompts, check_settings, parse_depths
@@ -382,6 +428,29 @@ def _check_csv_path(path: Path, force: bool) -> None:
 
 
 def _report(args: argparse.Namespace) -> None:
+    """``latentbook report``: print what a capture holds and means (``study.report.capture_report``), and with
+    ``--plot`` write its figure.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``latentbook report``: ``path`` (the capture), ``plot`` (a .png path or None),
+        ``force``, ``twin`` (a capture of the random-weight twin or None) and ``no_verdict``.
+
+    Returns
+    -------
+    None
+        The report is printed to stdout (and the figure's path, with ``--plot``).
+
+    Raises
+    ------
+    CaptureFileError
+        For a capture (or twin) file that is missing, damaged or not a capture.
+    InvalidInputError
+        For a ``--twin`` of another architecture, or a ``--plot`` path that is not a writable ``.png`` file.
+    OutputExistsError
+        For a ``--plot`` file that already exists, without ``--force``.
+    """
     from .capturing import load_capture
     from .study.report import capture_report, results_label
     from .view.report_figure import check_plot_path, write_report_figure
@@ -399,6 +468,25 @@ def _report(args: argparse.Namespace) -> None:
 
 
 def _plan(args: argparse.Namespace) -> None:
+    """``latentbook plan``: the memory a capture needs per device, from the model's config alone
+    (``capturing.plan.make_plan``); no weights are read.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``latentbook plan``: ``model``, ``gpus``, ``gpu_mem``, ``depths``, ``batch_size``,
+        ``max_length``, ``dtype``, ``precision`` and ``attention``.
+
+    Returns
+    -------
+    None
+        The plan is printed to stdout.
+
+    Raises
+    ------
+    InvalidInputError
+        For settings out of range (GPUs, memory, dtype, lengths, depths).
+    """
     from .capturing.plan import make_plan
 
     plan = make_plan(
@@ -416,6 +504,28 @@ def _plan(args: argparse.Namespace) -> None:
 
 
 def _verdict(args: argparse.Namespace) -> None:
+    """``latentbook verdict``: judge every claim on the book's cached captures and the results folder
+    (``study.verdict.verdict_table``), print the table and, with ``--csv``, write it.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``latentbook verdict``: ``results`` (a folder, or None for the repository's
+        ``results/``), ``csv`` (a path or None), ``force``, ``no_book`` and ``capture_missing``.
+
+    Returns
+    -------
+    None
+        The table (claim, model, estimate, verdict) is printed to stdout; skipped runs and rows whose estimate
+        lies outside their interval are reported on stderr; with ``--csv`` the full table is written there.
+
+    Raises
+    ------
+    InvalidInputError
+        For a ``--csv`` that is a folder or cannot be written.
+    OutputExistsError
+        For a ``--csv`` file that already exists, without ``--force`` (checked before any work).
+    """
     from ._files import atomic_write
     from .study.verdict import interval_problems, to_csv_frame, verdict_table
 
@@ -448,6 +558,26 @@ def _verdict(args: argparse.Namespace) -> None:
 
 
 def _train_ladder(args: argparse.Namespace) -> None:
+    """``latentbook train-ladder``: train chapter 7's ladder of small Llamas (``ladder.jobs.train_ladder``;
+    complete rungs are skipped unless ``--force``), then with ``--measure`` or ``--measure-only`` measure them.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``latentbook train-ladder``: ``out`` (the rungs' folder, or None for
+        ``results/ladder``), ``rungs``, ``steps``, ``seeds``, ``balanced`` (the v2 task), ``checkpoint_every``,
+        ``checkpoint_rungs``, ``jobs``, ``force``, ``measure`` and ``measure_only``.
+
+    Returns
+    -------
+    None
+        The rungs are written to their folder, which is printed, and with measuring, the measurements' path.
+
+    Raises
+    ------
+    InvalidInputError
+        For ``--rungs`` that names no rung, or ``--seeds`` that are not comma-separated integers.
+    """
     import dataclasses
     import os
 
@@ -495,6 +625,30 @@ def _train_ladder(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``latentbook`` command: parse ``argv`` and run its subcommand (``models``, ``capture``, ``report``,
+    ``verdict``, ``plan`` or ``train-ladder``; ``latentbook SUBCOMMAND -h`` lists each one's options).
+
+    A ``LatentbookError`` (bad input, an output that exists, a damaged file, ...) or a full disk is printed as one
+    ``latentbook: error:`` line, not a traceback; after Ctrl-C the message says what is on disk and how to
+    continue.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after ``latentbook``, e.g. ``["report", "results/smollm2.safetensors"]``; None (the
+        default, as the installed command runs) reads them from ``sys.argv``.
+
+    Returns
+    -------
+    int
+        The exit status: 0 on success (also when the reader of the output closes the pipe early), 2 after a
+        ``LatentbookError`` or a full disk, 130 after Ctrl-C.
+
+    Raises
+    ------
+    SystemExit
+        From argparse: status 2 for unknown or missing arguments, status 0 after ``-h`` or ``--version``.
+    """
     args = _parser().parse_args(argv)
     try:
         if args.command == "models":

@@ -10,7 +10,7 @@ background (flat, linear, a decay, a hump, a gradual rise), misfit correlated be
 (AR(1)), prompt-bootstrap draws correlated across depths (the same prompts at every depth), 12 to 80 layers and
 widths 384 to 5120 (the paper's levels mapped to each width, ``omega.level_at_width``); token samples clustered
 within prompts, skewed, with modes that a null reproduces. Each case goes through the *same* functions as the
-verdict: ``transition.critical_depth``, ``omega.bimodality`` and the ``judge_*`` of ``verdict``. The intervals'
+verdict: ``transition.critical_depth``, ``bimodality.bimodality`` and the ``judge_*`` of ``verdict``. The intervals'
 coverage on the same planted data: ``interval_coverage``. Introduced in: chapter 8 ("How the verdicts were calibrated").
 """
 
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InvalidInputError
-from . import contraction, cooling, omega, planted_statistics, transition, verdict
+from . import bimodality, contraction, cooling, planted_statistics, transition, verdict
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -216,7 +216,7 @@ def _bimodal_case(real: bool, permuted: bool, shuffled: bool, twin: bool, n_dept
 
     def depths(rng: np.random.Generator, bimodal: bool, n_prompts: int) -> list:
         samples = [planted_omega_samples(rng, n_prompts, 24, bimodal) for _ in range(n_depths)]
-        return [omega.bimodality(values, prompt_ids=ids) for values, ids in samples]
+        return [bimodality.bimodality(values, prompt_ids=ids) for values, ids in samples]
 
     def run(rng: np.random.Generator) -> str:
         result = verdict.judge_bimodality(
@@ -309,8 +309,8 @@ class PlantedSpectra:
 
     def population_contrast(self, measure: Callable[[np.ndarray], float], split: float = 0.42) -> float:
         """The truth: ``exp(mean log measure after - mean log measure before)`` of the population spectra over
-        the windows of ``layer_spectra.depth_windows``."""
-        from .layer_spectra import depth_windows
+        the windows of ``spectral_contrasts.depth_windows``."""
+        from .spectral_contrasts import depth_windows
 
         values = np.log([measure(lam) for lam in self.population_eigvals])
         before, after = depth_windows(self.gamma, split)
@@ -359,16 +359,16 @@ def planted_concentration(
 def _concentration_case(claim: str, ratio: tuple[float, float], twin_too: bool = False) -> Callable:
     """A run whose ``claim`` measure (``spectral_concentration``: the participation ratio, ``effective_rank``)
     changes by a factor drawn from ``ratio`` after the split, and its twin (no change; ``twin_too``: the same
-    factor), by the verdict's own contrasts (``layer_spectra.pr_contrast_of_samples`` /
+    factor), by the verdict's own contrasts (``spectral_contrasts.pr_contrast_of_samples`` /
     ``effective_rank_contrast_of_samples``) and ``judge_concentration``."""
 
     def run(rng: np.random.Generator) -> str:
-        from . import layer_spectra, spectra
+        from . import ranks, spectral_contrasts
 
         if claim == "spectral_concentration":
-            measure, contrast = spectra.participation_ratio, layer_spectra.pr_contrast_of_samples
+            measure, contrast = ranks.participation_ratio, spectral_contrasts.pr_contrast_of_samples
         else:
-            measure, contrast = spectra.effective_rank, layer_spectra.effective_rank_contrast_of_samples
+            measure, contrast = ranks.effective_rank, spectral_contrasts.effective_rank_contrast_of_samples
         factor = rng.uniform(*ratio)
         model = contrast(*planted_concentration(rng, factor, measure).samples())
         twin = contrast(*planted_concentration(rng, factor if twin_too else 1.0, measure).samples())
@@ -378,19 +378,23 @@ def _concentration_case(claim: str, ratio: tuple[float, float], twin_too: bool =
 
 
 def slow_source_hash() -> str:
-    """``code_hash`` of the source the slow families' verdicts depend on (the spike count's call tree: ``spectra``, the
-    spike contrast and its helpers, the resampling it uses, the spike judge, the planted samples and their
-    constants): a table in ``results/calibration/`` is current while this matches the one it records."""
+    """``code_hash`` of the source the slow families' verdicts depend on (the spike count's call tree: ``mp_law``,
+    ``bulk_fit``, ``ranks`` and ``spectra``, the spike contrast and its helpers, the resampling it uses, the spike
+    judge, the planted samples and their constants): a table in ``results/calibration/`` is current while this
+    matches the one it records."""
     from .._code_hash import code_hash
-    from . import layer_spectra, resampling, spectra
+    from . import bulk_fit, layer_spectra, mp_law, ranks, resampling, spectra, spectral_contrasts
 
     parts = [
+        mp_law,
+        bulk_fit,
+        ranks,
         spectra,
-        layer_spectra.SpikeContrast,
-        layer_spectra.spike_contrast_of_samples,
-        layer_spectra._spike_count,
-        layer_spectra.weighted_eigvals,
-        layer_spectra.depth_windows,
+        spectral_contrasts.SpikeContrast,
+        spectral_contrasts.spike_contrast_of_samples,
+        spectral_contrasts._spike_count,
+        spectral_contrasts.weighted_eigvals,
+        spectral_contrasts.depth_windows,
         layer_spectra._depth_sample,
         resampling.cluster_weights,
         resampling.percentile_interval,
@@ -404,10 +408,10 @@ def slow_source_hash() -> str:
 
 
 def _spike_case(before: int, after: int, strength: float, twin_after: int = 0) -> Callable:
-    """``layer_spectra.spike_contrast_of_samples`` of a planted run and its twin, judged by ``judge_spikes``."""
+    """``spectral_contrasts.spike_contrast_of_samples`` of a planted run and its twin, judged by ``judge_spikes``."""
 
     def run(rng: np.random.Generator) -> str:
-        from .layer_spectra import spike_contrast_of_samples
+        from .spectral_contrasts import spike_contrast_of_samples
 
         model = planted_spike_samples(rng, before, after, strength)
         twin = planted_spike_samples(rng, 0, twin_after, strength)

@@ -2,7 +2,7 @@
 
 - Theorem 6.3 (book/paper.md): tokens clustered around ``k`` prototypes with isotropic noise have a covariance
   "low rank + isotropic", so **at most k-1** eigenvalues leave the Marchenko–Pastur bulk.
-  ``mixture_spikes`` counts them with ``spectra.mp_fit`` and compares with the bound.
+  ``mixture_spikes`` counts them with ``bulk_fit.mp_fit`` and compares with the bound.
 - Separability per depth: the Fisher ratio ``tr(S_between) / tr(S_within)`` and cross-validated
   nearest-centroid accuracy (``separability``), per reasoning step (``separability_profile``).
 - Class stability across reasoning steps, the TCO measure (claim 5): centroids fitted on the tokens of one
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidInputError
-from . import spectra
+from . import bulk_fit
 
 
 def _labels(labels, n: int) -> np.ndarray:
@@ -54,7 +54,7 @@ class MixtureSpikes:
     bound: int  # k - 1
     within_bound: bool  # n_spikes <= k - 1
     spikes: np.ndarray  # eigenvalues above the MP threshold, descending
-    fit: spectra.MPFit
+    fit: bulk_fit.MPFit
 
 
 def mixture_spikes(
@@ -64,7 +64,7 @@ def mixture_spikes(
     n_samples: float | None = None,
     alpha: float = 0.01,
 ) -> MixtureSpikes:
-    """Count covariance eigenvalues above the MP edge (``spectra.mp_fit``) and compare with ``k - 1``.
+    """Count covariance eigenvalues above the MP edge (``bulk_fit.mp_fit``) and compare with ``k - 1``.
 
     ``x`` is ``(n, d)``; ``k`` comes from ``labels`` or ``n_classes``. ``n_samples`` is the effective sample
     size for the MP law (default ``n``; pass ``spectra.effective_sample_size`` for correlated tokens).
@@ -79,7 +79,7 @@ def mixture_spikes(
     if not isinstance(n_classes, (int, np.integer)) or n_classes < 1:
         raise InvalidInputError("Give labels, or n_classes (the number of prototypes k >= 1).")
     eigvals = np.linalg.eigvalsh(np.cov(x, rowvar=False, bias=True))[::-1]
-    fit = spectra.mp_fit(eigvals, x.shape[0] if n_samples is None else n_samples, alpha=alpha)
+    fit = bulk_fit.mp_fit(eigvals, x.shape[0] if n_samples is None else n_samples, alpha=alpha)
     bound = int(n_classes) - 1
     return MixtureSpikes(fit.n_spikes, int(n_classes), bound, fit.n_spikes <= bound, fit.spikes, fit)
 

@@ -12,7 +12,7 @@ Omega is not invariant to the choices behind it, and each choice can move it as 
 
 ``treatments(cap, layer, k)`` gives mean Omega of the same sampled tokens under each treatment;
 ``cleaned_profile(cap, k)`` gives ``m(gamma)`` with the confounds removed (centred, first position dropped,
-the ``k`` massive coordinates dropped), with the same bootstrap intervals as ``omega.profile``.
+the ``k`` massive coordinates dropped), with the same bootstrap intervals as ``omega_profiles.profile``.
 Introduced in: chapter 3.
 """
 
@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InvalidInputError
-from .omega import Profile, omega, profile
+from .omega import omega
+from .omega_profiles import Profile, profile
 from .synthetic import random_orthonormal
 
 if TYPE_CHECKING:
@@ -31,7 +32,18 @@ if TYPE_CHECKING:
 
 
 def massive_ratio(cap: Capture) -> np.ndarray:
-    """``max_i A_i / median_i A_i`` at each depth, with ``A_i = max over tokens |h_i|`` (all captured tokens)."""
+    """``max_i A_i / median_i A_i`` at each depth, with ``A_i = max over tokens |h_i|`` (all captured tokens).
+
+    Parameters
+    ----------
+    cap : Capture
+        The capture whose per-coordinate ``max |h_i|`` is read at every depth it holds.
+
+    Returns
+    -------
+    numpy.ndarray
+        The ratio at each depth held, shape ``(n_depths,)``.
+    """
     ratios = []
     for layer in cap.depths.tolist():
         a = cap.abs_max(layer).astype(np.float64)
@@ -40,14 +52,47 @@ def massive_ratio(cap: Capture) -> np.ndarray:
 
 
 def massive_dims(cap: Capture, layer: int, k: int) -> np.ndarray:
-    """The ``k`` coordinates of largest ``max |h_i|`` over all captured tokens at ``layer``, sorted."""
+    """The ``k`` coordinates of largest ``max |h_i|`` over all captured tokens at ``layer``, sorted.
+
+    Parameters
+    ----------
+    cap : Capture
+        The capture whose per-coordinate ``max |h_i|`` is read.
+    layer : int
+        A depth ``l`` in ``0..L`` that ``cap`` holds; negative counts from ``L``.
+    k : int
+        How many coordinates, ``0 <= k < d``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The ``k`` coordinate indices, ascending.
+
+    Raises
+    ------
+    InvalidInputError
+        For a ``k`` outside ``0..d-1``, or a depth the capture does not hold.
+    """
     if not isinstance(k, (int, np.integer)) or not 0 <= k < cap.d_model:
         raise InvalidInputError(f"k must be an integer in 0..{cap.d_model - 1}, got {k!r}.")
     return np.sort(np.argsort(cap.abs_max(layer), kind="stable")[::-1][:k])
 
 
 def rotated(vectors: np.ndarray, seed: int = 0) -> np.ndarray:  # pragma: no mutate: default seed
-    """``vectors @ R`` for one Haar-random orthogonal ``R`` (``d x d``): the same geometry in another basis."""
+    """``vectors @ R`` for one Haar-random orthogonal ``R`` (``d x d``): the same geometry in another basis.
+
+    Parameters
+    ----------
+    vectors : numpy.ndarray
+        Vectors along the last axis, shape ``(..., d)``.
+    seed : int
+        Seed of the rotation ``R``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The rotated vectors, the same shape, float64.
+    """
     x = np.asarray(vectors, dtype=np.float64)
     return x @ random_orthonormal(x.shape[-1], x.shape[-1], np.random.default_rng(seed))
 
@@ -71,6 +116,27 @@ def treatments(cap: Capture, layer: int, k: int = 4, seed: int = 0) -> dict[str,
 
     Keys: ``as captured``, ``first position dropped``, ``top-k dims dropped``, ``centred``, ``rotated`` (one
     random basis) and ``all removed`` (centred, first position and top-k dims dropped). Plain floats.
+
+    Parameters
+    ----------
+    cap : Capture
+        The capture whose sampled token vectors are read.
+    layer : int
+        A depth ``l`` in ``0..L`` that ``cap`` holds; negative counts from ``L``.
+    k : int
+        Coordinates of largest ``max |h_i|`` dropped in the "top-k" and "all removed" treatments.
+    seed : int
+        Seed of the random basis.
+
+    Returns
+    -------
+    dict of str to float
+        Mean Omega under each treatment, keyed as above.
+
+    Raises
+    ------
+    InvalidInputError
+        For a ``k`` outside ``0..d-1``, or a depth the capture does not hold.
     """
     x = cap.token_vectors(layer).astype(np.float64)  # pragma: no mutate: float64 read by the callee
     return {
@@ -97,7 +163,33 @@ def cleaned_profile(
     """``m(gamma)`` of the sampled tokens with the confounds removed, intervals resampling prompts.
 
     At each depth: ``h - mu`` (``centre``), tokens at position 0 dropped (``drop_first``), the ``k``
-    coordinates of largest ``max |h_i|`` at that depth dropped; then ``omega.profile`` of the result.
+    coordinates of largest ``max |h_i|`` at that depth dropped; then ``omega_profiles.profile`` of the result.
+
+    Parameters
+    ----------
+    cap : Capture
+        The capture whose sampled token vectors are read at every depth it holds.
+    k : int
+        Coordinates of largest ``max |h_i|`` dropped at each depth (0: none).
+    centre : bool
+        Subtract the mean first: the exact mean over all captured tokens, or with ``drop_first`` the mean of the
+        remaining sampled tokens.
+    drop_first : bool
+        Drop the tokens at position 0 (before centring).
+    n_boot : int
+        Bootstrap draws (``omega_profiles.profile``'s).
+    seed : int
+        Seed of the bootstrap.
+
+    Returns
+    -------
+    Profile
+        The cleaned ``m(gamma)`` with its prompt-bootstrap interval.
+
+    Raises
+    ------
+    InvalidInputError
+        For a ``k`` outside ``0..d-1``, or what ``omega_profiles.profile`` refuses (e.g. tokens of one prompt only).
     """
     values = np.stack([_cleaned(cap, layer, k, centre, drop_first) for layer in cap.depths.tolist()])
     ids = cap.vectors.prompt_ids

@@ -40,8 +40,9 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from .flow import q_from_block_factors, q_from_variance_decay
-from .layer_spectra import depth_windows, sample_mask
+from .layer_spectra import sample_mask
 from .resampling import cluster_weights, percentile_interval, token_weights
+from .spectral_contrasts import depth_windows
 
 if TYPE_CHECKING:
     from ..capturing.jacobian import TransverseGains
@@ -199,7 +200,7 @@ def contraction_fit(
 def contraction_after(
     cap: Capture, split: float = 0.42, k: int = 10, n_boot: int = 100, seed: int = 0
 ) -> ContractionFit:
-    """``contraction_fit`` over the interior depths after ``split`` (``layer_spectra.depth_windows``): from the
+    """``contraction_fit`` over the interior depths after ``split`` (``spectral_contrasts.depth_windows``): from the
     last depth at or before ``split`` to the last interior depth. Introduced in: chapter 5.
     """
     before, after = depth_windows(cap.gamma, split)

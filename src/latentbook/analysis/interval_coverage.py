@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import omega, transition, verdict
+from . import omega_profiles, transition, verdict
 from .calibration import BACKGROUNDS, LAYERS, planted_concentration, planted_profile
 from .resampling import Z95
 
@@ -26,8 +26,8 @@ Case = tuple[float, float, float, float]  # one planted data set: (truth, estima
 
 def _profile_case(rng: np.random.Generator, n_prompts: int = 64) -> Case:
     """Omega of tokens clustered within prompts (a prompt offset with intraclass correlation 0.1-0.4, a sink
-    token 0.3 above the rest at position 0, lengths 8-40): the population mean, ``omega.profile``'s estimate and
-    its interval."""
+    token 0.3 above the rest at position 0, lengths 8-40): the population mean, ``omega_profiles.profile``'s
+    estimate and its interval."""
     lengths = rng.integers(8, 41, n_prompts)
     ids = np.repeat(np.arange(n_prompts), lengths)
     positions = np.concatenate([np.arange(n) for n in lengths])
@@ -38,7 +38,7 @@ def _profile_case(rng: np.random.Generator, n_prompts: int = 64) -> Case:
     values = values + 0.3 * (positions == 0)
     # the population mean over prompts of random length: E[sum of a prompt's values] / E[length]
     truth = 0.4 + 0.3 / np.mean(np.arange(8, 41))
-    prof = omega.profile(values[None, :], prompt_ids=ids, n_boot=400, seed=int(rng.integers(2**31)))
+    prof = omega_profiles.profile(values[None, :], prompt_ids=ids, n_boot=400, seed=int(rng.integers(2**31)))
     return truth, float(prof.m[0]), float(prof.low[0]), float(prof.high[0])
 
 
@@ -60,14 +60,14 @@ def _concentration_coverage_case(rng: np.random.Generator) -> tuple[Case, Case]:
     """A planted change of the spectrum (``planted_concentration``, PR ratio 0.5-1.0 nominal, with the massive
     coordinate and the correlations): (truth, estimate, low, high) of the PR contrast and of the effective-rank
     contrast, the truth from the population spectra."""
-    from . import layer_spectra, spectra
+    from . import ranks, spectral_contrasts
 
-    planted = planted_concentration(rng, rng.uniform(0.5, 1.0), spectra.participation_ratio)
-    pr = layer_spectra.pr_contrast_of_samples(*planted.samples())
-    rank = layer_spectra.effective_rank_contrast_of_samples(*planted.samples())
+    planted = planted_concentration(rng, rng.uniform(0.5, 1.0), ranks.participation_ratio)
+    pr = spectral_contrasts.pr_contrast_of_samples(*planted.samples())
+    rank = spectral_contrasts.effective_rank_contrast_of_samples(*planted.samples())
     return (
-        (planted.population_contrast(spectra.participation_ratio), pr.ratio, *pr.ci),
-        (planted.population_contrast(spectra.effective_rank), rank.ratio, *rank.ci),
+        (planted.population_contrast(ranks.participation_ratio), pr.ratio, *pr.ci),
+        (planted.population_contrast(ranks.effective_rank), rank.ratio, *rank.ci),
     )
 
 
@@ -88,7 +88,7 @@ def spread_ratio(cases: list[Case], z: float = Z95, log: bool = False) -> float:
 def coverage(n_seeds: int = 100, seed: int = 0) -> pd.DataFrame:
     """How often each nominal 95 % interval the verdict uses covers a planted truth, over ``n_seeds`` data sets.
 
-    Rows: ``m(gamma)`` (``omega.profile``, prompts resampled, tokens correlated within prompts, a sink token),
+    Rows: ``m(gamma)`` (``omega_profiles.profile``, prompts resampled, tokens correlated within prompts, a sink token),
     ``gamma_c`` and the jump (``transition.critical_depth`` on planted profiles with the real models' nuisances),
     the PR and effective-rank contrasts across depths (``planted_concentration``: a massive coordinate, tokens
     correlated within prompts and across depths, ``n`` close to ``d``).
@@ -104,16 +104,17 @@ def coverage(n_seeds: int = 100, seed: int = 0) -> pd.DataFrame:
     spectra_cases = [_concentration_coverage_case(rng) for _ in range(n_seeds)]
     rows = []
     for name, cases, log in (
-        ("m(gamma): omega.profile, prompt bootstrap", profiles, False),
+        ("m(gamma): omega_profiles.profile, prompt bootstrap", profiles, False),
         ("gamma_c: transition.critical_depth", [c for c, _ in transitions], False),
         ("jump: transition.critical_depth", [c for _, c in transitions], False),
         (
-            "PR after / before: layer_spectra.pr_contrast, prompt jackknife",
+            "PR after / before: spectral_contrasts.pr_contrast, prompt jackknife",
             [c for c, _ in spectra_cases],
             True,
         ),
         (
-            "effective rank after / before: layer_spectra.effective_rank_contrast, bias-corrected group jackknife",
+            "effective rank after / before: spectral_contrasts.effective_rank_contrast, "
+            "bias-corrected group jackknife",
             [c for _, c in spectra_cases],
             True,
         ),

@@ -31,6 +31,16 @@ def rms_norm(cap: Capture) -> np.ndarray:
     """``sqrt(E ||h^(l)||^2 / d)`` at each depth ``l = 0..L`` (one value per ``cap.gamma``).
 
     Introduced in: chapter 1.
+
+    Parameters
+    ----------
+    cap : Capture
+        The capture whose exact moments (over every captured token) are read.
+
+    Returns
+    -------
+    numpy.ndarray
+        The RMS coordinate at each depth held, shape ``(n_depths,)``.
     """
     return np.array([_rms(stats) for stats in cap.layers])
 
@@ -42,6 +52,21 @@ def final_norm_effect(cap: Capture) -> dict[str, float]:
     (mean Omega over tokens), ``max_abs_before`` / ``max_abs_after`` (largest ``|h_i|`` of any token and
     coordinate), and ``rms_ratio = rms_before / rms_after``. Raises for models without a final norm
     (post-norm encoders such as BERT, whose layers end in their own LayerNorm). Introduced in: chapter 1.
+
+    Parameters
+    ----------
+    cap : Capture
+        A capture that holds depth ``L`` and the final norm's output.
+
+    Returns
+    -------
+    dict of str to float
+        The seven keys above.
+
+    Raises
+    ------
+    InvalidInputError
+        For a capture without a final norm.
     """
     if cap.final_norm is None:
         raise InvalidInputError(

@@ -82,7 +82,7 @@ def spiked_covariance(
     ``h = sqrt(sigma2) z + sum_i sqrt(spikes_i - sigma2) g_i u_i`` with ``z, g`` standard normal and random
     orthonormal ``u_i``. With ``q = d/n``, a spike ``ell = sigma2 (1 + theta)`` separates from the MP bulk iff
     ``theta > sqrt(q)`` (BBP) and then sits near ``sigma2 (1 + theta)(1 + q/theta)``
-    (see ``spectra.spike_location``).
+    (see ``mp_law.spike_location``).
     Introduced in: chapter 4.
     """
     n, d = _positive_int("n", n), _positive_int("d", d)

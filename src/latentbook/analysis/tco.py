@@ -553,7 +553,7 @@ def score_token_states(
     between the value (step 0) and the query; ``written[i]`` the values program ``i`` writes, in order. Averaged
     over the interior depths after ``split`` (no depth is chosen by its result); ``gamma`` defaults to
     ``l / L``. What ``verdict.judge_tco`` reads."""
-    from .layer_spectra import depth_windows
+    from .spectral_contrasts import depth_windows
 
     n_depths = np.asarray(states.states).shape[1]
     gamma = np.arange(n_depths) / max(n_depths - 1, 1) if gamma is None else np.asarray(gamma, dtype=float)

@@ -54,6 +54,25 @@ def free_energy(p: np.ndarray, energies: np.ndarray, beta: float = 1.0) -> np.nd
     """``F(p) = sum_j p_j E_j + (1/beta) sum_j p_j log p_j`` along the last axis (``0 log 0 = 0``).
 
     book/paper.md, "Attention thermodynamics". Introduced in: chapter 2.
+
+    Parameters
+    ----------
+    p : numpy.ndarray
+        Probability rows along the last axis (entries >= 0, each row summing to 1).
+    energies : numpy.ndarray
+        The energies ``E_j``, broadcastable against the rows.
+    beta : float
+        The inverse temperature, positive and finite; 1 (a transformer's own) by default.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``F(p)`` of each row (the leading shape).
+
+    Raises
+    ------
+    InvalidInputError
+        For rows that are not probabilities, or a ``beta`` that is not positive and finite.
     """
     # equivalent mutants here: float64 by promotion
     p, energies = _simplex(p), np.asarray(energies, dtype=np.float64)  # pragma: no mutate
@@ -64,6 +83,23 @@ def gibbs(energies: np.ndarray, beta: float = 1.0) -> np.ndarray:
     """The minimiser of ``F``: ``p* = softmax(-beta E)`` along the last axis (computed stably).
 
     Introduced in: chapter 2.
+
+    Parameters
+    ----------
+    energies : numpy.ndarray
+        The energies ``E_j`` along the last axis.
+    beta : float
+        The inverse temperature, positive and finite; 1 (a transformer's own) by default.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``p*``, the shape of ``energies``.
+
+    Raises
+    ------
+    InvalidInputError
+        For a ``beta`` that is not positive and finite.
     """
     return special.softmax(-_beta(beta) * np.asarray(energies, dtype=np.float64), axis=-1)
 
@@ -72,6 +108,23 @@ def f_min(energies: np.ndarray, beta: float = 1.0) -> np.ndarray:
     """``F_min = -(1/beta) log sum_j exp(-beta E_j)`` along the last axis (a stable logsumexp).
 
     Introduced in: chapter 2.
+
+    Parameters
+    ----------
+    energies : numpy.ndarray
+        The energies ``E_j`` along the last axis.
+    beta : float
+        The inverse temperature, positive and finite; 1 (a transformer's own) by default.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``F_min`` of each row (the leading shape).
+
+    Raises
+    ------
+    InvalidInputError
+        For a ``beta`` that is not positive and finite.
     """
     beta = _beta(beta)
     return -special.logsumexp(-beta * np.asarray(energies, dtype=np.float64), axis=-1) / beta
@@ -81,20 +134,73 @@ def entropy(p: np.ndarray) -> np.ndarray:
     """Shannon entropy ``H(p) = -sum_j p_j log p_j`` in nats, along the last axis.
 
     Uniform attention over ``n`` keys gives ``log n``; a one-hot row gives 0. Introduced in: chapter 2.
+
+    Parameters
+    ----------
+    p : numpy.ndarray
+        Probability rows along the last axis (entries >= 0, each row summing to 1).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``H(p)`` of each row (the leading shape).
+
+    Raises
+    ------
+    InvalidInputError
+        For rows that are not probabilities.
     """
     p = _simplex(p)
     return -special.xlogy(p, p).sum(-1)
 
 
 def kl_divergence(p: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """``KL(p || r) = sum_j p_j log(p_j / r_j)`` along the last axis (infinite where ``r_j = 0 < p_j``)."""
+    """``KL(p || r) = sum_j p_j log(p_j / r_j)`` along the last axis (infinite where ``r_j = 0 < p_j``).
+
+    Parameters
+    ----------
+    p : numpy.ndarray
+        Probability rows along the last axis (entries >= 0, each row summing to 1).
+    r : numpy.ndarray
+        Probability rows to compare with, broadcastable against ``p``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``KL(p || r)`` of each row.
+
+    Raises
+    ------
+    InvalidInputError
+        For rows that are not probabilities.
+    """
     p, r = _simplex(p), _simplex(r)
     with np.errstate(divide="ignore"):  # pragma: no mutate: errstate
         return (special.xlogy(p, p) - special.xlogy(p, r)).sum(-1)
 
 
 def variational_gap(p: np.ndarray, energies: np.ndarray, beta: float = 1.0) -> np.ndarray:
-    """``F(p) - F_min``; equals ``KL(p || softmax(-beta E)) / beta`` and is zero only at the Gibbs row."""
+    """``F(p) - F_min``; equals ``KL(p || softmax(-beta E)) / beta`` and is zero only at the Gibbs row.
+
+    Parameters
+    ----------
+    p : numpy.ndarray
+        Probability rows along the last axis (entries >= 0, each row summing to 1).
+    energies : numpy.ndarray
+        The energies ``E_j``, broadcastable against the rows.
+    beta : float
+        The inverse temperature, positive and finite; 1 (a transformer's own) by default.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``F(p) - F_min`` of each row, ``>= 0`` up to rounding.
+
+    Raises
+    ------
+    InvalidInputError
+        For rows that are not probabilities, or a ``beta`` that is not positive and finite.
+    """
     return free_energy(p, energies, beta) - f_min(energies, beta)
 
 
@@ -103,6 +209,16 @@ def logit_scale(logits: np.ndarray) -> np.ndarray:
 
     With ``z = -beta E`` and energies standardised to unit spread, ``beta_eff`` is the ``beta`` that scales
     them; it is what ``lb.capture(..., attention=True)`` averages per head. Introduced in: chapter 2.
+
+    Parameters
+    ----------
+    logits : numpy.ndarray
+        Logit rows ``z_j`` along the last axis.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``beta_eff`` of each row (the population standard deviation over keys).
     """
     return np.asarray(logits, dtype=np.float64).std(-1)
 
@@ -114,6 +230,25 @@ def fit_beta(p: np.ndarray, energies: np.ndarray, bounds: tuple[float, float] = 
     ``<E>_p = <E>_{gibbs(beta)}`` (moment matching), found by a bracketed root search on ``log beta``.
     Rows may be stacked along leading axes. Raises if the observed rows are no sharper than uniform.
     Introduced in: chapter 2.
+
+    Parameters
+    ----------
+    p : numpy.ndarray
+        Probability rows along the last axis (entries >= 0, each row summing to 1).
+    energies : numpy.ndarray
+        The energies ``E_j`` (``-logits``), broadcastable to the shape of ``p``.
+    bounds : tuple of float
+        The range of ``beta`` searched, ``(1e-6, 1e6)`` by default.
+
+    Returns
+    -------
+    float
+        The fitted ``beta``, one for all the rows together.
+
+    Raises
+    ------
+    InvalidInputError
+        For rows that are not probabilities, or rows whose mean energy no ``beta`` in ``bounds`` reproduces.
     """
     shape = np.shape(p)  # energies broadcast against the rows as given, stacked axes included
     p = _simplex(p).reshape(-1, shape[-1])  # pragma: no mutate: negative reshape size
@@ -150,6 +285,32 @@ def row_check(
     ``min_random_gap = min F(p) - F_min`` over ``n_random`` Dirichlet rows per row (``>= 0``: the variational
     principle); ``kl_identity_error = max |F(p) - F_min - KL(p || p*) / beta|`` over the same random rows.
     Introduced in: chapter 2 (book/paper.md, "Attention thermodynamics").
+
+    Parameters
+    ----------
+    logits : numpy.ndarray
+        Attention logits ``z``, keys on the last axis (any leading shape).
+    valid : numpy.ndarray
+        Boolean, the shape of ``logits``: the keys each query may see (at least one per row).
+    weights : numpy.ndarray, optional
+        The attention weights the model used, the shape of ``logits``; None leaves ``model_gap`` NaN.
+    beta : float
+        The inverse temperature of the identities, positive and finite; 1 by default.
+    n_random : int
+        Random Dirichlet rows drawn per row.
+    seed : int
+        Seed of the random rows.
+
+    Returns
+    -------
+    dict of str to float
+        ``rows`` (how many rows were checked), ``fmin_error``, ``model_gap``, ``min_random_gap`` and
+        ``kl_identity_error``.
+
+    Raises
+    ------
+    InvalidInputError
+        For shapes that differ, a row without a valid key, or a ``beta`` that is not positive and finite.
     """
     beta = _beta(beta)
     # equivalent mutants here: valid as given
@@ -201,6 +362,21 @@ def cooling(attention) -> pd.DataFrame:
     ``query_norm``, ``key_norm`` and their product ``qk_norm``. Takes a ``Capture`` made with
     ``attention=True`` or its ``AttentionStats``. Cooling: entropy falls and ``beta_eff`` rises with depth.
     Introduced in: chapter 2.
+
+    Parameters
+    ----------
+    attention : Capture or AttentionStats
+        A capture made with ``attention=True``, or its ``.attention``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per layer recorded, with ``layer``, ``gamma`` and the columns above.
+
+    Raises
+    ------
+    InvalidInputError
+        For anything without attention statistics (a capture made without ``attention=True``).
     """
     import pandas as pd
 
@@ -229,6 +405,23 @@ def cooling_trend(gamma: np.ndarray, values: np.ndarray) -> dict[str, float]:
     """Monotone trend of a quantity against depth: Spearman ``rho`` (with its p-value) and the OLS slope.
 
     ``rho < 0`` for entropy, or ``rho > 0`` for ``beta_eff``, is cooling. Introduced in: chapter 2.
+
+    Parameters
+    ----------
+    gamma : numpy.ndarray
+        Depth fractions, 1-D.
+    values : numpy.ndarray
+        The quantity at those depths, the same length (at least 3).
+
+    Returns
+    -------
+    dict of str to float
+        ``rho``, ``p_value`` and ``slope`` (the OLS slope against ``gamma``).
+
+    Raises
+    ------
+    InvalidInputError
+        For arrays that are not 1-D of the same length, or fewer than 3 depths.
     """
     # pragma: no mutate start (float64 inside scipy and numpy)
     gamma, values = np.asarray(gamma, dtype=np.float64), np.asarray(values, dtype=np.float64)

@@ -74,7 +74,20 @@ class Transition:
 
 
 def is_testable(n_depths: int, skip: tuple[int, int] = SKIP) -> bool:
-    """Enough depths for ``critical_depth``: at least ``MIN_FITTED`` after dropping ``skip`` edge depths."""
+    """Enough depths for ``critical_depth``: at least ``MIN_FITTED`` after dropping ``skip`` edge depths.
+
+    Parameters
+    ----------
+    n_depths : int
+        Depths of the profile.
+    skip : tuple of int
+        Edge depths left out (first, last); by default ``SKIP``, ``(2, 1)``.
+
+    Returns
+    -------
+    bool
+        Whether ``critical_depth`` can fit a profile of that many depths.
+    """
     return n_depths - sum(skip) >= MIN_FITTED
 
 
@@ -225,7 +238,7 @@ def critical_depth(
 
     Pass ``gamma`` and ``m`` (one value per depth, optionally ``draws``: bootstrap draws of the profile, shape
     ``(n_draws, n_depths)``, e.g. from resampled prompts), or a ``Capture`` (its exact ``m`` and ``n_boot``
-    prompt-bootstrap draws, ``omega.profile``).
+    prompt-bootstrap draws, ``omega_profiles.profile``).
 
     Criterion (``has_transition``): the jump model beats every smooth null (constant, linear, quadratic, cubic,
     splines, kink) by ``BIC >= 10``, and ``|b| >= 3 x noise`` (the jump fit's residual s.d.) and ``|b| >= min_amplitude``.
@@ -238,6 +251,42 @@ def critical_depth(
     is the hull of both. A step's location is known only to the gap between two depths, so each refit counts the
     whole gap; the jump's interval also holds the local fits' intervals (``local_interval``), since a curved
     background moves the global two-line gap more than any noise does. Introduced in: chapter 3 (book/paper.md claim 1).
+
+    Parameters
+    ----------
+    gamma : numpy.ndarray or Capture
+        Depth fractions, strictly increasing, one per depth; or a ``Capture``, with ``m`` left None.
+    m : numpy.ndarray, optional
+        ``m(gamma)``, one finite value per depth; None when ``gamma`` is a capture.
+    draws : numpy.ndarray, optional
+        Bootstrap draws of the profile, shape ``(n_draws >= 20, n_depths)``; None fits the profile alone (the
+        interval is then the parametric bootstrap of the misfit only). A capture supplies its own.
+    n_boot : int
+        Parametric refits of the misfit (at least 20), and for a capture its prompt-bootstrap draws (at least 100).
+    seed : int
+        Seed of the bootstraps.
+    level : float
+        Coverage of the intervals, in ``(0.5, 1)``.
+    max_width : float
+        The widest switch ``w`` the jump model may take; by default ``MAX_WIDTH`` (0.03).
+    min_amplitude : float
+        The smallest ``|b|`` that counts as a transition; 0 leaves only the noise criterion.
+    skip : tuple of int
+        Edge depths not fitted (first, last); by default ``SKIP``, ``(2, 1)``: the embedding and first block,
+        and the last block.
+
+    Returns
+    -------
+    Transition
+        ``gamma_c``, the jump ``amplitude``, their intervals, the width, ``has_transition`` and the ``reason``
+        when there is none, the noise, every model's BIC, and the fitted curve.
+
+    Raises
+    ------
+    InvalidInputError
+        For a profile that is not 1-D, finite and strictly increasing in ``gamma``, ``draws`` of the wrong shape
+        or not finite, fewer than ``MIN_FITTED`` (8) depths left after ``skip``, or ``n_boot``, ``level`` or
+        ``max_width`` out of range.
     """
     gamma, m, draws = _as_profile(gamma, m, draws, n_boot, seed)
     if not isinstance(n_boot, (int, np.integer)) or n_boot < 20:
@@ -336,7 +385,25 @@ def local_gaps(g: np.ndarray, y: np.ndarray, centre: float, width: float) -> lis
     """The jump at ``centre`` as the gap between two polynomials fitted to the ``h`` depths on each side only
     (outside the switch, ``|g - centre| > 2 w``), for each ``(h, degree)`` of ``LOCAL_FITS`` that both sides
     have: the two-line fit over all depths absorbs a curved background into the gap, a local fit much less
-    (as in a regression discontinuity design)."""
+    (as in a regression discontinuity design).
+
+    Parameters
+    ----------
+    g : numpy.ndarray
+        The fitted depths' gamma.
+    y : numpy.ndarray
+        The profile at those depths.
+    centre : float
+        The jump's centre ``gamma_c``.
+    width : float
+        The switch's width ``w`` (0 for a step).
+
+    Returns
+    -------
+    list of float
+        One gap (right minus left at ``centre``) per fit of ``LOCAL_FITS`` that both sides have depths for; empty
+        when none has.
+    """
     left = np.flatnonzero(g < centre - 2 * width)[::-1]
     right = np.flatnonzero(g > centre + 2 * width)
     gaps = []
@@ -364,7 +431,30 @@ def local_interval(
     two-line gap, so a curved background that biases the global gap does not carry the interval with it; a fit
     far noisier than the best (a quadratic extrapolated across a wide switch) would add length, not coverage.
     On the coverage harness's planted profiles it brings the jump's coverage up to its level (appendix
-    "Interval coverage")."""
+    "Interval coverage").
+
+    Parameters
+    ----------
+    g : numpy.ndarray
+        The fitted depths' gamma.
+    y : numpy.ndarray
+        The profile at those depths.
+    fitted : numpy.ndarray
+        The jump model's curve at those depths.
+    profiles : numpy.ndarray
+        The perturbed profiles, shape ``(n_profiles, len(g))``.
+    centre : float
+        The jump's centre ``gamma_c``.
+    width : float
+        The switch's width ``w`` (0 for a step).
+    level : float
+        Coverage of the intervals.
+
+    Returns
+    -------
+    tuple of float
+        ``(low, high)``, or ``(nan, nan)``.
+    """
     own = local_gaps(g, y, centre, width)
     if not own:
         return math.nan, math.nan
@@ -425,7 +515,7 @@ def _as_profile(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     if m is None:
         if hasattr(gamma, "omega_samples"):
-            from .omega import profile
+            from .omega_profiles import profile
 
             prof = profile(gamma, n_boot=max(int(n_boot), 100), seed=seed)
             gamma, m, draws = prof.gamma, prof.m, prof.draws

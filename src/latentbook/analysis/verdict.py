@@ -20,7 +20,7 @@ each judge's docstring says its rule in full):
 
 - ``omega_jump`` (``judge_jump``; ``omega_jump_cleaned``: first position and ``K_MASSIVE`` coordinates removed): a
   transition (``transition.critical_depth``, a jump of at least ``MIN_TRANSITION`` on ``MIN_DEPTHS`` depths or
-  more) of ``m_z``, Omega of the standardised token vectors (``omega.standardised_profile``: free of shared
+  more) of ``m_z``, Omega of the standardised token vectors (``omega_profiles.standardised_profile``: free of shared
   coordinate scales, so a massive or rogue coordinate cannot make it and token-specific sparse codes do), whose
   jump lies above ``min_jump(d)`` and above the twin's by as much.
 - ``critical_depth`` (``judge_critical_depth``): the same transition of ``m_z``, beyond the twin's (no gamma_c
@@ -29,7 +29,7 @@ each judge's docstring says its rule in full):
   ``m(gamma)`` lies below ``solid_threshold(d)``.
 - ``bimodality`` (``judge_bimodality``): bimodal after the split beyond both nulls, the twin bimodal nowhere.
 - ``spectral_concentration`` / ``effective_rank`` (``judge_concentration``): the ratio after / before the split
-  (``layer_spectra``, prompt jackknife) lies below ``MAX_CONCENTRATION`` and below the twin's; the ``_cleaned``
+  (``spectral_contrasts``, prompt jackknife) lies below ``MAX_CONCENTRATION`` and below the twin's; the ``_cleaned``
   rows do the same on the correlation matrix (each coordinate's position profile removed, then standardised:
   ``layer_spectra.remove_position_profile``), which one massive coordinate or a leaking sink cannot concentrate.
 - ``attention_cooling`` (``cooling.judge_cooling``), ``mp_spikes`` (``judge_spikes``), ``transverse_contraction``
@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidInputError
-from . import omega, transition
+from . import bimodality, omega, transition
 from .paper import PAPER_GAMMA_C
 from .resampling import wilson_interval as wilson_interval  # re-exported: calibration reads it from here
 from .tco import TCOScores
@@ -373,7 +373,7 @@ def judge_liquid(m_peak: float, ci: tuple[float, float], gamma: float, d: int) -
 
 
 def judge_bimodality(real: list, permuted: list, shuffled: list | None = None, twin: list | None = None):
-    """``omega.Bimodality`` at the interior depths after the split of a run and of its nulls (same depths).
+    """``bimodality.Bimodality`` at the interior depths after the split of a run and of its nulls (same depths).
 
     Holds when the run is bimodal (all three tests, the dip's p-value Holm-adjusted across the depths and
     corrected for prompt clustering) at one depth or more where neither the coordinate-permutation null nor the
@@ -382,7 +382,7 @@ def judge_bimodality(real: list, permuted: list, shuffled: list | None = None, t
     """
     if not real:
         return "not testable here", "no interior depth after the split"
-    bimodal = [b.verdict == "bimodal" for b in omega.holm_adjusted(real)]
+    bimodal = [b.verdict == "bimodal" for b in bimodality.holm_adjusted(real)]
 
     def null_at(results: list | None, i: int) -> bool:
         return results is not None and results[i].verdict != "unimodal"

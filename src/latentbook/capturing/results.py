@@ -107,7 +107,23 @@ class Capture:
 
     def index_of(self, layer: int) -> int:
         """Where depth ``layer`` (``0..L``; negative counts from ``L``) sits in ``layers``, ``gamma`` and the
-        reservoirs; a depth this capture does not hold is refused, never replaced by another."""
+        reservoirs; a depth this capture does not hold is refused, never replaced by another.
+
+        Parameters
+        ----------
+        layer : int
+            A depth ``l`` in ``0..L`` this capture holds; negative counts from ``L``.
+
+        Returns
+        -------
+        int
+            Its position in ``layers``, ``gamma``, ``depths`` and the reservoirs.
+
+        Raises
+        ------
+        InvalidInputError
+            For a depth out of range or not held by this capture.
+        """
         total = self.n_layers + 1
         if not isinstance(layer, (int, np.integer)) or not -total <= layer < total:
             raise InvalidInputError(
@@ -130,7 +146,25 @@ class Capture:
     def at_depths(self, depths) -> Capture:
         """A copy holding only ``depths`` (written as ``lb.capture``'s ``depths``; each must be held here): what
         ``lb.capture(..., depths=depths)`` gives. The final norm stays with depth ``L``; the attention
-        statistics of the other layers are emptied (such a capture records its depths' layers only)."""
+        statistics of the other layers are emptied (such a capture records its depths' layers only).
+
+        Parameters
+        ----------
+        depths : sequence of int or float, or str
+            Depth indices ``[0, 7, 14]``, gamma fractions ``[0.25, 0.5]`` or the same as a string ``"0.25,0.5"``
+            (``settings.DEPTHS_RULE``); None asks for every depth ``0..L``.
+
+        Returns
+        -------
+        Capture
+            A new capture with those depths' statistics and samples; its provenance names the depths when they are
+            not all of them.
+
+        Raises
+        ------
+        InvalidInputError
+            For depths that are malformed, out of range or not held by this capture.
+        """
         from .settings import resolve_depths
 
         held = resolve_depths(depths, self.n_layers, self.model_name)
@@ -176,15 +210,63 @@ class Capture:
 
     # --- read-outs -----------------------------------------------------------------------------------------
     def mean(self, layer: int) -> np.ndarray:
-        """Mean residual vector ``mu^(l) = E[h]`` over captured tokens at depth ``layer``, shape ``(d,)``."""
+        """Mean residual vector ``mu^(l) = E[h]`` over captured tokens at depth ``layer``, shape ``(d,)``.
+
+        Parameters
+        ----------
+        layer : int
+            A depth ``l`` in ``0..L`` this capture holds; negative counts from ``L``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``mu``, shape ``(d,)``.
+
+        Raises
+        ------
+        InvalidInputError
+            For a depth out of range or not held by this capture.
+        """
         return self._layer(layer).moments.mean.cpu().numpy()
 
     def covariance(self, layer: int) -> np.ndarray:
-        """Centred covariance ``C^(l) = E[(h - mu)(h - mu)^T]`` over captured tokens (float64)."""
+        """Centred covariance ``C^(l) = E[(h - mu)(h - mu)^T]`` over captured tokens (float64).
+
+        Parameters
+        ----------
+        layer : int
+            A depth ``l`` in ``0..L`` this capture holds; negative counts from ``L``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``C``, shape ``(d, d)``, float64.
+
+        Raises
+        ------
+        InvalidInputError
+            For a depth out of range or not held by this capture.
+        """
         return self._layer(layer).moments.covariance().cpu().numpy()
 
     def second_moment(self, layer: int) -> np.ndarray:
-        """Uncentred second moment ``E[h h^T]`` (float64)."""
+        """Uncentred second moment ``E[h h^T]`` (float64).
+
+        Parameters
+        ----------
+        layer : int
+            A depth ``l`` in ``0..L`` this capture holds; negative counts from ``L``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``E[h h^T]``, shape ``(d, d)``, float64.
+
+        Raises
+        ------
+        InvalidInputError
+            For a depth out of range or not held by this capture.
+        """
         return self._layer(layer).moments.second_moment().cpu().numpy()
 
     def eigvals(self, layer: int, centered: bool = True) -> np.ndarray:
@@ -206,7 +288,18 @@ class Capture:
         return np.linalg.eigvalsh(matrix)[::-1].copy()
 
     def all_eigvals(self, centered: bool = True) -> np.ndarray:
-        """Eigenvalues of every depth held at once, shape ``(n_depths, d)``, descending (one batched ``eigvalsh``)."""
+        """Eigenvalues of every depth held at once, shape ``(n_depths, d)``, descending (one batched ``eigvalsh``).
+
+        Parameters
+        ----------
+        centered : bool
+            The covariance (True) or the uncentred second moment ``E[h h^T]``.
+
+        Returns
+        -------
+        numpy.ndarray
+            Eigenvalues, shape ``(n_depths, d)``, largest first in each row (one row per depth held).
+        """
         stack = torch.stack(
             [(s.moments.covariance() if centered else s.moments.second_moment()).cpu() for s in self.layers]
         )
@@ -219,33 +312,121 @@ class Capture:
         -------
         numpy.ndarray
             ``m`` at each depth held, shape ``(n_depths,)``, exact over every captured token (not the sample);
-            ``omega_analysis.profile`` adds prompt-bootstrap intervals.
+            ``omega_profiles.profile`` adds prompt-bootstrap intervals.
         """
         return np.array([s.omega.mean for s in self.layers])
 
     def omega_std(self) -> np.ndarray:
-        """Standard deviation of per-token Omega over captured tokens at each depth held."""
+        """Standard deviation of per-token Omega over captured tokens at each depth held.
+
+        Returns
+        -------
+        numpy.ndarray
+            The standard deviation at each depth held, shape ``(n_depths,)``.
+        """
         return np.array([np.sqrt(s.omega.central_moments()[0]) for s in self.layers])
 
     def omega_histogram(self, layer: int) -> tuple[np.ndarray, np.ndarray]:
-        """Bin edges and counts of per-token Omega at ``layer``."""
+        """Bin edges and counts of per-token Omega at ``layer``.
+
+        Parameters
+        ----------
+        layer : int
+            A depth ``l`` in ``0..L`` this capture holds; negative counts from ``L``.
+
+        Returns
+        -------
+        edges : numpy.ndarray
+            The bin edges, shape ``(bins + 1,)``.
+        counts : numpy.ndarray
+            Tokens in each bin, shape ``(bins,)``, over every captured token.
+
+        Raises
+        ------
+        InvalidInputError
+            For a depth out of range or not held by this capture.
+        """
         stats = self._layer(layer).omega
         return stats.edges(), stats.counts.cpu().numpy()
 
     def omega_samples(self, layer: int) -> np.ndarray:
-        """Per-token Omega of the sampled tokens at ``layer`` (a uniform sample of all captured tokens)."""
+        """Per-token Omega of the sampled tokens at ``layer`` (a uniform sample of all captured tokens).
+
+        Parameters
+        ----------
+        layer : int
+            A depth ``l`` in ``0..L`` this capture holds; negative counts from ``L``.
+
+        Returns
+        -------
+        numpy.ndarray
+            Omega of each sampled token, shape ``(k,)``, float64.
+
+        Raises
+        ------
+        InvalidInputError
+            For a depth out of range or not held by this capture.
+        """
         return self.omega_sample.values[self.index_of(layer), :, 0].numpy().astype(np.float64)
 
     def token_vectors(self, layer: int) -> np.ndarray:
-        """Sampled token vectors at ``layer``, shape ``(k, d)``; the same tokens at every depth."""
+        """Sampled token vectors at ``layer``, shape ``(k, d)``; the same tokens at every depth.
+
+        Parameters
+        ----------
+        layer : int
+            A depth ``l`` in ``0..L`` this capture holds; negative counts from ``L``.
+
+        Returns
+        -------
+        numpy.ndarray
+            The sampled tokens' residual vectors, shape ``(k, d)``, in the dtype they were stored in.
+
+        Raises
+        ------
+        InvalidInputError
+            For a depth out of range or not held by this capture.
+        """
         return self.vectors.values[self.index_of(layer)].numpy()
 
     def abs_max(self, layer: int) -> np.ndarray:
-        """Per-coordinate ``max |h_i|`` over captured tokens (massive activations show up here)."""
+        """Per-coordinate ``max |h_i|`` over captured tokens (massive activations show up here).
+
+        Parameters
+        ----------
+        layer : int
+            A depth ``l`` in ``0..L`` this capture holds; negative counts from ``L``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``max |h_i|`` of each coordinate, shape ``(d,)``.
+
+        Raises
+        ------
+        InvalidInputError
+            For a depth out of range or not held by this capture.
+        """
         return self._layer(layer).abs.max.cpu().numpy()
 
     def abs_mean(self, layer: int) -> np.ndarray:
-        """Per-coordinate mean ``|h_i|`` over captured tokens at depth ``layer``."""
+        """Per-coordinate mean ``|h_i|`` over captured tokens at depth ``layer``.
+
+        Parameters
+        ----------
+        layer : int
+            A depth ``l`` in ``0..L`` this capture holds; negative counts from ``L``.
+
+        Returns
+        -------
+        numpy.ndarray
+            Mean ``|h_i|`` of each coordinate, shape ``(d,)`` (zeros when no token was captured).
+
+        Raises
+        ------
+        InvalidInputError
+            For a depth out of range or not held by this capture.
+        """
         stats = self._layer(layer)
         return (stats.abs.sum / max(stats.n, 1)).cpu().numpy()
 
@@ -258,6 +439,24 @@ class Capture:
         other settings (``MERGE_SETTINGS``: model, prompt set, ``exclude_first``, precision, sample sizes...).
         ``allow`` names the settings that may differ, e.g. ``allow=("precision",)``; ``"prompt_set_sha256"``
         allows the same prompts twice.
+
+        Parameters
+        ----------
+        other : Capture
+            A capture of the same model, depths and settings on other prompts.
+        allow : iterable of str
+            Settings of ``MERGE_SETTINGS`` (or ``"prompt_set_sha256"``) that may differ; empty by default. Each one
+            that differs is kept in the provenance as the list of both values.
+
+        Returns
+        -------
+        None
+            This capture is updated in place; its provenance adds ``other``'s prompt sets and prompt counts.
+
+        Raises
+        ------
+        InvalidInputError
+            For any of the refusals above, or an ``allow`` that names no merge setting.
         """
         if other is self:
             raise InvalidInputError(
@@ -339,7 +538,13 @@ class Capture:
 
     # --- files ------------------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, torch.Tensor]:
-        """Every accumulator as named CPU tensors (``layers.{l}.*``, ``final_norm.*``, the reservoirs), as saved."""
+        """Every accumulator as named CPU tensors (``layers.{l}.*``, ``final_norm.*``, the reservoirs), as saved.
+
+        Returns
+        -------
+        dict of str to torch.Tensor
+            Contiguous CPU tensors, keyed as in the saved file.
+        """
         state: dict[str, torch.Tensor] = {}
         for depth, stats in zip(self.depths.tolist(), self.layers):
             state.update({f"layers.{depth}.{k}": v for k, v in stats.state_dict().items()})

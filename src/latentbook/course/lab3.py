@@ -1,9 +1,9 @@
 """Self-checks of lab 3, Marchenko–Pastur spectra (``notebooks/lab3_spectra.ipynb``).
 
 One ``check_<exercise>(your_function)`` per exercise, compared with the reference: the tested functions of
-``latentbook.analysis.spectra``, and the plain count above the edge for ``count_spikes``. Null model: ``N``
-i.i.d. tokens ``h ~ N(0, sigma2 I_d)``, ``q = d / N``; the covariance eigenvalues fill
-``[sigma2 (1 - sqrt q)^2, sigma2 (1 + sqrt q)^2]`` (book/paper.md, "Spectral density").
+``latentbook.analysis.mp_law`` and ``latentbook.analysis.ranks``, and the plain count above the edge for
+``count_spikes``. Null model: ``N`` i.i.d. tokens ``h ~ N(0, sigma2 I_d)``, ``q = d / N``; the covariance
+eigenvalues fill ``[sigma2 (1 - sqrt q)^2, sigma2 (1 + sqrt q)^2]`` (book/paper.md, "Spectral density").
 Introduced in: lab 3 (chapter 4 of the book).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..analysis import spectra, synthetic
+from ..analysis import mp_law, ranks, synthetic
 from .checking import Case, Result, run, seeded
 
 
@@ -23,7 +23,7 @@ def check_mp_edges(mp_edges) -> Result:
             Case(
                 f"mp_edges(q={q}, sigma2={sigma2})",
                 lambda q=q, sigma2=sigma2: tuple(mp_edges(q, sigma2)),
-                spectra.mp_edges(q, sigma2),
+                mp_law.mp_edges(q, sigma2),
                 mistakes=[
                     (
                         (sigma2 * (1 - q) ** 2, sigma2 * (1 + q) ** 2),
@@ -41,7 +41,7 @@ def check_mp_density(mp_density) -> Result:
     """``mp_density(x, q, sigma2)``: the continuous part of the MP law, 0 outside the edges."""
     cases = []
     for q, sigma2 in ((0.25, 1.0), (0.5, 2.0), (2.0, 1.0)):
-        lo, hi = spectra.mp_edges(q, sigma2)
+        lo, hi = mp_law.mp_edges(q, sigma2)
         x = np.linspace(0.0, 1.2 * hi, 25)
         inside = (x > lo) & (x < hi) & (x > 0)
         no_q = np.where(
@@ -53,7 +53,7 @@ def check_mp_density(mp_density) -> Result:
             Case(
                 f"mp_density on 25 points of [0, 1.2 lambda_+], q={q}, sigma2={sigma2}",
                 lambda x=x, q=q, sigma2=sigma2: mp_density(x, q, sigma2),
-                spectra.mp_density(x, q, sigma2),
+                mp_law.mp_density(x, q, sigma2),
                 mistakes=[(no_q, "The denominator is 2 pi sigma2 q x: q is missing.")],
                 hint="rho(x) = sqrt((lambda_+ - x)(x - lambda_-)) / (2 pi sigma2 q x) inside the edges, 0 outside.",
             )
@@ -70,7 +70,7 @@ def check_count_spikes(count_spikes) -> Result:
         else:
             x = synthetic.gaussian(n, d, seed=seed)
         lam = np.linalg.eigvalsh(np.cov(x, rowvar=False))[::-1]
-        upper = spectra.mp_edges(d / n, 1.0)[1]
+        upper = mp_law.mp_edges(d / n, 1.0)[1]
         wrong_q = (1 + np.sqrt(n / d)) ** 2
         cases.append(
             Case(
@@ -112,7 +112,7 @@ def check_participation_ratio(participation_ratio) -> Result:
         _spectra_cases(
             "participation_ratio",
             participation_ratio,
-            spectra.participation_ratio,
+            ranks.participation_ratio,
             4,
             lambda lam: [
                 (
@@ -136,7 +136,7 @@ def check_effective_rank(effective_rank) -> Result:
         _spectra_cases(
             "effective_rank",
             effective_rank,
-            spectra.effective_rank,
+            ranks.effective_rank,
             5,
             lambda lam: [(entropy(lam), "That is the entropy: the effective rank is its exponential.")],
         ),

@@ -21,7 +21,7 @@
    exact permutation p-value; ``verdict`` turns it into "predicts capability", "does not" or "inconclusive";
    ``partial_spearman_ci(x, y, z)``: the same controlling for ``z`` (log parameter count: capability ranks
    almost like size), with a Freedman–Lane permutation p-value; ``partial_verdict`` judges it on its
-   Holm-adjusted p (``analysis.omega.holm``, across the diagnostics).
+   Holm-adjusted p (``analysis.bimodality.holm``, across the diagnostics).
 
 Introduced in: chapter 7.
 """
@@ -114,22 +114,22 @@ def capability(model, spec: TaskSpec, n: int = 512, seed: int = 11) -> dict:
 
 def _rise(cap) -> dict:
     """``m(1) - m(0)`` with a prompt-bootstrap interval (paired: the same tokens at both depths)."""
-    from ..analysis import omega
+    from ..analysis import omega, omega_profiles
 
     first, ids = omega.samples(cap, 0)
     last, _ = omega.samples(cap, -1)
     rise = (last - first)[None, :]  # a difference of Omegas: in [-1, 1]
-    p = omega.profile(rise, prompt_ids=ids, gamma=np.array([1.0]), n_boot=1000, bounds=(-1.0, 1.0))
+    p = omega_profiles.profile(rise, prompt_ids=ids, gamma=np.array([1.0]), n_boot=1000, bounds=(-1.0, 1.0))
     return {"value": float(p.m[0]), "ci": (float(p.low[0]), float(p.high[0]))}
 
 
 def omega_diagnostics(cap) -> dict:
     """``m(gamma)`` with intervals, the rise, bimodality at the last depth and ``gamma_c`` (if >= 6 depths)."""
-    from ..analysis import omega, transition
+    from ..analysis import bimodality, omega, omega_profiles, transition
 
-    profile = omega.profile(cap)
+    profile = omega_profiles.profile(cap)
     last, _ = omega.samples(cap, -1)
-    bimodal = omega.bimodality(last)
+    bimodal = bimodality.bimodality(last)
     out = {
         "gamma": profile.gamma.tolist(),
         "m": profile.m.tolist(),
@@ -143,7 +143,7 @@ def omega_diagnostics(cap) -> dict:
             "verdict": bimodal.verdict,
         },
         "bimodality_by_depth": [
-            omega.bimodality_coefficient(omega.samples(cap, depth)[0]) for depth in cap.depths.tolist()
+            bimodality.bimodality_coefficient(omega.samples(cap, depth)[0]) for depth in cap.depths.tolist()
         ],
     }
     if transition.is_testable(cap.n_depths):

@@ -292,9 +292,9 @@ def ladder_table(m: dict):
 
 
 def holm_family(p_values) -> np.ndarray:
-    """Holm-adjusted p-values of a family of tests (``analysis.omega.holm``); a test without a p-value (NaN: a
+    """Holm-adjusted p-values of a family of tests (``analysis.bimodality.holm``); a test without a p-value (NaN: a
     diagnostic constant across the ladder) stays in the family as p = 1, so it still counts against the others."""
-    from ..analysis.omega import holm
+    from ..analysis.bimodality import holm
 
     p = np.asarray(p_values, dtype=float)
     return holm(np.where(np.isfinite(p), p, 1.0))

@@ -17,12 +17,36 @@ _FILES = {"general": "general.jsonl"}
 
 
 def names() -> list[str]:
-    """Names of the text prompt sets that ship with the package."""
+    """Names of the text prompt sets that ship with the package.
+
+    Returns
+    -------
+    list of str
+        The names ``load`` accepts, sorted (``["general"]``).
+    """
     return sorted(_FILES)
 
 
 def load(name: str = "general", limit: int | None = None) -> list[str]:
-    """The texts of prompt set ``name`` (the first ``limit`` of them when given: a positive integer)."""
+    """The texts of prompt set ``name`` (the first ``limit`` of them when given: a positive integer).
+
+    Parameters
+    ----------
+    name : str
+        A shipped set (``names()``); ``"general"`` by default.
+    limit : int, optional
+        Keep only the first ``limit`` texts; None keeps them all.
+
+    Returns
+    -------
+    list of str
+        The texts, in the set's order.
+
+    Raises
+    ------
+    InvalidInputError
+        For an unknown ``name`` or a ``limit`` that is not a positive integer.
+    """
     if name not in _FILES:
         raise InvalidInputError(f"Unknown prompt set {name!r}: choose one of {names()}.")
     check_limit(limit)
@@ -32,7 +56,24 @@ def load(name: str = "general", limit: int | None = None) -> list[str]:
 
 
 def check_limit(limit, name: str = "limit") -> None:
-    """``limit`` must be None (all) or a positive integer: ``-1`` would silently mean all but the last."""
+    """``limit`` must be None (all) or a positive integer: ``-1`` would silently mean all but the last.
+
+    Parameters
+    ----------
+    limit : int or None
+        The limit to check.
+    name : str
+        How the message names it (e.g. ``"--max-prompts"``); ``"limit"`` by default.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    InvalidInputError
+        For anything but None or a positive integer (a bool is refused too).
+    """
     if limit is None:
         return
     if isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit <= 0:
@@ -43,6 +84,18 @@ def shuffled(texts: list[str], seed: int = 0) -> list[str]:
     """The same texts with their words in a random order: the "shuffled tokens" null model.
 
     Word frequencies and lengths are kept; syntax and meaning are destroyed.
+
+    Parameters
+    ----------
+    texts : list of str
+        The prompts.
+    seed : int
+        Seed of the shuffles (one generator for all the texts, in order).
+
+    Returns
+    -------
+    list of str
+        One shuffled text per prompt, in the same order, its words joined by single spaces.
     """
     import random
 

@@ -141,13 +141,25 @@ def confusion(records: list[dict]) -> pd.DataFrame:
 def source_hash() -> str:
     """``code_hash`` of the code a landmark calibration runs through (the planted cases, the landmark estimators, the
     Omega fit and the judge): a table in ``results/calibration/`` is current while this matches its record."""
-    from ..analysis import intrinsic_dimension, landmarks, omega, transition, verdict
+    from ..analysis import (
+        bimodality,
+        intrinsic_dimension,
+        landmarks,
+        omega,
+        omega_profiles,
+        standardisation,
+        transition,
+        verdict,
+    )
     from . import landmarks as run_landmarks
 
     parts = (
         intrinsic_dimension,
         landmarks,
         omega,
+        omega_profiles,
+        standardisation,
+        bimodality,
         transition,
         run_landmarks,
         verdict.judge_landmark,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..analysis import intrinsic_dimension, landmarks, omega, transition
+from ..analysis import intrinsic_dimension, landmarks, omega_profiles, transition
 from ..analysis.paper import PAPER_GAMMA_C
 from ..analysis.verdict import GAMMA_C_TOLERANCE, K_MASSIVE, MIN_TRANSITION, coincides, places_gamma_c
 from ..errors import InvalidInputError
@@ -222,7 +222,9 @@ def depth_landmarks(
             )
     jump = None
     if transition.is_testable(cap.n_depths):
-        m_z = omega.standardised_profile(cap, n_boot=200, seed=seed, drop_first=True, drop_top_dims=K_MASSIVE)
+        m_z = omega_profiles.standardised_profile(
+            cap, n_boot=200, seed=seed, drop_first=True, drop_top_dims=K_MASSIVE
+        )
         jump = transition.critical_depth(m_z.gamma, m_z.m, draws=m_z.draws, n_boot=200, seed=seed)
     return DepthLandmarks(
         label or cap.model_name,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..analysis import omega, transition
+from ..analysis import bimodality, omega, omega_profiles, transition
 from ..analysis.verdict import K_MASSIVE, MIN_TRANSITION, PAPER_GAMMA_C
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ class Measurements:
     n_depths: int
     d_model: int
     transition: Any  # transition.Transition of m(gamma), or None with fewer than MIN_DEPTHS depths
-    standardised: Any  # transition.Transition of m_z (omega.standardised_profile), or None
+    standardised: Any  # transition.Transition of m_z (omega_profiles.standardised_profile), or None
     standardised_clean: Any  # the same with the first position and K_MASSIVE coordinates removed, or None
     m_peak: float  # the highest m over the fitted (interior) depths
     m_peak_ci: tuple[float, float]
@@ -59,21 +59,21 @@ class Measurements:
     m_peak_clean: float  # the highest m of confounds.cleaned_profile over the same depths
     m_peak_clean_ci: tuple[float, float]
     m_peak_clean_gamma: float
-    bimodal: list  # omega.Bimodality at each interior depth after the split (first position removed)
+    bimodal: list  # bimodality.Bimodality at each interior depth after the split (first position removed)
     bimodal_perm: list  # the same of the coordinate-permuted vector sample (omega.permutation_null)
     after_gammas: list[float]
-    pr: Any  # layer_spectra.Contrast of the participation ratio (jackknife over prompts); None: not measured
-    erank: Any  # layer_spectra.Contrast of the effective rank; None: not measured
+    pr: Any  # spectral_contrasts.Contrast of the participation ratio (jackknife over prompts); None: not measured
+    erank: Any  # spectral_contrasts.Contrast of the effective rank; None: not measured
     pr_clean: Any  # the same of the correlation matrix (each coordinate standardised); None: not measured
     erank_clean: Any  # the same of the correlation matrix; None: not measured
-    spikes: Any  # layer_spectra.SpikeContrast (median counts, prompt-bootstrap intervals); None: not measured
+    spikes: Any  # spectral_contrasts.SpikeContrast (median counts, prompt-bootstrap intervals); None: not measured
     contraction: Any  # contraction.GainFit of the Jacobian-vector gains, or None when not measured
     cooling: Any = None  # cooling.CoolingSummary, or None without attention statistics
     split: float = PAPER_GAMMA_C
 
     @property
     def n_bimodal_after(self) -> int:
-        return sum(b.verdict == "bimodal" for b in omega.holm_adjusted(self.bimodal))
+        return sum(b.verdict == "bimodal" for b in bimodality.holm_adjusted(self.bimodal))
 
 
 def _peak(prof, start: int, stop: int) -> tuple[float, tuple[float, float], float]:
@@ -100,7 +100,7 @@ def measure(
     Jacobian-vector measurement needs the model, so a capture alone leaves the contraction claim untested);
     ``spikes=False`` skips the spike counts (each refits the MP law at every depth of every bootstrap draw), which
     leaves the spike claim "not testable here"."""
-    from ..analysis import confounds, contraction, cooling, layer_spectra
+    from ..analysis import confounds, contraction, cooling, spectral_contrasts
 
     if attention is None and getattr(cap, "attention", None) is not None:
         attention = cap
@@ -113,9 +113,9 @@ def measure(
             prof.gamma, prof.m, draws=prof.draws, n_boot=n_boot, seed=seed, min_amplitude=MIN_TRANSITION
         )
 
-    prof = omega.profile(cap, n_boot=max(n_boot, 100), seed=seed)
-    standardised = omega.standardised_profile(cap, n_boot=max(n_boot, 100), seed=seed)
-    standardised_clean = omega.standardised_profile(
+    prof = omega_profiles.profile(cap, n_boot=max(n_boot, 100), seed=seed)
+    standardised = omega_profiles.standardised_profile(cap, n_boot=max(n_boot, 100), seed=seed)
+    standardised_clean = omega_profiles.standardised_profile(
         cap, n_boot=max(n_boot, 100), seed=seed, drop_first=True, drop_top_dims=K_MASSIVE
     )
     clean = confounds.cleaned_profile(cap, k=K_MASSIVE, n_boot=max(n_boot, 100), seed=seed)
@@ -125,23 +125,23 @@ def measure(
     m_peak, m_peak_ci, m_peak_gamma = _peak(prof, start, stop)
     clean_peak, clean_ci, clean_gamma = _peak(clean, start, stop)
 
-    _, after = layer_spectra.depth_windows(cap.gamma, split)
+    _, after = spectral_contrasts.depth_windows(cap.gamma, split)
     keep = cap.vectors.positions > 0
     bimodal, bimodal_perm = [], []
     for layer in cap.depths[after].tolist():  # the depths after the split (positions -> depths held)
         values, ids = omega.samples(cap, layer, drop_first=True)
-        bimodal.append(omega.bimodality(values, prompt_ids=ids))
+        bimodal.append(bimodality.bimodality(values, prompt_ids=ids))
         permuted = omega.permutation_null(cap.token_vectors(layer).astype(np.float64)[keep], seed + layer)
-        bimodal_perm.append(omega.bimodality(permuted, prompt_ids=cap.vectors.prompt_ids[keep]))
+        bimodal_perm.append(bimodality.bimodality(permuted, prompt_ids=cap.vectors.prompt_ids[keep]))
 
     spike_counts = pr = erank = pr_clean = erank_clean = None
     if spectra:
         if spikes:
-            spike_counts = layer_spectra.spike_contrast(cap, split=split, n_boot=SPIKE_BOOT, seed=seed)
-        pr = layer_spectra.pr_contrast(cap, split=split)
-        erank = layer_spectra.effective_rank_contrast(cap, split=split, n_groups=ERANK_GROUPS)
-        pr_clean = layer_spectra.pr_contrast(cap, split=split, standardised=True)
-        erank_clean = layer_spectra.effective_rank_contrast(
+            spike_counts = spectral_contrasts.spike_contrast(cap, split=split, n_boot=SPIKE_BOOT, seed=seed)
+        pr = spectral_contrasts.pr_contrast(cap, split=split)
+        erank = spectral_contrasts.effective_rank_contrast(cap, split=split, n_groups=ERANK_GROUPS)
+        pr_clean = spectral_contrasts.pr_contrast(cap, split=split, standardised=True)
+        erank_clean = spectral_contrasts.effective_rank_contrast(
             cap, split=split, n_groups=ERANK_GROUPS, standardised=True
         )
     contracted = contraction.transverse_gain(gains, seed=seed) if gains is not None else None

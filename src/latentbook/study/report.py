@@ -3,9 +3,9 @@
 Usage:
 
 1. ``report = capture_report(cap, label)``: the provenance, Omega's reference values at the capture's width,
-   ``m(gamma)`` with prompt-bootstrap intervals (``omega.profile``), the excess over the coordinate-permutation
-   null (``omega.excess_profile``), the spectrum of the sink-free token sample at every depth
-   (``layer_spectra.token_sample_spectrum_profile``) beside pure noise of the same shape
+   ``m(gamma)`` with prompt-bootstrap intervals (``omega_profiles.profile``), the excess over the
+   coordinate-permutation null (``omega_profiles.excess_profile``), the spectrum of the sink-free token sample at
+   every depth (``layer_spectra.token_sample_spectrum_profile``) beside pure noise of the same shape
    (``layer_spectra.gaussian_reference``), and the verdict rows of this capture (``verdict_rows``:
    ``study.measure.measure`` and ``study.rows.claim_rows``, the functions ``latentbook verdict`` runs on a results
    file), and the field's landmarks of depth beside the Omega transition (``study.landmarks.depth_landmarks``;
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._text import WIDTH, text_table, wrap
-from ..analysis import layer_spectra, omega, spectra
+from ..analysis import bulk_fit, layer_spectra, omega, omega_profiles
 from ..analysis import verdict as judged
 from ..errors import InvalidInputError
 from .landmarks import depth_landmarks
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ..capturing.results import Capture
     from .landmarks import DepthLandmarks
 
-N_BOOT = 1000  # bootstrap draws of m(gamma) and of the excess (omega.profile's default)
+N_BOOT = 1000  # bootstrap draws of m(gamma) and of the excess (omega_profiles.profile's default)
 NOISE_REPS = 3  # pure-noise samples of the token sample's shape (layer_spectra.gaussian_reference)
 SPECTRAL_CLAIMS = (
     "spectral_concentration",
@@ -53,7 +53,20 @@ NOT_ALONE = "not testable from this capture alone"
 
 
 def results_label(cap: Capture, file_name: str) -> str:
-    """The label ``latentbook verdict`` gives a results file (``study.verdict.load_results``)."""
+    """The label ``latentbook verdict`` gives a results file (``study.verdict.load_results``).
+
+    Parameters
+    ----------
+    cap : Capture
+        The capture read from the file.
+    file_name : str
+        The file's name.
+
+    Returns
+    -------
+    str
+        ``"MODEL (FILE_NAME)"``.
+    """
     return f"{cap.model_name} ({file_name})"
 
 
@@ -64,8 +77,8 @@ class Report:
     label: str
     facts: list[tuple[str, str]]  # provenance, in words: (what, value)
     references: dict[str, float]  # omega.reference_values(d) plus the paper's levels at this width
-    profile: omega.Profile  # m(gamma), prompt bootstrap
-    excess: omega.Profile | None  # m - m_perm, prompt bootstrap; None: not available (excess_note says why)
+    profile: omega_profiles.Profile  # m(gamma), prompt bootstrap
+    excess: omega_profiles.Profile | None  # m - m_perm, prompt bootstrap; None: see excess_note
     spectra: pd.DataFrame | None  # layer_spectra.token_sample_spectrum_profile; None: see spectra_note
     noise: dict[str, float] | None  # mean of layer_spectra.gaussian_reference at the sample's shape
     spectrum_depths: list[int]  # the depths the figure draws against the MP law
@@ -79,13 +92,13 @@ class Report:
     landmarks_note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def spectrum(self, layer: int) -> tuple[np.ndarray, spectra.MPFit]:
+    def spectrum(self, layer: int) -> tuple[np.ndarray, bulk_fit.MPFit]:
         """Eigenvalues of the sink-free token sample at ``layer`` and their MP fit: the numbers behind that
         depth's row of ``spectra`` (``layer_spectra.spectrum_summary`` fits the same law)."""
         cap = self.extra["capture"]
         sample = layer_spectra.token_sample(cap, layer)
         lam = layer_spectra.sample_eigvals(sample.x)
-        return lam, spectra.mp_fit(lam, sample.n_dof)
+        return lam, bulk_fit.mp_fit(lam, sample.n_dof)
 
     def text(self, width: int = WIDTH) -> str:
         return "\n".join(_render(self, width))
@@ -103,7 +116,35 @@ def capture_report(
     verdict: bool = True,
 ) -> Report:
     """The report of ``cap`` (labelled ``label``, as in the verdict table), its verdict rows judged against
-    ``twin`` (a capture of the random-weight model of the same architecture) when given."""
+    ``twin`` (a capture of the random-weight model of the same architecture) when given.
+
+    Parameters
+    ----------
+    cap : Capture
+        The capture to report on.
+    label : str, optional
+        Its label in the verdict rows; None uses ``cap.model_name``.
+    twin : Capture, optional
+        A capture of the random-weight twin (the same layers and width); None judges the rows without one.
+    n_boot : int
+        Bootstrap draws of ``m(gamma)`` and of the excess.
+    seed : int
+        Seed of the bootstraps, the permutation null, the noise reference and the landmarks (the verdict rows
+        are measured with ``verdict_rows``' default seed, 0).
+    verdict : bool
+        Measure and judge the claims (the slow part on large captures); False leaves ``rows`` None.
+
+    Returns
+    -------
+    Report
+        The facts, reference values, profiles, spectra, verdict rows and landmarks; a part that cannot be computed
+        from this capture is None, with a note saying why. ``Report.text()`` renders it.
+
+    Raises
+    ------
+    InvalidInputError
+        For a ``twin`` with other layers or another width than ``cap``.
+    """
     import pandas as pd
 
     if twin is not None and (twin.n_layers, twin.d_model) != (cap.n_layers, cap.d_model):
@@ -114,8 +155,8 @@ def capture_report(
     label = label or cap.model_name
     one_prompt = len(np.unique(cap.omega_sample.prompt_ids)) < 2
     # one prompt has no prompts to resample: its tokens are, and the text says the interval is optimistic
-    prof = omega.profile(cap, n_boot=n_boot, seed=seed, by="token" if one_prompt else "prompt")
-    excess, excess_note = _try(lambda: omega.excess_profile(cap, n_boot=n_boot, seed=seed))
+    prof = omega_profiles.profile(cap, n_boot=n_boot, seed=seed, by="token" if one_prompt else "prompt")
+    excess, excess_note = _try(lambda: omega_profiles.excess_profile(cap, n_boot=n_boot, seed=seed))
     table, spectra_note = _try(lambda: layer_spectra.token_sample_spectrum_profile(cap))
     noise = None
     if table is not None:
@@ -158,7 +199,26 @@ def verdict_rows(
     "results file", as ``latentbook verdict`` judges a capture file (against ``twin`` when given), and the
     landmark row (``landmarks``: ``study.landmarks.depth_landmarks`` of ``cap``, measured here when not given).
     A capture too shallow for the spectral claims is measured for the others, and those rows say why they cannot
-    be tested ("not testable here", reason naming the capture's limit)."""
+    be tested ("not testable here", reason naming the capture's limit).
+
+    Parameters
+    ----------
+    cap : Capture
+        The capture to judge.
+    label : str
+        Its label in the rows (``results_label``).
+    twin : Capture, optional
+        A capture of the random-weight twin to judge against; None judges without one.
+    seed : int
+        Seed of the measurements.
+    landmarks : DepthLandmarks, optional
+        The landmarks of ``cap`` when already measured; None measures them here.
+
+    Returns
+    -------
+    list of Row
+        One row per claim (``analysis.verdict.Row``), the landmark row last.
+    """
     measured, missing = _measure(cap, label, seed)
     twin_measured = _measure(twin, f"random twin of {label}", seed)[0] if twin is not None else None
     rows = claim_rows(measured, twin_measured, run="results file")
@@ -408,7 +468,8 @@ def _render_depths(r: Report, width: int) -> list[str]:
     out += wrap(
         f"m(gamma) = mean Omega over all {r.extra['capture'].n_tokens} captured tokens, {level}% interval from "
         f"{p.draws.shape[0] if p.draws is not None else N_BOOT} bootstrap draws of the {n_what} "
-        "(omega.profile). m - m_perm on the token-vector sample (omega.excess_profile). Spectrum of the "
+        "(omega_profiles.profile). m - m_perm on the token-vector sample (omega_profiles.excess_profile). "
+        "Spectrum of the "
         "token-vector sample without the first position (layer_spectra.token_sample_spectrum_profile): "
         "participation ratio PR, effective rank, and spikes above the fitted Marchenko-Pastur edge; '>=' marks an unsettled fit, "
         "whose count is a lower bound.",

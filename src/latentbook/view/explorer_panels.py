@@ -8,7 +8,7 @@ depth into the traces both explorers draw (``widgets.explore``, live, and ``stat
   captured tokens at depth ``l``, against the Gaussian reference: the distribution of Omega for i.i.d.
   ``N(0, I_d)`` vectors of the same ``d`` (mean ``~ 1 - sqrt(2/pi) = 0.2021``). book/paper.md, "Order parameter".
 - ``spectrum``: the eigenvalues of the token covariance ``C^(l)`` (log10 scale) against the
-  Marchenko–Pastur law fitted to their bulk (``spectra.mp_fit`` with the effective sample size), and the
+  Marchenko–Pastur law fitted to their bulk (``bulk_fit.mp_fit`` with the effective sample size), and the
   spikes beyond its edge. book/paper.md, "Spectral density", claim 3.
 - ``attention``: the mean attention entropy ``H = -sum_j p_j log p_j`` of each head of layer ``l``, beside
   ``log(n_keys)``, the entropy of uniform attention. book/paper.md, "Attention thermodynamics".
@@ -135,7 +135,7 @@ def spectrum_panel(eigvals: np.ndarray, n_samples: float, bins: int = 60) -> lis
     the share of the spectrum they describe. Eigenvalues below ``1e-9`` of the largest are drawn at that floor.
     If the bulk cannot be fitted (a degenerate spectrum), the MP curve and spikes are left empty.
     """
-    from ..analysis import spectra
+    from ..analysis import bulk_fit, mp_law
 
     lam = np.sort(np.asarray(eigvals, dtype=np.float64))[::-1]
     d = len(lam)
@@ -147,14 +147,14 @@ def spectrum_panel(eigvals: np.ndarray, n_samples: float, bins: int = 60) -> lis
     mp_y: list[float] = []
     spike_x: list[float] = []
     try:
-        fit = spectra.mp_fit(lam, n_samples)
+        fit = bulk_fit.mp_fit(lam, n_samples)
     except InvalidInputError:
         fit = None
     if fit is not None:
         lo, hi = fit.edges
         grid = np.linspace(max(lo, floor), hi, 200)
         share = (d - fit.n_spikes) * min(1.0, 1.0 / fit.ratio) / d
-        rho = spectra.mp_density(grid, fit.ratio, fit.sigma2) / min(1.0, 1.0 / fit.ratio)
+        rho = mp_law.mp_density(grid, fit.ratio, fit.sigma2) / min(1.0, 1.0 / fit.ratio)
         mp_x, mp_y = _list(np.log10(grid)), _list(share * rho * grid * math.log(10))
         spike_x = _list(np.log10(fit.spikes))
     return [

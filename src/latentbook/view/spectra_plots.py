@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 
-from ..analysis import spectra
+from ..analysis import bulk_fit, mp_law
 from ..errors import InvalidInputError
 
 
@@ -22,7 +22,7 @@ def _ax(ax: Axes | None, size: tuple[float, float] = (6.0, 3.6)) -> Axes:
 
 def esd_against_mp(
     eigvals: np.ndarray,
-    fit: spectra.MPFit,
+    fit: bulk_fit.MPFit,
     *,
     label: str,
     log: bool = False,
@@ -45,7 +45,7 @@ def esd_against_mp(
     weight = len(fit.bulk) / lam.size / min(1.0, 1.0 / fit.ratio)
     lo, hi = fit.edges
     grid = np.linspace(max(lo, 1e-12 * hi), hi, 600)[1:-1]
-    density = spectra.mp_density(grid, fit.ratio, fit.sigma2) * weight
+    density = mp_law.mp_density(grid, fit.ratio, fit.sigma2) * weight
     if log:
         ax.hist(
             np.log10(lam), bins=bins, density=True, color=color, alpha=0.45, label=f"{label}: eigenvalues"
@@ -74,7 +74,7 @@ def bbp_sweep(
 ) -> Axes:
     """Largest sample eigenvalue against the planted population eigenvalue, with the BBP prediction.
 
-    Theory: ``spectra.spike_location`` (the upper MP edge below the threshold ``sigma2 (1 + sqrt q)``, then
+    Theory: ``mp_law.spike_location`` (the upper MP edge below the threshold ``sigma2 (1 + sqrt q)``, then
     ``sigma2 (1 + theta)(1 + q / theta)``); the identity line shows what a naive reading would expect.
     """
     population = np.asarray(population, dtype=np.float64)
@@ -83,11 +83,11 @@ def bbp_sweep(
         raise InvalidInputError("population and observed must be 1-D arrays of the same length.")
     ax = _ax(ax)
     grid = np.linspace(population.min(), population.max(), 400)
-    ax.plot(grid, spectra.spike_location(grid, sigma2, ratio), color="black", lw=1.4, label="BBP theory")
+    ax.plot(grid, mp_law.spike_location(grid, sigma2, ratio), color="black", lw=1.4, label="BBP theory")
     ax.plot(grid, grid, color="grey", ls=":", lw=1, label=r"$\lambda = \ell$")
     ax.plot(population, observed, "o", ms=5, color="tab:blue", label="largest sample eigenvalue")
-    ax.axvline(spectra.bbp_threshold(sigma2, ratio), color="crimson", ls="--", lw=1, label="BBP threshold")
-    ax.axhline(spectra.mp_edges(ratio, sigma2)[1], color="grey", ls="--", lw=1, label="MP upper edge")
+    ax.axvline(mp_law.bbp_threshold(sigma2, ratio), color="crimson", ls="--", lw=1, label="BBP threshold")
+    ax.axhline(mp_law.mp_edges(ratio, sigma2)[1], color="grey", ls="--", lw=1, label="MP upper edge")
     ax.set(
         xlabel=r"planted population eigenvalue $\ell$ (noise variance units)",
         ylabel=r"sample eigenvalue $\lambda$ (noise variance units)",

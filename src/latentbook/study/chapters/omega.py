@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ...analysis import confounds, omega, synthetic, transition
+from ...analysis import bimodality, confounds, omega, omega_profiles, synthetic, transition
 from . import label_key
 
 if TYPE_CHECKING:
-    from ...analysis.omega import Profile
+    from ...analysis.omega_profiles import Profile
     from ...analysis.transition import Transition
     from ...capturing import Capture
 
@@ -152,9 +152,9 @@ def m_summary_glue(table: pd.DataFrame) -> dict[str, float]:
 
 
 def permutation_share_table(null_tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """Per capture (index), over the depths the transition fit uses (``omega.null_profiles`` rows 2 to L-1): the
-    median share of the excess over the Gaussian value that the coordinate permutation reproduces, the largest
-    ``|m - m_perm|`` and the mean ``m - m_gauss``."""
+    """Per capture (index), over the depths the transition fit uses (``omega_profiles.null_profiles`` rows 2 to
+    L-1): the median share of the excess over the Gaussian value that the coordinate permutation reproduces, the
+    largest ``|m - m_perm|`` and the mean ``m - m_gauss``."""
     rows = []
     for label, table in null_tables.items():
         inner = table.iloc[2:-1]
@@ -180,22 +180,24 @@ def permutation_share_glue(shares: pd.DataFrame) -> dict[str, float]:
     return glued
 
 
-DECOMPOSITION = ("scale", "sparsity", "structure")  # omega.null_profiles' parts of m - g
+DECOMPOSITION = ("scale", "sparsity", "structure")  # omega_profiles.null_profiles' parts of m - g
 
 
 def null_tables(captures: Mapping[str, Capture]) -> dict[str, pd.DataFrame]:
-    """``omega.null_profiles`` of every capture, with a column ``m_z``: the profile the verdict judges
-    (``omega.standardised_profile``: each coordinate centred on its median and scaled by its MAD), beside the
-    decomposition's ``standardised`` (centred on the mean and scaled by the SD, where the parts add up)."""
+    """``omega_profiles.null_profiles`` of every capture, with a column ``m_z``: the profile the verdict judges
+    (``omega_profiles.standardised_profile``: each coordinate centred on its median and scaled by its MAD),
+    beside the decomposition's ``standardised`` (centred on the mean and scaled by the SD, where the parts add up)."""
     return {
-        label: omega.null_profiles(cap).assign(m_z=omega.standardised_profile(cap, n_boot=200).m)
+        label: omega_profiles.null_profiles(cap).assign(
+            m_z=omega_profiles.standardised_profile(cap, n_boot=200).m
+        )
         for label, cap in captures.items()
     }
 
 
 def decomposition_table(null_tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """Per capture (index), the mean over the interior depths (``omega.null_profiles`` rows 2 to L-1) of Omega's
-    excess over the Gaussian value, ``m - g``, and of its three parts: coordinate ``scale`` (``m - m_s``),
+    """Per capture (index), the mean over the interior depths (``omega_profiles.null_profiles`` rows 2 to L-1) of
+    Omega's excess over the Gaussian value, ``m - g``, and of its three parts: coordinate ``scale`` (``m - m_s``),
     ``sparsity`` within coordinates (``m_s,perm - g``) and ``structure`` within tokens (``m_s - m_s,perm``),
     ``m_s`` Omega of the SD-standardised vectors; with the largest step between neighbouring interior depths
     (where a planted code appears) of ``m_s`` and of the verdict's ``m_z`` (``null_tables``)."""
@@ -267,7 +269,7 @@ def planted_null_tables(n_layers: int = 12, d: int = 256, seed: int = 7) -> dict
 
 def planted_glue(planted_tables: Mapping[str, pd.DataFrame]) -> dict[str, float]:
     """``{label}_mstep`` (the largest step of raw ``m`` between neighbouring depths) and ``{label}_permgap`` (the
-    largest ``|m - m_perm|``) of each planted model's ``omega.null_profiles``."""
+    largest ``|m - m_perm|``) of each planted model's ``omega_profiles.null_profiles``."""
     glued = {}
     for label, table in planted_tables.items():
         key = label_key(label)
@@ -277,16 +279,16 @@ def planted_glue(planted_tables: Mapping[str, pd.DataFrame]) -> dict[str, float]
 
 
 def bimodality_verdicts(captures: Mapping[str, Capture], k: int) -> pd.DataFrame:
-    """One row per capture and depth ``l``: ``omega.bimodality`` of the Omega sample (dip p-values Holm-adjusted
-    across the capture's depths), the design effect ``n / n_effective``, and for a trained capture's depth that is
-    not unimodal, the verdict with the first position and the ``k`` largest coordinates removed."""
+    """One row per capture and depth ``l``: ``bimodality.bimodality`` of the Omega sample (dip p-values
+    Holm-adjusted across the capture's depths), the design effect ``n / n_effective``, and for a trained
+    capture's depth that is not unimodal, the verdict with the first position and the ``k`` largest coordinates removed."""
     rows = []
     for label, cap in captures.items():
         per_depth = [
-            omega.bimodality(cap.omega_samples(layer), prompt_ids=cap.omega_sample.prompt_ids)
+            bimodality.bimodality(cap.omega_samples(layer), prompt_ids=cap.omega_sample.prompt_ids)
             for layer in range(cap.n_depths)
         ]
-        for layer, result in enumerate(omega.holm_adjusted(per_depth)):
+        for layer, result in enumerate(bimodality.holm_adjusted(per_depth)):
             row = {
                 "capture": label,
                 "l": layer,
@@ -301,7 +303,7 @@ def bimodality_verdicts(captures: Mapping[str, Capture], k: int) -> pd.DataFrame
             }
             if not label.startswith("random:") and result.verdict != "unimodal":
                 values, ids = omega.samples(cap, layer, drop_top_dims=k, drop_first=True)
-                row["verdict, confounds removed"] = omega.bimodality(values, prompt_ids=ids).verdict
+                row["verdict, confounds removed"] = bimodality.bimodality(values, prompt_ids=ids).verdict
             rows.append(row)
     return pd.DataFrame(rows)
 

@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ...analysis import layer_spectra, spectra
+from ...analysis import bulk_fit, layer_spectra
 from . import label_key
 
 if TYPE_CHECKING:
-    from ...analysis.layer_spectra import Contrast, TokenSample
-    from ...analysis.spectra import MPFit
+    from ...analysis.bulk_fit import MPFit
+    from ...analysis.layer_spectra import TokenSample
+    from ...analysis.spectral_contrasts import Contrast
     from ...capturing import Capture
 
 
@@ -31,7 +32,7 @@ def depth_spectrum(cap: Capture, layer: int) -> tuple[TokenSample, np.ndarray, M
     the MP law fitted to them with ``N`` the sample's degrees of freedom."""
     sample = layer_spectra.token_sample(cap, layer)
     eigvals = layer_spectra.sample_eigvals(sample.x)
-    return sample, eigvals, spectra.mp_fit(eigvals, sample.n_dof)
+    return sample, eigvals, bulk_fit.mp_fit(eigvals, sample.n_dof)
 
 
 def mid_depth_table(
@@ -102,7 +103,7 @@ def pr_jump_glue(profiles: Mapping[str, pd.DataFrame], names: Sequence[str]) -> 
 
 def contrast_table(contrasts: Mapping[str, Contrast]) -> pd.DataFrame:
     """One row per model: the PR contrast ``exp(mean log PR after) / exp(mean log PR before)`` of
-    ``layer_spectra.pr_contrast``, its jackknife interval and the depths on each side."""
+    ``spectral_contrasts.pr_contrast``, its jackknife interval and the depths on each side."""
     return pd.DataFrame(
         [
             {
