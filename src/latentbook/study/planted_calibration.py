@@ -30,9 +30,10 @@ import numpy as np
 
 from .._code_hash import code_hash
 from ..analysis.calibration import MAX_FALSE_HOLDS, MIN_FOUND
+from ..analysis.planted_statistics import PLANTED_Q
 from ..analysis.verdict import VERDICTS, wilson_interval
 from ..errors import InvalidInputError
-from ..models import planted
+from ..models import planted, planted_flow
 from .cases import in_case_order, run_cases
 
 if TYPE_CHECKING:
@@ -48,6 +49,9 @@ SPECTRAL_ROWS = ("spectral_concentration", "effective_rank")
 CLEAN_SPECTRAL_ROWS = ("spectral_concentration_cleaned", "effective_rank_cleaned")
 ARTEFACT_ROWS = OMEGA_ROWS + CLEAN_SPECTRAL_ROWS + SPECTRAL_ROWS
 LIQUID_ROWS = ("stays_liquid", "stays_liquid_cleaned")
+# measured with attention statistics and Jacobian-vector gains
+FLOW_ROWS = ("transverse_contraction", "attention_cooling")
+SHARPENING = (6.5, 8.0)  # planted_flow "sharpening" strengths: the entropy falls by a third to three quarters
 FILE = Path("calibration") / "planted_models.json"
 # the run before the cleaned spectral rows removed each coordinate's position profile (chapter 8 compares them)
 BEFORE_POSITION_PROFILE = Path("calibration") / "planted_models_before_position_profile.json"
@@ -60,10 +64,20 @@ class Family:
     ``absent`` rows must not."""
 
     name: str
-    plant: Callable[[planted.PlantSpec, np.random.Generator], planted.PlantSpec]
+    plant: Callable[[planted.PlantSpec, np.random.Generator], planted.PlantSpec | planted_flow.FlowSpec]
     present: tuple[str, ...] = ()
     absent: tuple[str, ...] = ()
-    twin: Callable[[planted.PlantSpec, np.random.Generator], planted.PlantSpec] | None = None
+    twin: (
+        Callable[[planted.PlantSpec, np.random.Generator], planted.PlantSpec | planted_flow.FlowSpec] | None
+    ) = None
+    # the random stream the plant draws from (default: the family's name): families sharing one plant the same
+    # model, which a case then measures once
+    draws: str = ""
+
+    @property
+    def flow(self) -> bool:
+        """Whether the family judges a flow row (``FLOW_ROWS``): its models are measured with attention and gains."""
+        return any(claim in FLOW_ROWS for claim in self.present + self.absent)
 
 
 def _code(window: tuple[float, float], plant: str = "sparse_code") -> Callable:
@@ -121,6 +135,34 @@ def _twin_with_code(base: planted.PlantSpec, rng: np.random.Generator) -> plante
     return replace(planted.twin_spec(base), plant="sparse_code", gamma=base.gamma, strength=base.strength)
 
 
+def _contraction(flow: str) -> Callable:
+    """A class code (``_class_code`` at 0.38-0.46) and, in every block after it, the ``planted_flow`` contraction
+    ``flow`` (``"none"``: the code alone) by ``c = 1 - q``, ``q`` a paper-size block gain
+    (``planted_statistics.PLANTED_Q``)."""
+
+    def make(base: planted.PlantSpec, rng: np.random.Generator) -> planted_flow.FlowSpec:
+        code = replace(
+            base,
+            plant="class_code",
+            gamma=float(rng.uniform(0.38, 0.46)),
+            strength=float(rng.uniform(2.0, 4.0)),
+            n_classes=int(rng.integers(3, 9)),
+        )
+        return planted_flow.FlowSpec(code, flow, 1.0 - float(rng.uniform(*PLANTED_Q)))
+
+    return make
+
+
+def _sharpening(base: planted.PlantSpec, rng: np.random.Generator) -> planted_flow.FlowSpec:
+    """Attention sharpening (``planted_flow`` "sharpening", strength in ``SHARPENING``) from 0.38-0.46 on."""
+    start = replace(base, gamma=float(rng.uniform(0.38, 0.46)))
+    return planted_flow.FlowSpec(start, "sharpening", float(rng.uniform(*SHARPENING)))
+
+
+def _twin_with_flow(spec: planted_flow.FlowSpec, rng: np.random.Generator) -> planted_flow.FlowSpec:
+    return planted_flow.twin(spec, same_flow=True)
+
+
 def families() -> list[Family]:
     """The planted families: the phenomenon where the paper puts it and elsewhere (token-specific codes for the
     Omega rows, class codes for the spectral rows too), and its artefacts (norm growth twice: against the random
@@ -168,6 +210,46 @@ def families() -> list[Family]:
         ),
         Family("nothing planted", _artefact("none", (1.0, 1.0)), present=LIQUID_ROWS, absent=ARTEFACT_ROWS),
         Family("a one-hot code above the solid level", _solid_code, absent=LIQUID_ROWS),
+        Family(
+            "transverse contraction from 0.42",
+            _contraction("transverse"),
+            present=("transverse_contraction",),
+            absent=("attention_cooling",),
+            draws="contraction",
+        ),
+        Family(
+            "a class code, no contraction",
+            _contraction("none"),
+            absent=("transverse_contraction",),
+            draws="contraction",
+        ),
+        Family(
+            "every direction shrinks from 0.42",
+            _contraction("uniform"),
+            absent=("transverse_contraction",),
+            draws="contraction",
+        ),
+        Family(
+            "the twin contracts too",
+            _contraction("transverse"),
+            absent=("transverse_contraction",),
+            twin=_twin_with_flow,
+            draws="contraction",
+        ),
+        Family(
+            "attention sharpens from 0.42",
+            _sharpening,
+            present=("attention_cooling",),
+            draws="sharpening",
+        ),
+        Family(
+            "the twin sharpens too",
+            _sharpening,
+            absent=("attention_cooling",),
+            twin=_twin_with_flow,
+            draws="sharpening",
+        ),
+        Family("nothing planted, flow measured", _artefact("none", (1.0, 1.0)), absent=FLOW_ROWS),
     ]
 
 
@@ -185,19 +267,34 @@ def base_spec(case: int, seed: int = 0) -> planted.PlantSpec:
     )
 
 
-def measure_spec(spec: planted.PlantSpec, spectra: bool = True) -> Measurements:
+def measure_spec(
+    spec: planted.PlantSpec | planted_flow.FlowSpec, spectra: bool = True, flow: bool = False
+) -> Measurements:
     """Build, capture (``CAPTURE``) and measure one planted model, as the verdict measures a run (the spike
-    counts left out: no family here judges them; ``spectra=False``: the Omega rows only)."""
+    counts left out: no family here judges them; ``spectra=False``: the Omega rows only; ``flow``: the flow rows
+    too, from attention statistics in the capture and the Jacobian-vector gains measured as the book measures a
+    model's, ``cache.BOOK_GAIN_SETTINGS`` on its ``BOOK_GAIN_PROMPTS`` prompts)."""
+    from ..capturing.cache import BOOK_GAIN_PROMPTS, BOOK_GAIN_SETTINGS
     from ..capturing.capture import capture
+    from ..capturing.jacobian import transverse_gains
     from ..prompts import load
     from .measure import measure
 
-    model = planted.build(spec)
+    model = planted_flow.build(spec) if isinstance(spec, planted_flow.FlowSpec) else planted.build(spec)
     texts = load("general", limit=CAPTURE["n_prompts"])
+    options = dict(attention=True) if flow else {}
     cap = capture(
-        model, texts, max_length=CAPTURE["max_length"], batch_size=CAPTURE["batch_size"], progress=False
+        model,
+        texts,
+        max_length=CAPTURE["max_length"],
+        batch_size=CAPTURE["batch_size"],
+        progress=False,
+        **options,
     )
-    return measure(cap, spec.name, spectra=spectra, spikes=False)
+    gains = None
+    if flow:
+        gains = transverse_gains(model, load("general", limit=BOOK_GAIN_PROMPTS), **BOOK_GAIN_SETTINGS)
+    return measure(cap, spec.name, spectra=spectra, spikes=False, gains=gains)
 
 
 def run_case(case: int, seed: int = 0, names: tuple[str, ...] | None = None) -> list[dict]:
@@ -205,22 +302,30 @@ def run_case(case: int, seed: int = 0, names: tuple[str, ...] | None = None) -> 
     from .rows import claim_rows
 
     base = base_spec(case, seed)
-    shared_twin = None
+    measured: dict = {}
+
+    def once(spec, spectra: bool, flow: bool) -> Measurements:
+        """``measure_spec`` of a model the case has not measured yet with these settings."""
+        key = (spec, spectra, flow)
+        if key not in measured:
+            measured[key] = measure_spec(spec, spectra, flow)
+        return measured[key]
+
     records = []
     for family in families():
         if names is not None and family.name not in names:
             continue
-        rng = np.random.default_rng([seed, case, zlib.crc32(family.name.encode())])
+        rng = np.random.default_rng([seed, case, zlib.crc32((family.draws or family.name).encode())])
         spec = family.plant(base, rng)
         spectra = any(
             claim in SPECTRAL_ROWS + CLEAN_SPECTRAL_ROWS for claim in family.present + family.absent
         )
         if family.twin is None:
-            shared_twin = shared_twin or measure_spec(planted.twin_spec(base))
-            twin = shared_twin
+            # the case's shared random twin (measured with spectra, as the verdict table measures twins)
+            twin = once(planted.twin_spec(base), not family.flow, family.flow)
         else:
-            twin = measure_spec(family.twin(spec, rng), spectra)
-        rows = {row.claim: row for row in claim_rows(measure_spec(spec, spectra), twin, run="planted")}
+            twin = once(family.twin(spec, rng), spectra, family.flow)
+        rows = {row.claim: row for row in claim_rows(once(spec, spectra, family.flow), twin, run="planted")}
         for claim in family.present + family.absent:
             records.append(
                 {
@@ -330,17 +435,46 @@ def source_hash() -> str:
     spectra and resampling helpers they call, the judges and rows it reads, the families and the case runner of
     this module, not the tables made from its records; docstrings and comments left out): a table in
     ``results/calibration/`` is current while this matches the one it records."""
-    from ..analysis import layer_spectra, omega, resampling, spectra, transition, verdict
-    from ..capturing import accumulators, capture
+    from ..analysis import (
+        bimodality,
+        bulk_fit,
+        contraction,
+        cooling,
+        layer_spectra,
+        mp_law,
+        omega,
+        omega_profiles,
+        ranks,
+        resampling,
+        spectra,
+        spectral_contrasts,
+        standardisation,
+        transition,
+        verdict,
+    )
+    from ..capturing import accumulators, attention, capture, jacobian
+    from ..capturing.cache import BOOK_GAIN_PROMPTS, BOOK_GAIN_SETTINGS
     from . import measure, rows
 
     parts = (
         planted,
+        planted_flow,
         capture,
+        attention,
+        jacobian,
+        contraction,
+        cooling,
         accumulators,
         omega,
+        omega_profiles,
+        standardisation,
+        bimodality,
         transition,
         layer_spectra,
+        spectral_contrasts,
+        mp_law,
+        bulk_fit,
+        ranks,
         spectra,
         resampling,
         measure,
@@ -351,6 +485,9 @@ def source_hash() -> str:
         _class_code,
         _twin_writing_as_much,
         _solid_code,
+        _contraction,
+        _sharpening,
+        _twin_with_flow,
         families,
         base_spec,
         measure_spec,
@@ -362,8 +499,13 @@ def source_hash() -> str:
         verdict.judge_liquid,
         verdict.solid_threshold,
         rows.claim_rows,
+        rows.contraction_row,
+        rows.cooling_row,
     )
-    return code_hash(parts, extra=repr((CAPTURE, LAYERS, WIDTHS)))
+    return code_hash(
+        parts,
+        extra=repr((CAPTURE, LAYERS, WIDTHS, SHARPENING, PLANTED_Q, BOOK_GAIN_PROMPTS, BOOK_GAIN_SETTINGS)),
+    )
 
 
 @dataclass(frozen=True)

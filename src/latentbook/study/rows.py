@@ -164,7 +164,9 @@ def claim_rows(
             command,
         ),
     ]
-    if m.pr is None:  # measured for the Omega claims only (spectra=False)
+    if m.pr is None:  # measured for the Omega claims only (spectra=False), and the flow claims where measured
+        if m.contraction is not None:
+            rows.append(contraction_row(m, twin, run, command))
         rows.append(cooling_row(m, twin, run, command))
         return rows
     rows += [
@@ -214,21 +216,7 @@ def claim_rows(
         ),
         spike_row(m, twin, run, command),
     ]
-    c = m.contraction
-    rows.append(
-        _row(
-            "transverse_contraction",
-            m,
-            run,
-            f"block gain q = {c.q:.3f}" if c is not None else "not measured",
-            c.q if c is not None else math.nan,
-            c.ci if c is not None else nan2,
-            judge_contraction(
-                c, twin.contraction if twin is not None and twin.contraction is not None else None
-            ),
-            command,
-        )
-    )
+    rows.append(contraction_row(m, twin, run, command))
     rows.append(cooling_row(m, twin, run, command))
     if tco is not None:
         rows.append(tco_row(m, run, tco, twin_tco))
@@ -274,6 +262,22 @@ def tco_row(m, run: str, tco: TCOSummary, twin_tco: TCOSummary | None = None) ->
         tco.stability.ci,
         judge_tco(tco, twin_tco),
         f"book_token_states({m.model_name!r}, 'binding') then tco.score_token_states (chapter 6)",
+    )
+
+
+def contraction_row(m: Measurements, twin: Measurements | None, run: str, command: str) -> Row:
+    """The ``transverse_contraction`` row of a run (``judge_contraction`` of its gains against the twin's), not
+    testable where the Jacobian-vector gains were not measured."""
+    c = m.contraction
+    return _row(
+        "transverse_contraction",
+        m,
+        run,
+        f"block gain q = {c.q:.3f}" if c is not None else "not measured",
+        c.q if c is not None else math.nan,
+        c.ci if c is not None else (math.nan, math.nan),
+        judge_contraction(c, twin.contraction if twin is not None and twin.contraction is not None else None),
+        command,
     )
 
 
