@@ -29,13 +29,16 @@ REPORT = ROOT / "results" / "bench" / "mutation.md"
 TARGET = 0.85  # issue #20: at least 85 % killed on every estimator module
 # the estimator modules of the analysis wing
 NAMES = (
-    "thermo omega transition mp_law bulk_fit ranks spectra layer_spectra cooling flow classes confounds resampling"
-    " contraction"
+    "thermo omega omega_profiles standardisation bimodality transition mp_law bulk_fit ranks spectra layer_spectra"
+    " spectral_contrasts cooling flow classes confounds resampling contraction"
 )
 EXTRA_TESTS = {"thermo": ("tests/test_thermo_rows.py",)}
+# modules split out of another keep its tests
 OWN_TESTS = {
-    m: "tests/test_spectra.py" for m in ("mp_law", "bulk_fit", "ranks")
-}  # the spectra modules' tests
+    **{m: "tests/test_spectra.py" for m in ("mp_law", "bulk_fit", "ranks")},
+    **{m: "tests/test_omega.py" for m in ("omega_profiles", "standardisation", "bimodality")},
+    "spectral_contrasts": "tests/test_layer_spectra.py",
+}
 MODULES = {
     m: (f"src/latentbook/analysis/{m}.py", (OWN_TESTS.get(m, f"tests/test_{m}.py"), *EXTRA_TESTS.get(m, ())))
     for m in NAMES.split()

@@ -30,20 +30,7 @@ from .capture_file import (
     header_depths,
     scrub,
 )
-
-# The provenance entries two captures must share to be merged (see ``Capture.merge``).
-MERGE_SETTINGS = (  # the device is not one: shards of one run on several GPUs merge (capturing.distributed)
-    "model",
-    "model_sha256",
-    "dtype",
-    "prompt_set",
-    "max_length",
-    "exclude_first",
-    "precision",
-    "n_vectors",
-    "n_omega_samples",
-    "attention",
-)
+from .merging import check_mergeable, merge_provenance
 
 
 @dataclass
@@ -54,7 +41,8 @@ class Capture:
     first layer's input); ``final_norm`` holds the final norm's output (what ``hidden_states[-1]`` of
     transformers shows), if any. ``depths`` is every depth ``0..L`` unless the capture was asked for some
     (``lb.capture(..., depths=...)``): then ``gamma``, the read-outs and the reservoirs cover those depths
-    only, and every read-out taking a ``layer`` takes the model's depth ``l`` and refuses one not held.
+    only, and every read-out taking a ``layer`` takes the model's depth ``l`` and refuses one not held
+    (``InvalidInputError``, as ``index_of`` does for a depth out of range).
     """
 
     model_name: str
@@ -221,11 +209,6 @@ class Capture:
         -------
         numpy.ndarray
             ``mu``, shape ``(d,)``.
-
-        Raises
-        ------
-        InvalidInputError
-            For a depth out of range or not held by this capture.
         """
         return self._layer(layer).moments.mean.cpu().numpy()
 
@@ -241,11 +224,6 @@ class Capture:
         -------
         numpy.ndarray
             ``C``, shape ``(d, d)``, float64.
-
-        Raises
-        ------
-        InvalidInputError
-            For a depth out of range or not held by this capture.
         """
         return self._layer(layer).moments.covariance().cpu().numpy()
 
@@ -261,11 +239,6 @@ class Capture:
         -------
         numpy.ndarray
             ``E[h h^T]``, shape ``(d, d)``, float64.
-
-        Raises
-        ------
-        InvalidInputError
-            For a depth out of range or not held by this capture.
         """
         return self._layer(layer).moments.second_moment().cpu().numpy()
 
@@ -340,11 +313,6 @@ class Capture:
             The bin edges, shape ``(bins + 1,)``.
         counts : numpy.ndarray
             Tokens in each bin, shape ``(bins,)``, over every captured token.
-
-        Raises
-        ------
-        InvalidInputError
-            For a depth out of range or not held by this capture.
         """
         stats = self._layer(layer).omega
         return stats.edges(), stats.counts.cpu().numpy()
@@ -361,11 +329,6 @@ class Capture:
         -------
         numpy.ndarray
             Omega of each sampled token, shape ``(k,)``, float64.
-
-        Raises
-        ------
-        InvalidInputError
-            For a depth out of range or not held by this capture.
         """
         return self.omega_sample.values[self.index_of(layer), :, 0].numpy().astype(np.float64)
 
@@ -381,11 +344,6 @@ class Capture:
         -------
         numpy.ndarray
             The sampled tokens' residual vectors, shape ``(k, d)``, in the dtype they were stored in.
-
-        Raises
-        ------
-        InvalidInputError
-            For a depth out of range or not held by this capture.
         """
         return self.vectors.values[self.index_of(layer)].numpy()
 
@@ -401,11 +359,6 @@ class Capture:
         -------
         numpy.ndarray
             ``max |h_i|`` of each coordinate, shape ``(d,)``.
-
-        Raises
-        ------
-        InvalidInputError
-            For a depth out of range or not held by this capture.
         """
         return self._layer(layer).abs.max.cpu().numpy()
 
@@ -421,11 +374,6 @@ class Capture:
         -------
         numpy.ndarray
             Mean ``|h_i|`` of each coordinate, shape ``(d,)`` (zeros when no token was captured).
-
-        Raises
-        ------
-        InvalidInputError
-            For a depth out of range or not held by this capture.
         """
         stats = self._layer(layer)
         return (stats.abs.sum / max(stats.n, 1)).cpu().numpy()
@@ -436,7 +384,7 @@ class Capture:
 
         Refused, since the result would be silently wrong: ``other`` is this very capture or holds the same
         prompts (every token would count twice), it holds other depths (never allowed), or it was taken with
-        other settings (``MERGE_SETTINGS``: model, prompt set, ``exclude_first``, precision, sample sizes...).
+        other settings (``merging.MERGE_SETTINGS``: model, prompt set, ``exclude_first``, precision, sample sizes...).
         ``allow`` names the settings that may differ, e.g. ``allow=("precision",)``; ``"prompt_set_sha256"``
         allows the same prompts twice.
 
@@ -458,32 +406,7 @@ class Capture:
         InvalidInputError
             For any of the refusals above, or an ``allow`` that names no merge setting.
         """
-        if other is self:
-            raise InvalidInputError(
-                "cap.merge(cap) would count every token twice. Merge a capture of other prompts (to double "
-                "the counts on purpose, merge copy.deepcopy(cap) with allow=('prompt_set_sha256',))."
-            )
-        if (other.model_name, other.n_layers, other.d_model) != (
-            self.model_name,
-            self.n_layers,
-            self.d_model,
-        ):
-            raise InvalidInputError(
-                f"Cannot merge a capture of {other.model_name} into one of {self.model_name}."
-            )
-        if not np.array_equal(self.depths, other.depths):
-            raise InvalidInputError(
-                f"Cannot merge a capture of depths {other.depths.tolist()} into one of depths "
-                f"{self.depths.tolist()}: a depth held by one only would count some tokens, not all. Capture "
-                "both with the same depths=... (or all depths)."
-            )
-        allow = set(allow)
-        unknown = allow - {*MERGE_SETTINGS, "prompt_set_sha256"}
-        if unknown:
-            raise InvalidInputError(
-                f"allow={sorted(unknown)} names no merge setting: choose from {[*MERGE_SETTINGS, 'prompt_set_sha256']}."
-            )
-        self._refuse_other_settings(other, allow)
+        allow = check_mergeable(self, other, allow)
         for mine, theirs in zip(self.layers, other.layers):
             mine.merge(theirs)
         if self.final_norm is not None and other.final_norm is not None:
@@ -492,49 +415,7 @@ class Capture:
         self.omega_sample.merge(other.omega_sample)
         if self.attention is not None and other.attention is not None:
             self.attention.merge(other.attention)
-        self._merge_provenance(other, allow)
-
-    def _prompt_sets(self) -> list[str]:
-        """sha256 of every prompt list inside this capture (several once captures were merged)."""
-        merged = self.provenance.get("merged_prompt_sets")
-        single = self.provenance.get("prompt_set_sha256")
-        return list(merged) if merged else ([single] if single else [])
-
-    def _refuse_other_settings(self, other: Capture, allow: set[str]) -> None:
-        differing = [
-            f"{key}: {self.provenance.get(key)!r} vs {other.provenance.get(key)!r}"
-            for key in MERGE_SETTINGS
-            if key not in allow and self.provenance.get(key) != other.provenance.get(key)
-        ]
-        if differing:
-            keys = tuple(item.split(":")[0] for item in differing)
-            raise InvalidInputError(
-                f"Cannot merge captures taken with other settings ({'; '.join(differing)}): their statistics "
-                f"do not describe one population. Capture alike, or pass allow={keys!r} to mix them on purpose."
-            )
-        shared = set(self._prompt_sets()) & set(other._prompt_sets())
-        if shared and "prompt_set_sha256" not in allow:
-            raise InvalidInputError(
-                "Cannot merge: both captures hold the same prompts (same prompt_set_sha256), so every token "
-                "would count twice. Merge captures of other prompts, or pass allow=('prompt_set_sha256',)."
-            )
-
-    def _merge_provenance(self, other: Capture, allow: set[str]) -> None:
-        mine, theirs = self.provenance, other.provenance
-        if self._prompt_sets() or other._prompt_sets():
-            mine["merged_prompt_sets"] = self._prompt_sets() + other._prompt_sets()
-        for key in ("n_prompts", "prompts_done"):
-            if isinstance(mine.get(key), int) and isinstance(theirs.get(key), int):
-                mine[key] += theirs[key]
-        for key in allow & set(MERGE_SETTINGS):
-            if mine.get(key) != theirs.get(key):
-                mine[key] = [mine.get(key), theirs.get(key)]  # mixed on purpose: both values kept
-        devices = [d for d in (mine.get("device"), theirs.get("device")) if d is not None]
-        distinct = list(
-            dict.fromkeys(d for group in devices for d in (group if isinstance(group, list) else [group]))
-        )
-        if len(distinct) > 1:  # shards from several devices: each named, not only the first
-            mine["device"] = distinct
+        merge_provenance(self.provenance, other.provenance, allow)
 
     # --- files ------------------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, torch.Tensor]:
