@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._text import WIDTH, text_table, wrap
-from ..analysis import bulk_fit, layer_spectra, omega, omega_profiles
+from ..analysis import bulk_fit, layer_spectra, omega, omega_profiles, ranks
 from ..analysis import verdict as judged
 from ..errors import InvalidInputError
 from .landmarks import depth_landmarks
@@ -97,7 +97,7 @@ class Report:
         depth's row of ``spectra`` (``layer_spectra.spectrum_summary`` fits the same law)."""
         cap = self.extra["capture"]
         sample = layer_spectra.token_sample(cap, layer)
-        lam = layer_spectra.sample_eigvals(sample.x)
+        lam = ranks.sample_eigvals(sample.x)
         return lam, bulk_fit.mp_fit(lam, sample.n_dof)
 
     def text(self, width: int = WIDTH) -> str:

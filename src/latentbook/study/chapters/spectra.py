@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ...analysis import bulk_fit, layer_spectra
+from ...analysis import bulk_fit, layer_spectra, ranks
 from . import label_key
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def depth_spectrum(cap: Capture, layer: int) -> tuple[TokenSample, np.ndarray, M
     """The token sample of ``layer`` without position 0, its centred covariance's eigenvalues (descending) and
     the MP law fitted to them with ``N`` the sample's degrees of freedom."""
     sample = layer_spectra.token_sample(cap, layer)
-    eigvals = layer_spectra.sample_eigvals(sample.x)
+    eigvals = ranks.sample_eigvals(sample.x)
     return sample, eigvals, bulk_fit.mp_fit(eigvals, sample.n_dof)
 
 
