@@ -17,7 +17,7 @@ keeps ``U`` and shrinks its complement). A map that shrinks every direction alik
 normalisation pulling the states towards a point does) gives ``q = 1``; the transverse gain alone would call it a
 contraction. Its interval resamples whole prompts (a prompt's tangents go with it), the same draw at every
 block. ``judge_transverse_gain``: "holds" only when the intervals of ``q`` and of ``q⊥`` alone lie below ``MAX_Q``
-(a minimum effect, not merely below 1) and below the twin's; ``planted_statistics.planted_gains`` are its calibration cases.
+(a minimum effect, not merely below 1), and so do their ratios to the twin's; ``planted_statistics.planted_gains`` are its calibration cases.
 
 **The concentration share** (``contraction_fit``, ``contraction_after``: chapter 5's figure). The variance share of
 each depth's token sample outside that depth's *own* top ``k`` principal directions, fitted as
@@ -41,7 +41,7 @@ import numpy as np
 from ..errors import InvalidInputError
 from .flow import q_from_block_factors, q_from_variance_decay
 from .layer_spectra import sample_mask
-from .resampling import cluster_weights, percentile_interval, token_weights
+from .resampling import cluster_weights, percentile_interval, token_weights, widened_interval
 from .spectral_contrasts import depth_windows
 
 if TYPE_CHECKING:
@@ -235,6 +235,8 @@ class GainFit:
     transverse_ci: tuple[float, float]
     relevant: float  # q∥ = exp(mean_l log g∥_l)
     relevant_ci: tuple[float, float]
+    q_draws: np.ndarray | None = None  # the bootstrap draws of q (None: not kept), for the ratio to a twin's
+    transverse_draws: np.ndarray | None = None  # the same of q⊥
 
 
 def block_gain_draws(gains: TransverseGains, weights: np.ndarray, relevant: bool = False) -> np.ndarray:
@@ -279,14 +281,14 @@ def transverse_gain(
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = transverse / relevant
 
-    def mean_and_interval(draws: np.ndarray) -> tuple[float, tuple[float, float]]:
+    def mean_and_interval(draws: np.ndarray) -> tuple[float, tuple[float, float], np.ndarray]:
         q_draws = q_from_block_factors(draws)  # a draw without tokens at some depth is NaN: it stays NaN
         low, high = percentile_interval(q_draws[1:], level)
-        return float(q_draws[0]), (float(low), float(high))
+        return float(q_draws[0]), (float(low), float(high)), q_draws[1:]
 
-    q, ci = mean_and_interval(ratio)
-    q_transverse, ci_transverse = mean_and_interval(transverse)
-    q_relevant, ci_relevant = mean_and_interval(relevant)
+    q, ci, q_draws = mean_and_interval(ratio)
+    q_transverse, ci_transverse, transverse_draws = mean_and_interval(transverse)
+    q_relevant, ci_relevant, _ = mean_and_interval(relevant)
     return GainFit(
         gains.model_name,
         q,
@@ -303,6 +305,8 @@ def transverse_gain(
         ci_transverse,
         q_relevant,
         ci_relevant,
+        q_draws,
+        transverse_draws,
     )
 
 
@@ -315,13 +319,34 @@ def _parts(fit: GainFit) -> tuple[tuple[str, float, tuple[float, float]], ...]:
     return ("relative", fit.q, fit.ci), ("transverse", fit.transverse, fit.transverse_ci)
 
 
+def over_twin(fit: GainFit, twin: GainFit) -> tuple[tuple[float, tuple[float, float]], ...]:
+    """``q / q_twin`` and ``q⊥ / q⊥_twin``, each with its interval: the percentile interval of the ratio of the
+    two fits' independent bootstrap draws, paired in order and widened to contain the ratio (as
+    ``cooling.relative_contrast``); where either fit kept no draws, the widest interval the two intervals allow
+    (low over high, high over low). Below 1: the model contracts more than its twin."""
+    ratios = []
+    for (_, value, (low, high)), (_, theirs, (their_low, their_high)), mine_draws, their_draws in zip(
+        _parts(fit), _parts(twin), (fit.q_draws, fit.transverse_draws), (twin.q_draws, twin.transverse_draws)
+    ):
+        estimate = value / theirs
+        if mine_draws is None or their_draws is None:
+            ratios.append((estimate, (low / their_high, high / their_low)))
+            continue
+        n = min(len(mine_draws), len(their_draws))
+        ratios.append((estimate, widened_interval(mine_draws[:n] / their_draws[:n], estimate, fit.level)))
+    return tuple(ratios)
+
+
 def judge_transverse_gain(fit: GainFit | None, twin: GainFit | None = None) -> tuple[str, str]:
     """Theorem 6.1 on a model: "holds" when the intervals of both ``q = q⊥ / q∥`` (the transverse gain relative to
     the relevant one: a contraction of every direction alike is not one) and ``q⊥`` (the transverse gain alone:
     a relevant gain above 1, from a direction the blocks amplify that entered ``U`` with its variance, is not one
-    either) lie below ``MAX_Q`` and below the twin's; "does not hold" when either lies at or above ``MAX_Q``, or
-    at or above the twin's whole interval (a contraction the untrained architecture has too); else, or with
-    fewer than ``MIN_PROMPTS`` prompts, "inconclusive". Without a twin (a null run) only ``MAX_Q`` counts."""
+    either) lie below ``MAX_Q``, and so do those of their ratios to the twin's (``over_twin``: the model
+    contracts at least ``1 - MAX_Q`` per block more than its untrained architecture; a twin that contracts nearly
+    as much, however tight the intervals, is no evidence of learning); "does not hold"
+    when either interval, or either ratio's, lies at or above ``MAX_Q`` (a contraction the untrained architecture
+    has too); else, or with fewer than ``MIN_PROMPTS`` prompts, "inconclusive". Without a twin (a null run) only
+    ``MAX_Q`` counts."""
     if fit is None:
         return "not testable here", "fewer than 2 interior depths after the split"
     found = (
@@ -337,23 +362,26 @@ def judge_transverse_gain(fit: GainFit | None, twin: GainFit | None = None) -> t
         return "inconclusive", found + ": the random twin's interval is undefined (a draw without tokens)"
     if fit.n_prompts < MIN_PROMPTS:
         return "inconclusive", found + f": fewer than {MIN_PROMPTS} prompts to resample"
-    for (name, _, (low, _)), other in zip(mine, theirs):
+    ratios = over_twin(fit, twin) if twin is not None else (None, None)
+    for (name, _, (low, _)), other, ratio in zip(mine, theirs, ratios):
         if low >= MAX_Q:
             return "does not hold", found + f": the {name} gain is not below the minimum effect {MAX_Q}"
-        if other is not None and low >= other[2][1]:
+        if ratio is not None and ratio[1][0] >= MAX_Q:
             return "does not hold", found + (
-                f": the {name} gain is no stronger than the random twin's {other[1]:.3f} {_ci(*other[2])}"
+                f": the {name} gain over the random twin's {other[1]:.3f} {_ci(*other[2])} is {ratio[0]:.3f} "
+                f"{_ci(*ratio[1])}, not below {MAX_Q}"
             )
-    for (name, _, (_, high)), other in zip(mine, theirs):
+    for (name, _, (_, high)), other, ratio in zip(mine, theirs, ratios):
         if high >= MAX_Q:
             return "inconclusive", found + f": the {name} gain's interval reaches the minimum effect {MAX_Q}"
-        if other is not None and high >= other[2][0]:
+        if ratio is not None and ratio[1][1] >= MAX_Q:
             return (
                 "inconclusive",
-                found + f": the {name} gain's interval overlaps the random twin's {_ci(*other[2])}",
+                found + f": the {name} gain over the random twin's {other[1]:.3f} {_ci(*other[2])} is "
+                f"{ratio[0]:.3f} {_ci(*ratio[1])}, reaching {MAX_Q}",
             )
     beside = (
-        f", below the random twin's {twin.q:.3f} {_ci(*twin.ci)} and {twin.transverse:.3f} "
+        f", and below {MAX_Q} of the random twin's {twin.q:.3f} {_ci(*twin.ci)} and {twin.transverse:.3f} "
         f"{_ci(*twin.transverse_ci)}"
         if twin is not None
         else ""

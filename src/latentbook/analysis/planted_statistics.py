@@ -109,7 +109,7 @@ def planted_gains(rng: np.random.Generator, kind: str, n_boot: int = GAIN_BOOT) 
     stacks, with ``kind`` of contraction planted in the model (the twin's ``q`` is 0.96-1.0 unless said; ``q``
     is the transverse gain relative to the relevant one):
 
-    - "paper": ``q`` in ``PLANTED_Q``; "none": ``q = 1``; "growing scale": ``q = 1`` while the stream grows by
+    - "paper": ``q`` in ``PLANTED_Q`` times the twin's (paper-size beyond the architecture's); "none": ``q = 1``; "growing scale": ``q = 1`` while the stream grows by
       10-50 % a block; "small": ``q`` 0.96-0.99, under the minimum effect; "twin too": model and twin share a
       paper-size ``q`` (the architecture contracts, not learning); "uniform": every direction, relevant ones
       included, shrinks by a paper-size factor while the stream keeps its scale (``q = 1``: the transverse
@@ -137,6 +137,8 @@ def planted_gains(rng: np.random.Generator, kind: str, n_boot: int = GAIN_BOOT) 
     model_q = q.get(kind, 1.0)
     relevant_gain = rng.uniform(*PLANTED_Q) if kind == "uniform" else 1.0
     twin_q = model_q if kind == "twin too" else rng.uniform(0.96, 1.0)
+    if kind == "paper":  # a paper-size contraction beyond what the twin's architecture does
+        model_q *= twin_q
     growth = (1.1, 1.5) if kind == "growing scale" else (1.0, rng.uniform(1.0, 1.3))
     shape = dict(
         d=int(rng.choice([32, 48, 64])),
