@@ -286,3 +286,41 @@ def test_separability_profile_is_the_grouped_accuracy_of_each_steps_tokens():
     few = synthetic.class_trajectories(4, 1, 2, d=8, k=2, separation=5.0, seed=13)  # 4 items: 4 folds
     want = classes.nearest_centroid_accuracy(few.states, few.labels, few.items, n_folds=4)
     np.testing.assert_array_equal(classes.separability_profile(few).accuracy[0], want)
+
+
+def test_group_folds_draw_the_partitions_of_sklearns_shuffled_group_kfold():
+    """``group_folds`` against ``sklearn.model_selection.GroupKFold``: no group is split (a fold split by token
+    fails); every fold holds ``floor(G / k)`` or ``ceil(G / k)`` whole groups, the counts of
+    ``GroupKFold(shuffle=True)``, whose default instead balances tokens (largest group first into the lightest
+    fold: an assignment by coin, not a permutation, fails); and the partition is uniformly random like
+    GroupKFold's shuffled one: over seeds, two given groups share a fold at the same rate (a draw that ignores
+    the seed fails). The folds differ draw for draw (numpy's Generator here, the legacy RandomState there)."""
+    import inspect
+
+    from sklearn.model_selection import GroupKFold
+
+    if "shuffle" not in inspect.signature(GroupKFold).parameters:
+        pytest.skip("GroupKFold(shuffle=True) needs scikit-learn >= 1.6")
+    sizes = np.array([9, 1, 1, 2, 7, 3, 3, 1, 5, 2, 4])  # 11 groups of unequal size, 5 folds
+    groups = np.repeat(np.arange(len(sizes)) * 3 + 1, sizes)  # labels need not be 0..G-1
+    x = np.zeros((len(groups), 1))
+    n_folds, together, together_sklearn = 5, 0, 0
+    for seed in range(400):
+        folds = classes.group_folds(groups, n_folds, seed)
+        sklearn_folds = np.empty(len(groups), dtype=int)
+        for j, (train, test) in enumerate(
+            GroupKFold(n_folds, shuffle=True, random_state=seed).split(x, x, groups)
+        ):
+            assert not set(groups[train]) & set(groups[test])
+            sklearn_folds[test] = j
+        for f in (folds, sklearn_folds):
+            assert all(len(set(f[groups == g])) == 1 for g in np.unique(groups))
+            assert sorted(len(set(groups[f == j])) for j in range(n_folds)) == [2, 2, 2, 2, 3]
+        together += folds[0] == folds[-1]
+        together_sklearn += sklearn_folds[0] == sklearn_folds[-1]
+    # two given groups share a fold with probability sum_j c_j (c_j - 1) / (G (G - 1)) = 10 / 110
+    for count in (together, together_sklearn):
+        assert count / 400 == pytest.approx(10 / 110, abs=4 * np.sqrt(10 / 110 * 100 / 110 / 400))
+    # the unshuffled GroupKFold balances tokens (the 9-token group alone, then 8, 7, 7, 7), ours balances groups
+    assert sorted(len(test) for _, test in GroupKFold(n_folds).split(x, x, groups)) == [7, 7, 7, 8, 9]
+    assert sorted(np.bincount(classes.group_folds(groups, n_folds, 0))) == [3, 5, 6, 10, 14]

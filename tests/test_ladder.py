@@ -587,3 +587,90 @@ def test_tco_blocks_of_a_tiny_rung_and_the_rows_judged_against_the_null(trained_
         stability = m["models"][rung]["trained"]["tco"]["scores"]["stability"]
         assert (row.value, row.ci_low, row.ci_high) == (stability["accuracy"], *stability["ci"])
         assert row.ci_low <= row.value <= row.ci_high and row.model == f"ladder:{rung}"
+
+
+def _rho_rows(a, b, axis=-1):
+    """Spearman's rho of each row of ``a`` with the same row of ``b``, from scipy's ranks and Pearson r."""
+    from scipy import stats
+
+    ra, rb = np.broadcast_arrays(stats.rankdata(a, axis=axis), stats.rankdata(b, axis=axis))
+    return stats.pearsonr(ra, rb, axis=axis).statistic
+
+
+def test_spearman_p_and_interval_are_scipys_permutation_test_and_bootstrap():
+    """``spearman_ci`` against ``scipy.stats``. The p-value is ``permutation_test`` over the pairings of ``y``
+    with ``x``: exactly its exact test up to 8 rungs, both ways of making it two-sided (``|rho|`` against
+    "greater", and scipy's doubled smaller tail, the same on untied ranks: a one-sided p fails), within
+    Monte-Carlo error of it at 9 rungs (20000 random permutations against all 9!). The interval is
+    ``bootstrap(paired=True, method="percentile")`` draw for draw on the same seed (the same ``rng.integers``
+    call): resampling ``x`` and ``y`` apart fails."""
+    from scipy import stats
+
+    for seed, n in [(1, 5), (2, 6), (3, 6), (4, 7), (5, 8)]:
+        x, y = np.random.default_rng(seed).normal(size=(2, n))
+        y = y + (-1) ** seed * x  # rho of either sign
+        r = measure.spearman_ci(x, y, n_boot=200)
+        assert r.rho == pytest.approx(stats.spearmanr(x, y).statistic)
+        exact = {"n_resamples": np.inf, "permutation_type": "pairings"}
+        signed = stats.permutation_test((y,), lambda b, axis=-1, x=x: _rho_rows(x, b), **exact)
+        size = stats.permutation_test(
+            (y,), lambda b, axis=-1, x=x: np.abs(_rho_rows(x, b)), alternative="greater", **exact
+        )
+        assert r.p_value == pytest.approx(signed.pvalue, rel=1e-12) == pytest.approx(size.pvalue, rel=1e-12)
+        assert 0.01 < r.p_value < 0.9, (seed, r.p_value)
+
+    x, y = np.random.default_rng(9).normal(size=(2, 9))
+    y = y + 0.5 * x
+    p = measure.spearman_ci(x, y, n_boot=10).p_value
+    exact = stats.permutation_test(
+        (y,), lambda b, axis=-1: _rho_rows(x, b), n_resamples=np.inf, permutation_type="pairings"
+    )
+    assert p == pytest.approx(exact.pvalue, abs=4 * np.sqrt(exact.pvalue * (1 - exact.pvalue) / 20000))
+
+    x, y = np.random.default_rng(10).normal(size=(2, 10))
+    y = y + x
+    for seed in (0, 7):
+        r = measure.spearman_ci(x, y, n_boot=4000, seed=seed)
+        boot = stats.bootstrap(
+            (x, y),
+            _rho_rows,
+            paired=True,
+            n_resamples=4000,
+            method="percentile",
+            rng=np.random.default_rng(seed),
+        )
+        assert np.all(
+            np.isfinite(boot.bootstrap_distribution)
+        )  # scipy keeps an undefined rho: its interval NaN
+        np.testing.assert_allclose(r.ci, boot.confidence_interval, rtol=1e-12)
+
+
+def test_freedman_lane_p_is_scipys_permutation_test_of_the_residuals():
+    """``partial_spearman_ci``'s p against ``scipy.stats.permutation_test``: the Freedman–Lane scheme written as a
+    statistic of the permuted residuals of ``y``'s ranks on ``z``'s (the line on ``z`` removed again, by
+    least squares here), correlated with ``x``'s residuals; exact over the ``n!`` permutations, ``|r|`` against
+    "greater". Permuting ``y``'s ranks instead of the residuals fails; so does not removing ``z`` again."""
+    from scipy import stats
+
+    for seed, n in [(0, 5), (1, 6), (2, 6), (3, 7), (4, 8)]:
+        x, y, z = np.random.default_rng(seed).normal(size=(3, n))
+        y = y + 0.7 * x + z
+        rx, ry, rz = stats.rankdata(x), stats.rankdata(y), stats.rankdata(z)
+        design = np.column_stack([np.ones(n), rz])
+
+        def residual(v, design=design):
+            return v - design @ np.linalg.lstsq(design, v, rcond=None)[0]
+
+        ex = residual(rx)
+        result = stats.permutation_test(
+            (residual(ry),),
+            lambda e, ex=ex: abs(stats.pearsonr(ex, residual(e)).statistic),
+            vectorized=False,
+            n_resamples=np.inf,
+            permutation_type="pairings",
+            alternative="greater",
+        )
+        r = measure.partial_spearman_ci(x, y, z, n_boot=50)
+        assert r.rho == pytest.approx(stats.pearsonr(ex, residual(ry)).statistic)
+        assert r.p_value == pytest.approx(result.pvalue, rel=1e-12), (seed, r.p_value, result.pvalue)
+        assert 0.005 < r.p_value < 0.9, (seed, r.p_value)

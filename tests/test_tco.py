@@ -180,3 +180,52 @@ def test_the_ladder_figure_draws_both_numbers_by_depth():
     }
     fig = figures.tco_decoding(m)
     assert len(fig.axes) == 2 and fig.axes[0].get_ylabel().startswith("two-way accuracy")
+
+
+def _shifts(v: np.ndarray) -> np.ndarray:
+    """The circulant matrix of ``v`` (its rows are ``v``'s cyclic shifts): every row has the same leverage."""
+    return np.stack([np.roll(v, i) for i in range(len(v))])
+
+
+def test_the_probe_is_sklearns_ridgecv_where_gcv_is_leave_one_out():
+    """``fit_probe`` against ``sklearn.linear_model.RidgeCV`` on the same absolute grid. RidgeCV picks its penalty
+    by exact leave-one-out, which is GCV where every token has the same leverage: rows that are cyclic shifts
+    (standardising a circulant matrix leaves it circulant). Tall (``m = 2d``, duplicated shifts) and wide
+    (``m = d``, rank 16) cover both of the probe's eigendecompositions. The probe's GCV counts the penalised
+    directions' degrees of freedom only (``m - tr H``), which is RidgeCV without an intercept on the centred data;
+    with its intercept RidgeCV counts one more (``m - 1 - tr H``) and picks another penalty on some seeds, so a
+    denominator off by one fails here. At the chosen penalty the scores are ``Ridge`` with an unpenalised
+    intercept: a penalised or missing intercept fails."""
+    from sklearn.linear_model import Ridge, RidgeCV
+
+    k, differs = 3, 0
+    for wide in (False, True):
+        for seed in range(10):
+            rng = np.random.default_rng(seed)
+            if wide:
+                t = np.arange(24) * 2 * np.pi / 24
+                v = sum(
+                    a * np.cos(f * t) + b * np.sin(f * t)
+                    for f, (a, b) in enumerate(rng.normal(size=(8, 2)), 1)
+                )
+                x = _shifts(v)
+            else:
+                x = np.vstack([_shifts(rng.normal(size=12))] * 2)
+            y = np.argmax(x[:, :k] + (0.5 if wide else 1.0) * rng.normal(size=(len(x), k)), axis=1)
+            probe = tco.fit_probe(x, y, k)
+            z = (x - x.mean(0)) / x.std(0)
+            onehot = np.eye(k)[y]
+            s2 = np.linalg.eigvalsh(z.T @ z)
+            alphas = tco.RIDGE_GRID * s2[s2 > 1e-10 * s2.max()].mean()
+            loo = RidgeCV(alphas=alphas, fit_intercept=False).fit(z, onehot - onehot.mean(0))
+            assert probe.penalty == pytest.approx(loo.alpha_, rel=1e-8), (wide, seed)
+            assert (
+                0 < np.searchsorted(alphas, probe.penalty * (1 - 1e-9)) < len(alphas) - 1
+            )  # not the grid's edge
+            ridge = Ridge(alpha=probe.penalty, fit_intercept=True).fit(z, onehot)
+            np.testing.assert_allclose(probe.scores(x), ridge.predict(z), rtol=1e-8, atol=1e-10)
+            np.testing.assert_allclose(
+                probe.scores(x), loo.predict(z) + onehot.mean(0), rtol=1e-8, atol=1e-10
+            )
+            differs += RidgeCV(alphas=alphas, fit_intercept=True).fit(z, onehot).alpha_ != loo.alpha_
+    assert differs >= 2  # the off-by-one denominator changes the penalty on these data

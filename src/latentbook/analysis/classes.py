@@ -108,7 +108,14 @@ def fisher_ratio(x: np.ndarray, labels: np.ndarray) -> float | np.ndarray:
 
 # equivalent mutants here: default seed
 def group_folds(groups: np.ndarray, n_folds: int, seed: int = 0) -> np.ndarray:  # pragma: no mutate
-    """Fold of each token, drawn by group (item, prompt or program): every token of a group lands in one fold."""
+    """Fold of each token, drawn by group (item, prompt or program): every token of a group lands in one fold.
+
+    The partition is uniformly random with ``floor(G / n_folds)`` or ``ceil(G / n_folds)`` whole groups per fold,
+    as ``sklearn.model_selection.GroupKFold(shuffle=True)`` draws it (its default balances tokens instead, the
+    largest group first, and ignores the seed); kept by hand because sklearn is a test-only dependency and
+    GroupKFold draws from the legacy ``RandomState`` in contiguous blocks, so its folds differ from these seed
+    for seed (``tests/test_classes.py``).
+    """
     groups = np.asarray(groups)
     unique = np.unique(groups)
     if not 2 <= n_folds <= len(unique):

@@ -213,7 +213,7 @@ def first_value_baseline(labels, items, written, distractors=None) -> Rate:
 
 
 def program_folds(items, n_folds: int = N_FOLDS, seed: int = 0) -> np.ndarray:
-    """Fold of each token, drawn by program: every token of a program lands in the same fold."""
+    """Fold of each token, drawn by program: every token of a program lands in one fold (``classes.group_folds``)."""
     return group_folds(items, n_folds, seed)
 
 
@@ -237,6 +237,11 @@ def fit_probe(x: np.ndarray, y: np.ndarray, n_classes: int) -> Probe:
     ``W = V diag(s / (s^2 + lambda)) U^T Y`` from the thin SVD ``Z = U S V^T`` (through the eigenvectors of the
     smaller Gram matrix); GCV picks ``lambda`` minimising
     ``||(I - H) Y||^2 / (m - tr H)^2`` on the training tokens only.
+
+    Not ``sklearn.linear_model.RidgeCV`` (a test-only dependency): RidgeCV selects by exact leave-one-out, not
+    GCV, with ``fit_intercept=True`` its hat matrix includes the intercept (``m - 1 - tr H``), and its ``alphas``
+    are absolute where ``RIDGE_GRID`` is relative to the data's mean squared singular value; the two agree where
+    every token has the same leverage and RidgeCV fits the centred data without an intercept (``tests/test_tco.py``).
     """
     x = np.asarray(x, dtype=np.float64)
     mean = x.mean(0)

@@ -351,6 +351,12 @@ def spearman_ci(x, y, n_boot: int = 4000, seed: int = 0, level: float = 0.95) ->
 
     Resamples in which either variable is constant (rho undefined) are dropped. With few rungs the
     interval is wide: that width is the honest uncertainty of a ladder of that many models.
+
+    The interval is ``scipy.stats.bootstrap(paired=True, method="percentile")`` draw for draw (the same
+    ``rng.integers`` call on the seed's generator), except that scipy keeps a resample whose rho is undefined and
+    its interval is then NaN; the p-value is ``scipy.stats.permutation_test``'s exact one
+    (``permutation_type="pairings"``) up to 8 rungs, while beyond that the 20000 random permutations continue the
+    bootstrap's generator and, unlike scipy's, count no +1 for the observed order (``tests/test_ladder.py``).
     """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.shape != y.shape or x.ndim != 1 or len(x) < 3:
@@ -418,6 +424,10 @@ def partial_spearman_ci(
     partial. p-value: Freedman & Lane (1983), permuting the residuals of ``y``'s ranks on ``z``'s and removing
     ``z`` again (the scheme Anderson & Legendre 1999 found the most reliable), two-sided, exact over all ``n!``
     permutations up to ``n = 8``, else over the identity and 20000 random ones.
+    ``scipy.stats.permutation_test`` has no Freedman–Lane scheme: it permutes the data it is given, so the scheme
+    has to be written as its statistic (``tests/test_ladder.py`` does, and gets the same p); here one matrix of
+    permutations serves the p-value and ``p_floor``. ``scipy.stats.bootstrap`` cannot drop resamples (a NaN
+    statistic makes its interval NaN), which the ``min_distinct`` rule needs.
 
     How little six rungs can show: the residuals have ``n - 2 = 4`` degrees of freedom; a quarter of the bootstrap
     resamples have three distinct rungs or fewer (dropped) and most of the rest four or five; where ``x`` ranks
