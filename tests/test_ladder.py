@@ -658,14 +658,15 @@ def test_freedman_lane_p_is_scipys_permutation_test_of_the_residuals():
         rx, ry, rz = stats.rankdata(x), stats.rankdata(y), stats.rankdata(z)
         design = np.column_stack([np.ones(n), rz])
 
-        def residual(v, design=design):
-            return v - design @ np.linalg.lstsq(design, v, rcond=None)[0]
+        def residual(v, design=design):  # each row of v less its least-squares line on z's ranks
+            return v - (design @ np.linalg.lstsq(design, np.transpose(v), rcond=None)[0]).T
 
         ex = residual(rx)
         result = stats.permutation_test(
             (residual(ry),),
-            lambda e, ex=ex: abs(stats.pearsonr(ex, residual(e)).statistic),
-            vectorized=False,
+            lambda e, axis=-1, ex=ex: np.abs(
+                stats.pearsonr(*np.broadcast_arrays(ex, residual(e)), axis=-1).statistic
+            ),
             n_resamples=np.inf,
             permutation_type="pairings",
             alternative="greater",
