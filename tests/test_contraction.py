@@ -741,3 +741,34 @@ def test_planted_gains_are_reproducible():
     for a, b in zip(first, second):
         assert (a.q, a.ci) == (b.q, b.ci)
         np.testing.assert_array_equal(a.gains, b.gains)
+
+
+def test_over_twin_pairs_the_bootstrap_draws_and_falls_back_to_the_widest_interval():
+    """With draws on both sides, the ratio's interval is the percentile interval of the paired ratios (widened to
+    contain the ratio), far narrower than bounds over bounds; without, it is bounds over bounds. A twin that
+    contracts a hair less than the model is not a contraction beyond it, however tight both intervals."""
+    import dataclasses
+
+    rng = np.random.default_rng(0)
+    mine_draws, their_draws = (
+        0.866 + 0.002 * rng.standard_normal(200),
+        0.88 + 0.002 * rng.standard_normal(200),
+    )
+    mine = dataclasses.replace(
+        _fit(0.866, (0.862, 0.870)), q_draws=mine_draws, transverse_draws=mine_draws[::-1].copy()
+    )
+    theirs = dataclasses.replace(
+        _fit(0.88, (0.876, 0.884)), q_draws=their_draws, transverse_draws=their_draws[::-1].copy()
+    )
+    (ratio, ci), (alone, alone_ci) = contraction.over_twin(mine, theirs)
+    assert ratio == pytest.approx(0.866 / 0.88) and alone == pytest.approx(0.866 / 0.88)
+    low, high = np.percentile(mine_draws / their_draws, [2.5, 97.5])
+    assert ci == (pytest.approx(min(low, ratio)), pytest.approx(max(high, ratio)))
+    assert ci[1] - ci[0] < 0.8 * (0.870 / 0.876 - 0.862 / 0.884)  # paired draws: narrower than bounds
+    assert contraction.judge_transverse_gain(mine, theirs)[0] == "does not hold"
+    (_, widest), _ = contraction.over_twin(_fit(0.866, (0.862, 0.870)), theirs)  # no draws on one side
+    assert widest == (pytest.approx(0.862 / 0.884), pytest.approx(0.870 / 0.876))
+    random_twin = dataclasses.replace(
+        _fit(1.0, (0.99, 1.01)), q_draws=1 + 0.005 * rng.standard_normal(200), transverse_draws=np.ones(200)
+    )
+    assert contraction.judge_transverse_gain(mine, random_twin)[0] == "holds"
