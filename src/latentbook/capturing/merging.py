@@ -9,14 +9,11 @@ Introduced in: chapter 1 (captures of several prompt sets, shards of one run on 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
 from ..errors import InvalidInputError
-
-if TYPE_CHECKING:
-    from .results import Capture
 
 # The provenance entries two captures must share to be merged (see ``Capture.merge``).
 MERGE_SETTINGS = (  # the device is not one: shards of one run on several GPUs merge (capturing.distributed)
@@ -33,6 +30,16 @@ MERGE_SETTINGS = (  # the device is not one: shards of one run on several GPUs m
 )
 
 
+class Mergeable(Protocol):
+    """What ``check_mergeable`` reads of a capture (``results.Capture`` has it)."""
+
+    model_name: str
+    n_layers: int
+    d_model: int
+    depths: np.ndarray
+    provenance: dict[str, Any]
+
+
 def prompt_sets(provenance: dict) -> list[str]:
     """sha256 of every prompt list inside a capture (several once captures were merged)."""
     merged = provenance.get("merged_prompt_sets")
@@ -40,7 +47,7 @@ def prompt_sets(provenance: dict) -> list[str]:
     return list(merged) if merged else ([single] if single else [])
 
 
-def check_mergeable(mine: Capture, other: Capture, allow: Iterable[str] = ()) -> set[str]:
+def check_mergeable(mine: Mergeable, other: Mergeable, allow: Iterable[str] = ()) -> set[str]:
     """The settings ``allow`` may let differ, as a set, once ``other`` is shown to merge into ``mine``: refused
     (``InvalidInputError``, naming the fix) when it is ``mine`` itself, another model or other depths, has other
     ``MERGE_SETTINGS`` not allowed, or holds the same prompts without ``"prompt_set_sha256"`` allowed."""
