@@ -132,9 +132,12 @@ def _fit(
     ci: tuple[float, float],
     n_prompts: int = 16,
     transverse: tuple[float, tuple[float, float]] | None = None,
+    steady: tuple[float, tuple[float, float]] | None = None,
 ) -> contraction.GainFit:
-    """A fit whose relevant gain is 1 (the transverse gain alone equals ``q``) unless ``transverse`` is given."""
+    """A fit whose relevant gain is 1 (the transverse gain alone equals ``q``) unless ``transverse`` is given,
+    every block at ``q`` (the median block's too) unless ``steady`` is given."""
     alone, alone_ci = transverse if transverse is not None else (q, ci)
+    median, median_ci = steady if steady is not None else (q, ci)
     return contraction.GainFit(
         "m",
         q,
@@ -151,6 +154,8 @@ def _fit(
         alone_ci,
         alone / q,
         (alone_ci[0] / ci[1], alone_ci[1] / ci[0]),
+        median,
+        median_ci,
     )
 
 
@@ -483,6 +488,9 @@ def test_transverse_gain_is_the_geometric_mean_of_the_block_gains_with_a_prompt_
         fit.transverse_ci, np.percentile(np.exp(np.mean(np.log(draws_perp), axis=1)), [10, 90]), rtol=1e-12
     )
     np.testing.assert_allclose(fit.gains_ci, np.percentile(draws, [10, 90], axis=0).T, rtol=1e-12)
+    assert fit.steady == pytest.approx(np.median(perp / par), rel=1e-12)
+    low, high = np.percentile(np.median(draws, axis=1), [10, 90])
+    np.testing.assert_allclose(fit.steady_ci, (min(low, fit.steady), max(high, fit.steady)), rtol=1e-12)
     assert (fit.model_name, fit.start, fit.stop, fit.k, fit.n_prompts, fit.n_directions, fit.level) == (
         gains.model_name,
         gains.start,
@@ -532,9 +540,35 @@ def test_transverse_gain_bounds_and_the_no_token_refusal():
             contraction.transverse_gain(broken, n_boot=20)
 
 
+def test_a_step_written_by_one_block_moves_q_not_the_median_block():
+    """The end-to-end artefact: a code written by the window's first block (its relative gain 0.46, the others'
+    unchanged) pulls the geometric mean q well below MAX_Q; the median block, and so the verdict, stays."""
+    import dataclasses
+
+    gains = _gains(n_prompts=16, n_blocks=5, seed=2)
+    steady = contraction.transverse_gain(gains, n_boot=50)
+    out_sq = gains.out_sq.copy()
+    out_sq[:, 0] *= 0.46**2  # block 0 shrinks its transverse tangents by 0.46 more
+    step = contraction.transverse_gain(dataclasses.replace(gains, out_sq=out_sq), n_boot=50)
+    assert step.q == pytest.approx(steady.q * 0.46 ** (1 / 5), rel=1e-9)
+    assert step.steady == pytest.approx(steady.steady, rel=1e-9)
+    flat = dataclasses.replace(gains, out_sq=gains.out_sq / steady.gains[None, :, None] ** 2)
+    flat_step = dataclasses.replace(
+        flat, out_sq=np.concatenate([flat.out_sq[:, :1] * 0.46**2, flat.out_sq[:, 1:]], 1)
+    )
+    fit = contraction.transverse_gain(flat_step, n_boot=50)
+    assert fit.q < contraction.MAX_Q and fit.ci[1] < contraction.MAX_Q  # q alone would call it a contraction
+    assert fit.steady == pytest.approx(1.0, abs=1e-9)
+    verdict, reason = contraction.judge_transverse_gain(fit)
+    assert verdict == "does not hold" and "not a steady contraction" in reason
+
+
 def test_judge_transverse_gain_boundaries_are_closed_at_the_minimum_effect_and_the_twin():
     judge = contraction.judge_transverse_gain
     max_q = contraction.MAX_Q
+    assert judge(_fit(0.9, (0.88, 0.92), steady=(0.96, (max_q, 0.97))))[0] == "does not hold"
+    assert judge(_fit(0.9, (0.88, 0.92), steady=(0.93, (0.91, max_q))))[0] == "inconclusive"
+    assert judge(_fit(0.9, (0.88, 0.92), steady=(0.93, (0.91, 0.9499))))[0] == "holds"
     assert judge(_fit(0.96, (max_q, 0.97)))[0] == "does not hold"  # low == MAX_Q: not below it
     assert judge(_fit(0.93, (0.91, max_q)))[0] == "inconclusive"  # high == MAX_Q: reaches it
     # the ratios to the twin's bounds: 0.475 / 0.5 == MAX_Q exactly in floating point
@@ -559,9 +593,13 @@ def test_judge_transverse_gain_reasons_say_why():
     assert judge(_fit(0.90, (0.88, 0.92)), twin) == (
         "holds",
         found
-        + ": both below 0.95, and below 0.95 of the random twin's 0.980 [0.975, 0.985] and 0.980 [0.975, 0.985]",
+        + ": both below 0.95, and the median block's relative gain 0.900 [0.880, 0.920], and below 0.95 of the"
+        " random twin's 0.980 [0.975, 0.985] and 0.980 [0.975, 0.985]",
     )
-    assert judge(_fit(0.90, (0.88, 0.92))) == ("holds", found + ": both below 0.95")
+    assert judge(_fit(0.90, (0.88, 0.92))) == (
+        "holds",
+        found + ": both below 0.95, and the median block's relative gain 0.900 [0.880, 0.920]",
+    )
     assert judge(None) == ("not testable here", "fewer than 2 interior depths after the split")
     verdict, reason = judge(_fit(0.90, (np.nan, 0.92)), twin)
     assert verdict == "inconclusive" and reason.endswith(": a bootstrap draw had no tokens at some depth")
@@ -587,6 +625,18 @@ def test_judge_transverse_gain_reasons_say_why():
     assert judge(_fit(0.90, (0.88, 0.92)), _fit(0.92, (0.91, 0.93)))[1].endswith(
         ": the relative gain over the random twin's 0.920 [0.910, 0.930] is 0.978 [0.946, 1.011], reaching 0.95"
     )
+    step = judge(_fit(0.917, (0.90, 0.93), steady=(1.0, (0.99, 1.01))), twin)
+    assert step == (
+        "does not hold",
+        found.replace("0.900 [0.880, 0.920]", "0.917 [0.900, 0.930]")
+        + ": not a steady contraction: the median block's relative gain 1.000 [0.990, 1.010] is not below 0.95"
+        " (fewer than half the blocks contract)",
+    )
+    assert judge(_fit(0.90, (0.88, 0.92), steady=(0.93, (0.91, 0.96))), twin)[1].endswith(
+        ": the median block's relative gain 0.930 [0.910, 0.960] reaches the minimum effect 0.95"
+    )
+    verdict, reason = judge(_fit(0.90, (0.88, 0.92), steady=(0.9, (np.nan, 0.92))), twin)
+    assert verdict == "inconclusive" and reason.endswith(": a bootstrap draw had no tokens at some depth")
 
 
 # --- the planted cases (the calibration of the judge): what planted_gains promises --------------------------

@@ -3,6 +3,8 @@ fits: every value checked against the planted ``q``, the criterion or a hand com
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -34,6 +36,8 @@ def _gain(q, ci, n_prompts=24, relevant=1.0) -> GainFit:
         *alone,
         relevant,
         (relevant,) * 2,
+        q,
+        ci,
     )
 
 
@@ -111,8 +115,10 @@ def test_gain_table_and_glue_with_the_verdict_against_the_twin():
         "minilm-l6": _gain(1.0, (0.99, 1.01), relevant=0.88),
         "random:minilm-l6": _gain(0.99, (0.98, 1.0)),
     }
+    gain_fits["random:gemma3-270m"] = dataclasses.replace(gain_fits["random:gemma3-270m"], steady=0.97)
     table = tables.gain_table(gain_fits)
     assert table["run"].tolist() == list(gain_fits)
+    assert table["median block"].tolist() == [0.8, 0.98, 0.97, 0.97, 1.0, 0.99]
     assert table["q = q⊥ / q∥"].tolist() == [0.8, 0.98, 0.97, 0.9, 1.0, 0.99]
     assert table["CI low"].tolist() == [0.75, 0.96, 0.96, 0.85, 0.99, 0.98]
     assert table["CI high"].tolist() == [0.85, 1.0, 0.99, 0.95, 1.01, 1.0]

@@ -218,7 +218,8 @@ def contraction_after(
 @dataclass(frozen=True)
 class GainFit:
     """``q = exp(mean_l log(g⊥_l / g∥_l))`` over the blocks of a window, the per-block ratios, each part's own
-    geometric mean (``transverse``: ``q⊥``, ``relevant``: ``q∥``) and prompt-bootstrap percentile intervals."""
+    geometric mean (``transverse``: ``q⊥``, ``relevant``: ``q∥``), the median block's ratio (``steady``: a
+    step written by one block moves ``q``, not the median) and prompt-bootstrap percentile intervals."""
 
     model_name: str
     q: float  # q⊥ / q∥: what Theorem 6.1 is about, what the judge reads
@@ -235,6 +236,8 @@ class GainFit:
     transverse_ci: tuple[float, float]
     relevant: float  # q∥ = exp(mean_l log g∥_l)
     relevant_ci: tuple[float, float]
+    steady: float  # the median block's g⊥_l / g∥_l: below 1 when most blocks contract, not one
+    steady_ci: tuple[float, float]
     q_draws: np.ndarray | None = None  # the bootstrap draws of q (None: not kept), for the ratio to a twin's
     transverse_draws: np.ndarray | None = None  # the same of q⊥
 
@@ -289,6 +292,8 @@ def transverse_gain(
     q, ci, q_draws = mean_and_interval(ratio)
     q_transverse, ci_transverse, transverse_draws = mean_and_interval(transverse)
     q_relevant, ci_relevant, _ = mean_and_interval(relevant)
+    steady_draws = np.median(ratio, axis=1)  # a draw with a NaN block stays NaN
+    steady_ci = widened_interval(steady_draws[1:], float(steady_draws[0]), level)
     return GainFit(
         gains.model_name,
         q,
@@ -305,6 +310,8 @@ def transverse_gain(
         ci_transverse,
         q_relevant,
         ci_relevant,
+        float(steady_draws[0]),
+        steady_ci,
         q_draws,
         transverse_draws,
     )
@@ -346,7 +353,9 @@ def judge_transverse_gain(fit: GainFit | None, twin: GainFit | None = None) -> t
     as much, however tight the intervals, is no evidence of learning); "does not hold"
     when either interval, or either ratio's, lies at or above ``MAX_Q`` (a contraction the untrained architecture
     has too); else, or with fewer than ``MIN_PROMPTS`` prompts, "inconclusive". Without a twin (a null run) only
-    ``MAX_Q`` counts."""
+    ``MAX_Q`` counts. The contraction must also be steady, as the theorem's "by ``q`` per layer" is: the median
+    block's ratio (``steady``) below ``MAX_Q`` too, else a step written by one block (a code appearing at the
+    window's first depth: one block at 0.46, the rest at 1, ``q`` 0.92) would pass as a contraction."""
     if fit is None:
         return "not testable here", "fewer than 2 interior depths after the split"
     found = (
@@ -355,7 +364,10 @@ def judge_transverse_gain(fit: GainFit | None, twin: GainFit | None = None) -> t
         f"({fit.n_prompts} prompts x {fit.n_directions} tangents, k = {fit.k})"
     )
     mine = _parts(fit)
-    if not all(np.isfinite([value, *ci]).all() for _, value, ci in mine):
+    if (
+        not all(np.isfinite([value, *ci]).all() for _, value, ci in mine)
+        or not np.isfinite(fit.steady_ci).all()
+    ):
         return "inconclusive", found + ": a bootstrap draw had no tokens at some depth"
     theirs = _parts(twin) if twin is not None else (None, None)
     if twin is not None and not all(np.isfinite([value, *ci]).all() for _, value, ci in theirs):
@@ -371,6 +383,11 @@ def judge_transverse_gain(fit: GainFit | None, twin: GainFit | None = None) -> t
                 f": the {name} gain over the random twin's {other[1]:.3f} {_ci(*other[2])} is {ratio[0]:.3f} "
                 f"{_ci(*ratio[1])}, not below {MAX_Q}"
             )
+    steady = f"the median block's relative gain {fit.steady:.3f} {_ci(*fit.steady_ci)}"
+    if fit.steady_ci[0] >= MAX_Q:
+        return "does not hold", found + (
+            f": not a steady contraction: {steady} is not below {MAX_Q} (fewer than half the blocks contract)"
+        )
     for (name, _, (_, high)), other, ratio in zip(mine, theirs, ratios):
         if high >= MAX_Q:
             return "inconclusive", found + f": the {name} gain's interval reaches the minimum effect {MAX_Q}"
@@ -380,10 +397,12 @@ def judge_transverse_gain(fit: GainFit | None, twin: GainFit | None = None) -> t
                 found + f": the {name} gain over the random twin's {other[1]:.3f} {_ci(*other[2])} is "
                 f"{ratio[0]:.3f} {_ci(*ratio[1])}, reaching {MAX_Q}",
             )
+    if fit.steady_ci[1] >= MAX_Q:
+        return "inconclusive", found + f": {steady} reaches the minimum effect {MAX_Q}"
     beside = (
         f", and below {MAX_Q} of the random twin's {twin.q:.3f} {_ci(*twin.ci)} and {twin.transverse:.3f} "
         f"{_ci(*twin.transverse_ci)}"
         if twin is not None
         else ""
     )
-    return "holds", found + f": both below {MAX_Q}{beside}"
+    return "holds", found + f": both below {MAX_Q}, and {steady}{beside}"

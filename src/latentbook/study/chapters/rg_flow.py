@@ -79,7 +79,8 @@ def k_sensitivity_table(
 
 def gain_table(gain_fits: Mapping[str, GainFit]) -> pd.DataFrame:
     """One row per run: ``q = q⊥ / q∥`` of the blocks' gains (``contraction.transverse_gain``), its
-    prompt-bootstrap interval, each part alone and the depths of the window."""
+    prompt-bootstrap interval, each part alone, the median block's ratio (a contraction must be steady, not one
+    block's step) and the depths of the window."""
     return pd.DataFrame(
         [
             {
@@ -89,6 +90,7 @@ def gain_table(gain_fits: Mapping[str, GainFit]) -> pd.DataFrame:
                 "CI high": f.ci[1],
                 "q⊥ (transverse alone)": f.transverse,
                 "q∥ (relevant)": f.relevant,
+                "median block": f.steady,
                 "depths": f"{f.start}-{f.stop}",
             }
             for label, f in gain_fits.items()
