@@ -3,8 +3,7 @@ module in a scratch copy (``_build/mutation/<module>/``) with only its own test 
 stopped run, ``report`` writes ``results/bench/mutation.md`` from ``results/bench/mutation/<module>.json``.
 Equivalent mutants are marked in the source with the reason: ``# pragma: no mutate: <reason>`` ending a line (or a
 bare pragma under a comment giving it), or ``# pragma: no mutate start (<reason>)`` ... ``# pragma: no mutate end``.
-mutmut leaves them alone; kill rate = killed / mutants; a result's mutants of lines marked after it ran count as
-marked."""
+mutmut leaves them alone; kill rate = killed / mutants (mutants of lines marked after a run count as marked)."""
 
 from __future__ import annotations
 
@@ -27,21 +26,19 @@ from latentbook._code_hash import code_text  # noqa: E402  (the same comment-bli
 WORK, RESULTS = ROOT / "_build" / "mutation", ROOT / "results" / "bench" / "mutation"
 REPORT = ROOT / "results" / "bench" / "mutation.md"
 TARGET = 0.85  # issue #20: at least 85 % killed on every estimator module
-# the estimator modules of the analysis wing
-NAMES = (
+NAMES = (  # the estimator modules of the analysis wing
     "thermo omega omega_profiles standardisation bimodality transition mp_law bulk_fit ranks spectra layer_spectra"
     " spectral_contrasts cooling flow classes confounds resampling contraction"
 )
-EXTRA_TESTS = {"thermo": ("tests/test_thermo_rows.py",)}
-# modules split out of another keep its tests
+# tests other than tests/test_<module>.py: modules split out of another keep its tests
 OWN_TESTS = {
-    **{m: "tests/test_spectra.py" for m in ("mp_law", "bulk_fit", "ranks")},
-    **{m: "tests/test_omega.py" for m in ("omega_profiles", "standardisation", "bimodality")},
-    "spectral_contrasts": "tests/test_layer_spectra.py",
+    **{m: ("tests/test_spectra.py",) for m in ("mp_law", "bulk_fit", "ranks")},
+    **{m: ("tests/test_omega.py",) for m in ("omega_profiles", "standardisation", "bimodality")},
+    "spectral_contrasts": ("tests/test_layer_spectra.py",),
+    "thermo": ("tests/test_thermo.py", "tests/test_thermo_rows.py"),
 }
 MODULES = {
-    m: (f"src/latentbook/analysis/{m}.py", (OWN_TESTS.get(m, f"tests/test_{m}.py"), *EXTRA_TESTS.get(m, ())))
-    for m in NAMES.split()
+    m: (f"src/latentbook/analysis/{m}.py", OWN_TESTS.get(m, (f"tests/test_{m}.py",))) for m in NAMES.split()
 }
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
 PRAGMA = "# pragma: no mutate"
@@ -73,8 +70,8 @@ use_git_change_detection = false
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     local = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", source, *tests], cwd=ROOT).returncode
     commit = (head.stdout.strip() or "unknown") + (" + local changes" if local else "")
-    started = {"fingerprint": fingerprint(module), "commit": commit}
-    (work / "run.json").write_text(json.dumps(started))  # as copied: an edit during the run leaves it stale
+    # as copied: an edit during the run leaves it stale
+    (work / "run.json").write_text(json.dumps({"fingerprint": fingerprint(module), "commit": commit}))
     return work
 
 
@@ -142,10 +139,10 @@ def marked_lines(text: str) -> dict[str, set[str]]:
     def walk(node: ast.AST, prefix: str) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                lines = range(
+                span = range(
                     min([child.lineno, *(d.lineno for d in child.decorator_list)]), child.end_lineno + 1
                 )
-                spans[prefix + child.name] = {marked[n] for n in lines if n in marked}
+                spans[prefix + child.name] = {marked[n] for n in span if n in marked}
                 walk(child, f"{prefix}{child.name}.")
 
     walk(ast.parse(text), "")
@@ -153,8 +150,7 @@ def marked_lines(text: str) -> dict[str, set[str]]:
 
 
 def changed_lines(diff: str | None) -> tuple[list[str], list[str]]:
-    lines = (diff or "").splitlines()
-    return [line[1:] for line in lines if line[:1] == "-"], [line[1:] for line in lines if line[:1] == "+"]
+    return tuple([line[1:] for line in (diff or "").splitlines() if line[:1] == sign] for sign in "-+")
 
 
 def function_of(key: str) -> str:
@@ -185,8 +181,7 @@ def summarise(result: dict) -> dict:
 
 
 def one_line(diff: str) -> str:
-    removed, added = changed_lines(diff)
-    squash = " / ".join(line.strip() for line in removed), " / ".join(line.strip() for line in added)
+    squash = (" / ".join(line.strip() for line in lines) for lines in changed_lines(diff))
     cut = (text if len(text) <= 150 else text[:147] + "..." for text in squash)
     return "`{}` -> `{}`".format(*cut).replace("|", "\\|")  # a table cell's bar escaped
 
@@ -199,8 +194,7 @@ def report() -> Path:
         "Each module is mutated by mutmut and only its own test files run against each mutant (*killed*: they",
         "fail). Equivalent mutants are marked in the source (`# pragma: no mutate` with its reason) and not made;",
         f"kill rate = killed / mutants, target {TARGET:.0%} (issue #20). `make mutation MODULES=<module>` reruns one.",
-        "*Stale*: the code of the module or its tests changed since the run; *marked since*: mutants of lines marked",
-        "after the run.",
+        "*Stale*: the module or its tests changed since the run; *marked since*: mutants of lines marked after it.",
         "",
         "| module | own tests | mutants | killed | survived (message text) | marked since | kill rate | target | run |",
         "|---|---|---:|---:|---:|---:|---:|---|---|",
@@ -222,10 +216,8 @@ def report() -> Path:
     for module, s in summaries.items():
         result = results[module]
         lines += ["", f"## {module} (`{result['source']}`)", ""]
-        w, load = result["wall_seconds"] / 60, result["load_average"]
-        lines.append(
-            f"Run {result['date']}, commit {result['commit']}, mutmut {result['mutmut']}, {w:.1f} min (load {load:.1f})."
-        )
+        took = f"{result['wall_seconds'] / 60:.1f} min (load {result['load_average']:.1f})"
+        lines.append(f"Run {result['date']}, commit {result['commit']}, mutmut {result['mutmut']}, {took}.")
         by_function: dict[str, list[str]] = {}
         for key, mutant in s["survivors"]:
             note = "" if mutant["status"] == "survived" else f" ({mutant['status']})"
