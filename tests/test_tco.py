@@ -191,9 +191,9 @@ def test_the_probe_is_sklearns_ridgecv_where_gcv_is_leave_one_out():
     """``fit_probe`` against ``sklearn.linear_model.RidgeCV`` on the same absolute grid. RidgeCV picks its penalty
     by exact leave-one-out, which is GCV where every token has the same leverage: rows that are cyclic shifts
     (standardising a circulant matrix leaves it circulant). Tall (``m = 2d``, duplicated shifts) and wide
-    (``m = d``, rank 16) cover both of the probe's eigendecompositions. The probe's GCV counts the penalised
-    directions' degrees of freedom only (``m - tr H``), which is RidgeCV without an intercept on the centred data;
-    with its intercept RidgeCV counts one more (``m - 1 - tr H``) and picks another penalty on some seeds, so a
+    (``m = d``, rank 16) cover both of the probe's eigendecompositions. The probe's GCV counts the intercept
+    that centring spends (``m - 1 - tr H``), as RidgeCV with ``fit_intercept=True`` does; RidgeCV without an
+    intercept on the centred data counts one fewer (``m - tr H``) and picks another penalty on some seeds, so a
     denominator off by one fails here. At the chosen penalty the scores are ``Ridge`` with an unpenalised
     intercept: a penalised or missing intercept fails."""
     from sklearn.linear_model import Ridge, RidgeCV
@@ -217,15 +217,101 @@ def test_the_probe_is_sklearns_ridgecv_where_gcv_is_leave_one_out():
             onehot = np.eye(k)[y]
             s2 = np.linalg.eigvalsh(z.T @ z)
             alphas = tco.RIDGE_GRID * s2[s2 > 1e-10 * s2.max()].mean()
-            loo = RidgeCV(alphas=alphas, fit_intercept=False).fit(z, onehot - onehot.mean(0))
+            loo = RidgeCV(alphas=alphas, fit_intercept=True).fit(z, onehot)
             assert probe.penalty == pytest.approx(loo.alpha_, rel=1e-8), (wide, seed)
             assert (
                 0 < np.searchsorted(alphas, probe.penalty * (1 - 1e-9)) < len(alphas) - 1
             )  # not the grid's edge
             ridge = Ridge(alpha=probe.penalty, fit_intercept=True).fit(z, onehot)
             np.testing.assert_allclose(probe.scores(x), ridge.predict(z), rtol=1e-8, atol=1e-10)
-            np.testing.assert_allclose(
-                probe.scores(x), loo.predict(z) + onehot.mean(0), rtol=1e-8, atol=1e-10
-            )
-            differs += RidgeCV(alphas=alphas, fit_intercept=True).fit(z, onehot).alpha_ != loo.alpha_
+            np.testing.assert_allclose(probe.scores(x), loo.predict(z), rtol=1e-8, atol=1e-10)
+            no_intercept = RidgeCV(alphas=alphas, fit_intercept=False).fit(z, onehot - onehot.mean(0))
+            differs += no_intercept.alpha_ != loo.alpha_
     assert differs >= 2  # the off-by-one denominator changes the penalty on these data
+
+
+def _brute_gcv(x: np.ndarray, y: np.ndarray, k: int, penalty: float, spent: int = 1) -> float:
+    """GCV from the hat matrix itself, ``H = Z (Z^T Z + lambda I)^-1 Z^T`` on the standardised centred data:
+    ``||(I - H) T||^2 / (m - spent - tr H)^2``, ``T`` the centred one-hot; NaN where the denominator's root is
+    at most 0.5 (the probe's guard). ``spent=1`` counts the intercept that centring spends; ``spent=0`` does not."""
+    z = (x - x.mean(0)) / x.std(0)
+    target = np.eye(k)[y] - np.eye(k)[y].mean(0)
+    m, d = z.shape
+    hat = z @ np.linalg.solve(z.T @ z + penalty * np.eye(d), z.T)
+    dof = m - spent - np.trace(hat)
+    return np.nan if dof <= 0.5 else float(np.sum((target - hat @ target) ** 2) / dof**2)
+
+
+def test_the_gcv_is_the_hat_matrix_one_with_the_intercept_counted():
+    """``ridge_gcv`` against the hat matrix built by brute force, at the chosen penalty and its neighbours (and
+    every other penalty of the grid), wide (``m < d``: the centred data's rank is ``m - 1``) and tall: a
+    denominator that forgets the degree of freedom centring spends (``m - tr H``), or counts it twice, fails on
+    the values; on the wide data it also picks another penalty (the smallest)."""
+    picks_another = 0
+    for m, d in ((14, 24), (40, 9)):
+        for seed in range(3):
+            rng = np.random.default_rng(seed)
+            k = 3
+            x = rng.normal(size=(m, d)) * rng.uniform(0.5, 2.0, size=d)
+            y = np.arange(m) % k
+            y = np.where(rng.random(m) < 0.6, np.argmax(x[:, :k], axis=1), y)
+            penalties, gcv = tco.ridge_gcv(x, y, k)
+            probe = tco.fit_probe(x, y, k)
+            chosen = int(np.flatnonzero(penalties == probe.penalty)[0])
+            assert chosen == int(np.argmin(gcv))
+            brute = np.array([_brute_gcv(x, y, k, p) for p in penalties])
+            for i in (chosen - 1, chosen, chosen + 1):
+                if 0 <= i < len(penalties):
+                    assert gcv[i] == pytest.approx(brute[i], rel=1e-8), (m, d, seed, i)
+            finite = np.isfinite(gcv)
+            np.testing.assert_array_equal(finite, np.isfinite(brute))
+            np.testing.assert_allclose(gcv[finite], brute[finite], rtol=1e-8)
+            assert chosen == int(np.nanargmin(brute))
+            forgot = np.array([_brute_gcv(x, y, k, p, spent=0) for p in penalties])
+            picks_another += int(np.nanargmin(forgot)) != chosen
+            if m < d:
+                assert int(np.nanargmin(forgot)) == 0  # the forgotten degree: the smallest penalty, always
+    assert picks_another >= 3
+
+
+def test_with_fewer_tokens_than_dimensions_noise_labels_get_the_largest_penalties():
+    """Labels drawn independently of the states, at the book's shape (384 tokens, ``d = 576``, 10 values): no
+    direction predicts anything, so GCV must shrink everything (its expectation is least at ``H = 0``) and pick
+    one of the grid's two largest penalties. Counting ``m - tr H`` (centring's degree of freedom forgotten)
+    picks the smallest, an interpolator, on every seed."""
+    m, d, k = 384, 576, 10
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        x = rng.normal(size=(m, d))
+        y = rng.integers(0, k, m)
+        probe = tco.fit_probe(x, y, k)
+        penalties, _ = tco.ridge_gcv(x, y, k)
+        assert probe.penalty >= penalties[-2] * (1 - 1e-12), seed
+
+
+def test_with_fewer_tokens_than_dimensions_a_real_signal_gets_the_held_out_best_penalty():
+    """Values with real class means (``m = 80 < d = 160``): the penalty GCV picks is inside the grid and its
+    error on 4000 fresh tokens is within 10 % of the best penalty of the grid (the ground truth), while the
+    smallest penalty (what a GCV that forgets centring's degree of freedom picks when ``m < d``) is at least 10 %
+    worse than the chosen one."""
+    from sklearn.linear_model import Ridge
+
+    m, d, k = 80, 160, 4
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        means = 0.5 * rng.normal(size=(k, d))
+        y, y_new = rng.integers(0, k, m), rng.integers(0, k, 4000)
+        x, x_new = means[y] + rng.normal(size=(m, d)), means[y_new] + rng.normal(size=(4000, d))
+        probe = tco.fit_probe(x, y, k)
+        penalties, _ = tco.ridge_gcv(x, y, k)
+        assert penalties[0] < probe.penalty < penalties[-1], seed
+        z, z_new = (x - x.mean(0)) / x.std(0), (x_new - x.mean(0)) / x.std(0)
+        errors = np.array(
+            [
+                np.mean((Ridge(alpha=p).fit(z, np.eye(k)[y]).predict(z_new) - np.eye(k)[y_new]) ** 2)
+                for p in penalties
+            ]
+        )
+        chosen = np.mean((probe.scores(x_new) - np.eye(k)[y_new]) ** 2)
+        assert chosen <= 1.1 * errors.min(), seed
+        assert errors[0] >= 1.1 * chosen, seed

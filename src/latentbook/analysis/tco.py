@@ -231,18 +231,8 @@ class Probe:
         return ((x - self.mean) / self.scale) @ self.weights + self.prior
 
 
-def fit_probe(x: np.ndarray, y: np.ndarray, n_classes: int) -> Probe:
-    """Ridge regression of the one-hot class on standardised ``x`` ``(m, d)``; penalty by GCV over ``RIDGE_GRID``.
-
-    ``W = V diag(s / (s^2 + lambda)) U^T Y`` from the thin SVD ``Z = U S V^T`` (through the eigenvectors of the
-    smaller Gram matrix); GCV picks ``lambda`` minimising
-    ``||(I - H) Y||^2 / (m - tr H)^2`` on the training tokens only.
-
-    Not ``sklearn.linear_model.RidgeCV`` (a test-only dependency): RidgeCV selects by exact leave-one-out, not
-    GCV, with ``fit_intercept=True`` its hat matrix includes the intercept (``m - 1 - tr H``), and its ``alphas``
-    are absolute where ``RIDGE_GRID`` is relative to the data's mean squared singular value; the two agree where
-    every token has the same leverage and RidgeCV fits the centred data without an intercept (``tests/test_tco.py``).
-    """
+def _ridge_parts(x: np.ndarray, y: np.ndarray, n_classes: int):
+    """The pieces ``fit_probe`` and ``ridge_gcv`` share: standardisation, centred one-hot target, thin SVD."""
     x = np.asarray(x, dtype=np.float64)
     mean = x.mean(0)
     scale = x.std(0)
@@ -267,13 +257,44 @@ def fit_probe(x: np.ndarray, y: np.ndarray, n_classes: int) -> Probe:
         a = (vecs.T @ (z.T @ target)) / s[:, None]
     a2 = np.sum(a**2, axis=1)
     outside = float(np.sum(target**2) - a2.sum())
+    penalties = RIDGE_GRID * max(float(s2.mean()), 1e-30)
+    return mean, scale, prior, m, s, s2, v, a, a2, outside, penalties
+
+
+def _gcv(lam: float, m: int, s2: np.ndarray, a2: np.ndarray, outside: float) -> float:
+    """``||(I - H) Y||^2 / (m - 1 - tr H)^2`` at penalty ``lam``; ``inf`` where ``m - 1 - tr H <= 0.5``."""
+    f = s2 / (s2 + lam)
+    dof = m - 1 - f.sum()  # centring spends one degree of freedom
+    if dof <= 0.5:
+        return np.inf
+    return float((outside + np.sum((1 - f) ** 2 * a2)) / dof**2)
+
+
+def ridge_gcv(x: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the absolute penalties ``fit_probe`` tries, its GCV at each; ``inf`` where too few degrees of freedom)."""
+    _, _, _, m, _, s2, _, _, a2, outside, penalties = _ridge_parts(x, y, n_classes)
+    return penalties, np.array([_gcv(lam, m, s2, a2, outside) for lam in penalties])
+
+
+def fit_probe(x: np.ndarray, y: np.ndarray, n_classes: int) -> Probe:
+    """Ridge regression of the one-hot class on standardised ``x`` ``(m, d)``; penalty by GCV over ``RIDGE_GRID``.
+
+    ``W = V diag(s / (s^2 + lambda)) U^T Y`` from the thin SVD ``Z = U S V^T`` (through the eigenvectors of the
+    smaller Gram matrix); GCV (``ridge_gcv``) picks ``lambda`` minimising
+    ``||(I - H) Y||^2 / (m - 1 - tr H)^2`` on the training tokens only, ``H`` the hat matrix of the centred data:
+    centring spends one degree of freedom (the unpenalised intercept). Counting ``m - tr H`` instead, with fewer
+    tokens than dimensions (centred rank ``m - 1``), the residual goes to 0 as ``lambda -> 0`` while the
+    denominator stays near 1, and GCV always picks the smallest penalty (an interpolator).
+
+    Not ``sklearn.linear_model.RidgeCV`` (a test-only dependency): RidgeCV selects by exact leave-one-out, not
+    GCV, and its ``alphas`` are absolute where ``RIDGE_GRID`` is relative to the data's mean squared singular
+    value. With ``fit_intercept=True`` its hat matrix includes the intercept, as here (``m - 1 - tr H``), so the
+    two agree where every token has the same leverage (``tests/test_tco.py``).
+    """
+    mean, scale, prior, m, s, s2, v, a, a2, outside, penalties = _ridge_parts(x, y, n_classes)
     best, best_lam = np.inf, 0.0
-    for lam in RIDGE_GRID * max(float(s2.mean()), 1e-30):
-        f = s2 / (s2 + lam)
-        dof = m - f.sum()
-        if dof <= 0.5:
-            continue
-        gcv = (outside + np.sum((1 - f) ** 2 * a2)) / dof**2
+    for lam in penalties:
+        gcv = _gcv(lam, m, s2, a2, outside)
         if gcv < best:
             best, best_lam = gcv, lam
     weights = v @ ((s / (s2 + best_lam))[:, None] * a)
