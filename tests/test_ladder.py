@@ -109,7 +109,7 @@ def test_balanced_starts_remove_the_first_value_heuristic():
 
 
 def test_tokenizer_matches_the_direct_encoding():
-    tok = task.build_tokenizer(SPEC)
+    tok = task.task_tokenizer(SPEC)
     examples = task.generate(SPEC, 10, seed=2)
     ids, answers = task.encode(SPEC, examples)
     assert tok([e.text for e in examples])["input_ids"] == ids.tolist()
@@ -173,7 +173,7 @@ def test_statement_values_run_the_program_up_to_each_statement():
 
 
 def test_training_batches_follow_the_hop_curriculum():
-    vocab = task.vocabulary(SPEC)
+    vocab = task.task_vocabulary(SPEC)
     config = train.TrainConfig(batch_size=24)
     for hops in range(1, SPEC.max_hops + 1):
         ids, positions, answers = train.training_batch(SPEC, config, step=3, hops=hops)
@@ -297,7 +297,7 @@ def test_measurement_of_a_tiny_model(trained_tiny, monkeypatch):
     _, _, root = trained_tiny
     monkeypatch.setenv("LATENTBOOK_LADDER_DIR", str(root))
     loaded = lb.load_model(f"ladder:{TINY.name}")
-    out = measure.measure(loaded, SPEC, n_probe=256, n_capture=32, n_accuracy=32)
+    out = measure.measure_model(loaded, SPEC, n_probe=256, n_capture=32, n_accuracy=32)
     json.dumps(out)  # plain JSON
     capability = out["capability"]
     accuracy = train.accuracy_by_hops(loaded.model, SPEC, n=32, split="heldout", seed=11)  # the same programs

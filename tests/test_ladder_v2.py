@@ -264,7 +264,7 @@ def test_v1_folders_load_as_before_beside_the_v2_root(ladder, monkeypatch, tmp_p
     assert store.training_log("l1-d32")["config"]["seed"] == CONFIG.seed
 
     seen = {}
-    monkeypatch.setattr(report, "measure", lambda loaded, spec: seen.setdefault(loaded.name, spec) and {})
+    monkeypatch.setattr(report, "measure_model", lambda loaded, spec: seen.setdefault(loaded.name, spec) and {})
     monkeypatch.setattr(report, "correlations", lambda m: {})
     report.measure_ladder(tmp_path / "m.json", rungs=["l1-d32", "l1-d32-s0"], progress=False, reuse=False)
     assert seen == {
@@ -334,7 +334,7 @@ def test_a_checkpointed_rung_has_its_checkpoints_measured_once_and_remeasured_wh
         calls.append(loaded.name)
         return {"name": loaded.name, "tco": {}}
 
-    monkeypatch.setattr(report, "measure", fake_measure)
+    monkeypatch.setattr(report, "measure_model", fake_measure)
     monkeypatch.setattr(report, "correlations", lambda m: {})
     out = tmp_path / "measurements.json"
     rungs = ["l2-d32-s0", "l1-d32-s0"]

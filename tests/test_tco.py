@@ -86,7 +86,7 @@ def _decode_leaky():
     states, labels, steps, items, written = _leaky_programs()
     pairs = tco.two_way_distractors(labels, items, written, steps=steps)
     d = tco.decode_binding(states, labels, steps, items, pairs, fit_step=3, within_steps=[3])
-    control, stability = tco.depth_profiles(d, 3, [1, 2])
+    control, stability = tco.control_and_stability(d, 3, [1, 2])
     return float(control[0]), float(stability[0])
 
 
@@ -167,7 +167,7 @@ def test_the_ladder_figure_draws_both_numbers_by_depth():
         planted.states, planted.labels, planted.steps, planted.items, planted.written, planted.query_step,
         planted.hop_steps,
     )  # fmt: skip
-    control, stability = tco.depth_profiles(decoding, planted.query_step, planted.hop_steps)
+    control, stability = tco.control_and_stability(decoding, planted.query_step, planted.hop_steps)
     assert control.shape == stability.shape == (4,)
     block = {
         "scores": scores.to_dict(),

@@ -33,7 +33,7 @@ Usage::
     scores.control, scores.stability, scores.control_bar   # -> verdict.judge_tco(scores, twin_scores)
 
 which is ``two_way_distractors`` -> ``decode_binding`` (probes at the query) -> ``summarise`` (the depth window,
-the baselines); ``depth_profiles(decoding, ...)`` gives both numbers at every depth.
+the baselines); ``control_and_stability(decoding, ...)`` gives both numbers at every depth.
 ``score_token_states(states, written)`` does all of it for token states, averaged over the depths after 0.42.
 
 The stability tested is that of the *query's* code at the hop tokens; the digit itself (step 0) is not used,
@@ -533,7 +533,7 @@ def summarise(
     )
 
 
-def depth_profiles(
+def control_and_stability(
     decoding: Decoding, query_step: int, hop_steps: Sequence[int]
 ) -> tuple[np.ndarray, np.ndarray]:
     """(control, stability) at each decoded depth: two-way accuracy over programs at the query (within step) and

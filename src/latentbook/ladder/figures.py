@@ -189,27 +189,6 @@ def omega_profiles(m: dict):
     return fig
 
 
-def class_stability(m: dict, rungs: list[str] | None = None, kinds: tuple[str, ...] = ("trained", "null")):
-    """Heatmaps: accuracy of value centroids fitted at the assignment, at each later step (rows) and depth."""
-    import pandas as pd
-
-    plt, sns = _sns()
-    rungs = rungs or m["rungs"]
-    fig, axes = plt.subplots(
-        len(kinds), len(rungs), figsize=(2.3 * len(rungs) + 1, 2.4 * len(kinds)), squeeze=False
-    )
-    for j, rung in enumerate(rungs):
-        for i, kind in enumerate(kinds):
-            s = m["models"][rung][kind]["stability"]
-            acc = pd.DataFrame(s["accuracy"], index=s["steps"])
-            ax = axes[i, j]
-            sns.heatmap(acc, vmin=0, vmax=1, cmap="mako", ax=ax, cbar=j == len(rungs) - 1, annot=False)
-            ax.set(title=f"{rung} ({kind})", xlabel="depth l", ylabel="step of the chain" if j == 0 else "")
-            ax.tick_params(labelsize=7)
-    fig.tight_layout()
-    return fig
-
-
 def capability_scatter(m: dict):
     """Capability (mean held-out accuracy) against each diagnostic, one panel per diagnostic: trained models
     (dots) and their untrained nulls (crosses), coloured by architecture (the seeds of one architecture share a

@@ -21,7 +21,7 @@ import torch
 
 from .._files import sha256_file
 from ..errors import IntegrityError, ModelUnavailableError
-from .task import TaskSpec, build_tokenizer
+from .task import TaskSpec, task_tokenizer
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -82,7 +82,7 @@ def save_rung(
 
     def fill(tmp: Path) -> None:
         _save_float16(model, tmp)
-        build_tokenizer(spec).save_pretrained(tmp)
+        task_tokenizer(spec).save_pretrained(tmp)
         (tmp / LOG_FILE).write_text(json.dumps(asdict(log), indent=None))
         if checkpoints is not None and Path(checkpoints).is_dir():
             os.rename(checkpoints, tmp / CHECKPOINTS)

@@ -245,7 +245,7 @@ def stability_diagnostics(token_states, step_names: tuple[str, ...]) -> dict:
     }
 
 
-def written_values(examples) -> list[list[int]]:
+def program_values(examples) -> list[list[int]]:
     """The values each program writes, in writing order (the digits of its text)."""
     return [[int(w) for w in e.text.split() if w.isdigit()] for e in examples]
 
@@ -261,7 +261,7 @@ def tco_diagnostics(token_states, probes: ProbeSet, spec: TaskSpec) -> dict:
     """
     from ..analysis import tco
 
-    written = written_values(probes.examples)
+    written = program_values(probes.examples)
     hops = range(1, spec.max_hops)
     _, decoding = tco.score_binding(
         token_states.states,
@@ -273,7 +273,7 @@ def tco_diagnostics(token_states, probes: ProbeSet, spec: TaskSpec) -> dict:
         hops,
     )
     last = tco.summarise(decoding, written, spec.max_hops, hops, depths=[token_states.states.shape[1] - 1])
-    control, stability = tco.depth_profiles(decoding, spec.max_hops, hops)
+    control, stability = tco.control_and_stability(decoding, spec.max_hops, hops)
     return {
         "target": "two-way choice: the bound value against another value written in the program (chance 0.5)",
         "depth": "last",
@@ -298,7 +298,9 @@ def task_capture(loaded, spec: TaskSpec, n_capture: int = 256):
     )
 
 
-def measure(loaded, spec: TaskSpec, n_probe: int = 1024, n_capture: int = 256, n_accuracy: int = 512) -> dict:
+def measure_model(
+    loaded, spec: TaskSpec, n_probe: int = 1024, n_capture: int = 256, n_accuracy: int = 512
+) -> dict:
     """Capability and every diagnostic of one loaded ladder model (trained or its null)."""
     from ..capturing.states import token_states
 

@@ -27,7 +27,7 @@ import numpy as np
 from .._files import atomic_write
 from ..errors import CaptureFileError, InvalidInputError
 from .clustered import architecture_of, clustered_partial, clustered_verdict, is_seeded
-from .measure import measure, partial_spearman_ci, partial_verdict, spearman_ci, verdict
+from .measure import measure_model, partial_spearman_ci, partial_verdict, spearman_ci, verdict
 from .store import REPO_LADDER, checkpoint_sha, checkpoints, ladder_dir, trained_rungs, training_log
 from .task import TaskSpec
 
@@ -99,7 +99,7 @@ def measure_ladder(
     """Measure every trained rung and its null; write ``measurements.json`` (atomically) and return its path.
 
     A rung with checkpoints also gets those at every ``checkpoint_stride`` steps measured (``"checkpoints"``:
-    step -> ``measure.measure`` and the checkpoint's sha256; the final model stands for the last step), for
+    step -> ``measure.measure_model`` and the checkpoint's sha256; the final model stands for the last step), for
     ``along_training``. With ``reuse``, a rung or checkpoint already in the file with the same weights (sha256)
     is not measured again, except for a TCO block (``measure.tco_diagnostics``) a rung lacks, which is added
     (``tco_provenance`` says when); the file is rewritten after each rung, so an interrupted run loses nothing
@@ -138,8 +138,8 @@ def measure_ladder(
             null = load_model(f"ladder:{rung}:init", device="cpu")
             result["tco_provenance"] = _provenance(_versions)
             result["models"][rung] = {
-                "trained": measure(trained, spec),
-                "null": measure(null, spec),
+                "trained": measure_model(trained, spec),
+                "null": measure_model(null, spec),
                 "sha256": trained.sha,
                 "train_seconds": log["seconds"],
                 "train_steps": log["config"]["steps"],
@@ -173,7 +173,7 @@ def _measure_checkpoints(rung: str, spec: TaskSpec, stride: int, final_step: int
             out[str(step)] = old
             continue
         loaded = load_model(f"ladder:{rung}@{step}", device="cpu")
-        out[str(step)] = measure(loaded, spec) | {"sha256": loaded.sha}
+        out[str(step)] = measure_model(loaded, spec) | {"sha256": loaded.sha}
     return out
 
 

@@ -96,7 +96,7 @@ def name_pool(spec: TaskSpec) -> tuple[list[str], list[str]]:
     return shuffled[spec.n_heldout :], shuffled[: spec.n_heldout]
 
 
-def vocabulary(spec: TaskSpec) -> list[str]:
+def task_vocabulary(spec: TaskSpec) -> list[str]:
     """Every token of the task, in id order: specials, symbols, values ``0..k-1``, then all names."""
     train, heldout = name_pool(spec)
     return [*SPECIALS, *SYMBOLS, *(str(v) for v in range(spec.n_values)), *sorted(train + heldout)]
@@ -275,16 +275,16 @@ def resolve(text: str) -> int:
     return int(env[query])
 
 
-def build_tokenizer(spec: TaskSpec):
+def task_tokenizer(spec: TaskSpec):
     """A word-level tokenizer (``tokenizers`` library) wrapped in ``PreTrainedTokenizerFast``.
 
-    Splits on whitespace, maps each word to its id in ``vocabulary(spec)`` and prepends ``<bos>`` when the
+    Splits on whitespace, maps each word to its id in ``task_vocabulary(spec)`` and prepends ``<bos>`` when the
     text does not start with it, so ``lb.capture`` works on plain program text.
     """
     from tokenizers import Tokenizer, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {w: i for i, w in enumerate(vocabulary(spec))}
+    vocab = {w: i for i, w in enumerate(task_vocabulary(spec))}
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     core.post_processor = processors.TemplateProcessing(
@@ -301,7 +301,7 @@ def build_tokenizer(spec: TaskSpec):
 
 def encode(spec: TaskSpec, examples: list[Example]) -> tuple[np.ndarray, np.ndarray]:
     """(token ids of shape ``(n, seq_len)``, answer token ids of shape ``(n,)``) without a tokenizer call."""
-    vocab = {w: i for i, w in enumerate(vocabulary(spec))}
+    vocab = {w: i for i, w in enumerate(task_vocabulary(spec))}
     ids = np.array([[vocab["<bos>"], *(vocab[w] for w in e.text.split())] for e in examples], dtype=np.int64)
     answers = np.array([vocab[str(e.answer)] for e in examples], dtype=np.int64)
     return ids, answers
@@ -309,13 +309,13 @@ def encode(spec: TaskSpec, examples: list[Example]) -> tuple[np.ndarray, np.ndar
 
 def value_token_ids(spec: TaskSpec) -> np.ndarray:
     """Token ids of the values ``0..k-1``, in value order."""
-    vocab = {w: i for i, w in enumerate(vocabulary(spec))}
+    vocab = {w: i for i, w in enumerate(task_vocabulary(spec))}
     return np.array([vocab[str(v)] for v in range(spec.n_values)])
 
 
 def name_token_ids(spec: TaskSpec) -> np.ndarray:
     """Token ids of every variable name (training and held-out)."""
-    vocab = {w: i for i, w in enumerate(vocabulary(spec))}
+    vocab = {w: i for i, w in enumerate(task_vocabulary(spec))}
     train, heldout = name_pool(spec)
     return np.array(sorted(vocab[w] for w in train + heldout))
 

@@ -58,7 +58,7 @@ from .task import (
     generate,
     name_token_ids,
     statement_values,
-    vocabulary,
+    task_vocabulary,
     with_queries,
 )
 
@@ -126,7 +126,7 @@ def model_config(rung: Rung, spec: TaskSpec):
     from transformers import LlamaConfig
 
     return LlamaConfig(
-        vocab_size=len(vocabulary(spec)),
+        vocab_size=len(task_vocabulary(spec)),
         hidden_size=rung.d_model,
         intermediate_size=rung.ffn_mult * rung.d_model,
         num_hidden_layers=rung.n_layers,
@@ -135,8 +135,8 @@ def model_config(rung: Rung, spec: TaskSpec):
         max_position_embeddings=128,
         initializer_range=rung.d_model**-0.5,  # 1/sqrt(d), not Llama's 0.02 (tuned for d = 4096)
         tie_word_embeddings=False,
-        bos_token_id=vocabulary(spec).index("<bos>"),
-        pad_token_id=vocabulary(spec).index("<pad>"),
+        bos_token_id=task_vocabulary(spec).index("<bos>"),
+        pad_token_id=task_vocabulary(spec).index("<pad>"),
         eos_token_id=None,
     )
 
@@ -177,7 +177,7 @@ def training_batch(
     rng = np.random.default_rng([config.seed, step])
     stage = dataclasses.replace(spec, max_hops=hops)
     examples = generate(stage, config.batch_size, split="train", seed=int(rng.integers(2**63)))
-    vocab = {w: i for i, w in enumerate(vocabulary(spec))}
+    vocab = {w: i for i, w in enumerate(task_vocabulary(spec))}
     ids, positions, answers = [], [], []
     for example in examples:
         text, pos, ans = with_queries(spec, example, config.n_queries, rng)

@@ -1,7 +1,7 @@
 """Chapter 9's landmarks of depth on chapter 7's trained ladder, where capability varies at a known size.
 
 ``rung_landmarks(loaded, spec)`` captures a ladder model on held-out task sequences exactly as
-``ladder.measure.measure`` does (``ladder.measure.task_capture``) and reads every landmark of
+``ladder.measure.measure_model`` does (``ladder.measure.task_capture``) and reads every landmark of
 ``study.landmarks.depth_landmarks``, the logit lens included (ladder models are causal LMs). ``measure_landmarks``
 does it for every trained rung and its untrained null and writes ``landmarks.json`` beside the ladder's
 ``measurements.json`` (each model with the sha256 of its weights); ``load`` reads it and ``landmark_counts`` says,

@@ -20,12 +20,12 @@ if TYPE_CHECKING:
     from ..study.landmarks import DepthLandmarks
 
 
-def landmark_row(results: Mapping[str, DepthLandmarks], axes: Sequence[Axes], title: str) -> None:
+def plot_landmark_row(results: Mapping[str, DepthLandmarks], axes: Sequence[Axes], title: str) -> None:
     """Three panels on ``axes``: Gride ID, relative update norm and logit-lens KL (both log scale), one line per run of
     ``results`` with its 95 % band; vertical lines at each run's massive onset (solid) and Omega jump (dashed)
     when found; the paper's window shaded. An encoder's lens panel says it has no lens."""
     if len(axes) != 3 or not results:
-        raise InvalidInputError("landmark_row needs three axes and at least one run.")
+        raise InvalidInputError("plot_landmark_row needs three axes and at least one run.")
     colours = palette(results)
     for label, result in results.items():
         style = dict(color=colours[label], ls=line_style(label), lw=1.4, marker="o", ms=2.5, label=label)
