@@ -264,7 +264,9 @@ def test_v1_folders_load_as_before_beside_the_v2_root(ladder, monkeypatch, tmp_p
     assert store.training_log("l1-d32")["config"]["seed"] == CONFIG.seed
 
     seen = {}
-    monkeypatch.setattr(report, "measure_model", lambda loaded, spec: seen.setdefault(loaded.name, spec) and {})
+    monkeypatch.setattr(
+        report, "measure_model", lambda loaded, spec: seen.setdefault(loaded.name, spec) and {}
+    )
     monkeypatch.setattr(report, "correlations", lambda m: {})
     report.measure_ladder(tmp_path / "m.json", rungs=["l1-d32", "l1-d32-s0"], progress=False, reuse=False)
     assert seen == {
