@@ -47,6 +47,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -231,8 +232,22 @@ class Probe:
         return ((x - self.mean) / self.scale) @ self.weights + self.prior
 
 
-def _ridge_parts(x: np.ndarray, y: np.ndarray, n_classes: int):
-    """The pieces ``fit_probe`` and ``ridge_gcv`` share: standardisation, centred one-hot target, thin SVD."""
+class _Ridge(NamedTuple):
+    """What ``fit_probe`` and ``ridge_gcv`` share: the standardisation, the prior, the thin SVD ``Z = U S V^T``
+    (``s2 = S^2``, ``v`` and the target's coordinates ``a = U^T Y``) and the GCV of each penalty tried."""
+
+    mean: np.ndarray
+    scale: np.ndarray
+    prior: np.ndarray
+    s2: np.ndarray
+    v: np.ndarray
+    a: np.ndarray
+    penalties: np.ndarray
+    gcv: np.ndarray
+
+
+def _ridge(x: np.ndarray, y: np.ndarray, n_classes: int) -> _Ridge:
+    """Standardisation, centred one-hot target, thin SVD and the GCV of every penalty ``fit_probe`` tries."""
     x = np.asarray(x, dtype=np.float64)
     mean = x.mean(0)
     scale = x.std(0)
@@ -258,7 +273,8 @@ def _ridge_parts(x: np.ndarray, y: np.ndarray, n_classes: int):
     a2 = np.sum(a**2, axis=1)
     outside = float(np.sum(target**2) - a2.sum())
     penalties = RIDGE_GRID * max(float(s2.mean()), 1e-30)
-    return mean, scale, prior, m, s, s2, v, a, a2, outside, penalties
+    gcv = np.array([_gcv(lam, m, s2, a2, outside) for lam in penalties])
+    return _Ridge(mean, scale, prior, s2, v, a, penalties, gcv)
 
 
 def _gcv(lam: float, m: int, s2: np.ndarray, a2: np.ndarray, outside: float) -> float:
@@ -272,8 +288,8 @@ def _gcv(lam: float, m: int, s2: np.ndarray, a2: np.ndarray, outside: float) -> 
 
 def ridge_gcv(x: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
     """(the absolute penalties ``fit_probe`` tries, its GCV at each; ``inf`` where too few degrees of freedom)."""
-    _, _, _, m, _, s2, _, _, a2, outside, penalties = _ridge_parts(x, y, n_classes)
-    return penalties, np.array([_gcv(lam, m, s2, a2, outside) for lam in penalties])
+    ridge = _ridge(x, y, n_classes)
+    return ridge.penalties, ridge.gcv
 
 
 def fit_probe(x: np.ndarray, y: np.ndarray, n_classes: int) -> Probe:
@@ -291,14 +307,11 @@ def fit_probe(x: np.ndarray, y: np.ndarray, n_classes: int) -> Probe:
     value. With ``fit_intercept=True`` its hat matrix includes the intercept, as here (``m - 1 - tr H``), so the
     two agree where every token has the same leverage (``tests/test_tco.py``).
     """
-    mean, scale, prior, m, s, s2, v, a, a2, outside, penalties = _ridge_parts(x, y, n_classes)
-    best, best_lam = np.inf, 0.0
-    for lam in penalties:
-        gcv = _gcv(lam, m, s2, a2, outside)
-        if gcv < best:
-            best, best_lam = gcv, lam
-    weights = v @ ((s / (s2 + best_lam))[:, None] * a)
-    return Probe(mean, scale, weights, prior, float(best_lam))
+    r = _ridge(x, y, n_classes)
+    finite = np.isfinite(r.gcv)  # the first smallest; penalty 0 when no penalty leaves a degree of freedom
+    best_lam = float(r.penalties[np.argmin(np.where(finite, r.gcv, np.inf))]) if finite.any() else 0.0
+    weights = r.v @ ((np.sqrt(r.s2) / (r.s2 + best_lam))[:, None] * r.a)
+    return Probe(r.mean, r.scale, weights, r.prior, best_lam)
 
 
 def _hits(scores: np.ndarray, labels: np.ndarray, distractors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
