@@ -32,7 +32,7 @@ import torch
 
 from latentbook._files import atomic_write
 from latentbook.ladder import train as ladder_train
-from latentbook.ladder.measure import guess_floor
+from latentbook.ladder.diagnostics import guess_floor
 from latentbook.ladder.task import TaskSpec, encode, generate, name_token_ids
 
 VARIANTS = {

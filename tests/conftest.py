@@ -18,6 +18,40 @@ SHORT_PROMPTS = [
 ]
 
 
+def modules_run(call) -> set[str]:
+    """The modules of the package (``latentbook.x.y``) whose code runs while ``call()`` does (``sys.settrace``)."""
+    import sys
+
+    package = os.path.dirname(lb.__file__)
+    ran = set()
+
+    def tracer(frame, event, arg):
+        if frame.f_code.co_filename.startswith(package):
+            ran.add(frame.f_code.co_filename)
+
+    sys.settrace(tracer)
+    try:
+        call()
+    finally:
+        sys.settrace(None)
+    relative = (os.path.relpath(f, package)[: -len(".py")].replace(os.sep, ".") for f in ran)
+    return {"latentbook." + name.removesuffix(".__init__") for name in relative}
+
+
+@pytest.fixture(scope="session")
+def deep_ladder_root(tmp_path_factory):
+    """A ladder folder with one ten-layer rung (``l10-d16``, two training steps): enough depths for the Omega jump
+    fit and the interior landmarks; ``LATENTBOOK_LADDER_DIR`` must point at it to load ``ladder:l10-d16``."""
+    from latentbook.ladder import folders, task, train
+
+    deep = train.Rung("l10-d16", 10, 16)
+    config = train.TrainConfig(steps=2, batch_size=8, warmup=1, eval_every=2, n_eval=8, lr=1e-2)
+    model, log = train.train(deep, task.TaskSpec(), config, progress=False, threads=None)
+    root = tmp_path_factory.mktemp("deep-ladder")
+    folders.save_rung(model, log, task.TaskSpec(), root / deep.name)
+    return root
+
+
 @pytest.fixture(scope="session")
 def tiny():
     """The 2-layer random-weight Llama (d=64): fast, and a real transformers model."""

@@ -7,7 +7,7 @@ import pytest
 
 from latentbook.errors import InvalidInputError
 from latentbook.ladder import along_training as at
-from latentbook.ladder.measure import partial_spearman_ci
+from latentbook.ladder.rank_correlation import partial_spearman_ci
 from latentbook.ladder.report import DIAGNOSTICS
 
 STEPS = np.arange(1, 11) * 1000.0

@@ -10,7 +10,7 @@ import torch
 import latentbook as lb
 from latentbook.analysis import resampling, synthetic
 from latentbook.errors import IntegrityError, InvalidInputError, UnknownModelError
-from latentbook.ladder import folders, measure, report, store, task, train
+from latentbook.ladder import diagnostics, folders, rank_correlation, report, store, task, train
 from latentbook.study import ladder_rows
 
 SPEC = task.TaskSpec()
@@ -105,7 +105,7 @@ def test_balanced_starts_remove_the_first_value_heuristic():
         ranks.append((starts.index(e.chain_positions[0] - 1), len(starts)))
     starts = np.array([r for r, n in ranks if n == 3])  # programs of three chains: each rank about a third
     assert len(starts) > 100 and np.all(np.abs(np.bincount(starts, minlength=3) / len(starts) - 1 / 3) < 0.1)
-    assert measure.first_value_floor(balanced, 4) < measure.first_value_floor(SPEC, 4) - 0.15
+    assert diagnostics.first_value_floor(balanced, 4) < diagnostics.first_value_floor(SPEC, 4) - 0.15
 
 
 def test_tokenizer_matches_the_direct_encoding():
@@ -297,7 +297,7 @@ def test_measurement_of_a_tiny_model(trained_tiny, monkeypatch):
     _, _, root = trained_tiny
     monkeypatch.setenv("LATENTBOOK_LADDER_DIR", str(root))
     loaded = lb.load_model(f"ladder:{TINY.name}")
-    out = measure.measure_model(loaded, SPEC, n_probe=256, n_capture=32, n_accuracy=32)
+    out = diagnostics.measure_model(loaded, SPEC, n_probe=256, n_capture=32, n_accuracy=32)
     json.dumps(out)  # plain JSON
     capability = out["capability"]
     accuracy = train.accuracy_by_hops(loaded.model, SPEC, n=32, split="heldout", seed=11)  # the same programs
@@ -311,7 +311,7 @@ def test_measurement_of_a_tiny_model(trained_tiny, monkeypatch):
     hits = round(32 * accuracy[2])
     assert capability["ci"]["2"] == pytest.approx(resampling.wilson_interval(hits / 32, 32, resampling.Z95))
     assert capability["uniform_floor"] == 1 / SPEC.n_values
-    assert capability["guess_floor"]["1"] == pytest.approx(measure.guess_floor(SPEC, 1, 32, 11))
+    assert capability["guess_floor"]["1"] == pytest.approx(diagnostics.guess_floor(SPEC, 1, 32, 11))
     assert len(out["omega"]["m"]) == 2 and out["omega"]["transition"]["gamma_c"] is None
     assert out["spikes"]["bound"] == SPEC.n_values - 1 and len(out["spikes"]["n_spikes"]) == 2
     stab = np.array(out["stability"]["accuracy"])
@@ -320,6 +320,29 @@ def test_measurement_of_a_tiny_model(trained_tiny, monkeypatch):
     assert stab[0, 0] == 1.0
     assert 0 < out["contraction"]["q"]
     assert 0 <= out["contraction"]["ci"][0] <= out["contraction"]["q"] <= out["contraction"]["ci"][1]
+
+
+def test_the_measurement_hash_reads_every_module_a_measurement_runs(deep_ladder_root, monkeypatch):
+    """A ladder model of ten layers (enough depths for the jump fit) is loaded and measured under a tracer:
+    every module of the package whose code runs is one ``diagnostics.measurement_hash`` reads, so no change to
+    the code behind a stored number leaves it looking current. The hash changes with that code."""
+    from .conftest import modules_run
+
+    monkeypatch.setenv("LATENTBOOK_LADDER_DIR", str(deep_ladder_root))
+    out = {}
+
+    def measure():
+        loaded = lb.load_model("ladder:l10-d16")
+        out.update(diagnostics.measure_model(loaded, SPEC, n_probe=256, n_capture=32, n_accuracy=32))
+
+    ran = modules_run(measure)
+    assert out["omega"]["transition"]["gamma_c"] is not None  # the jump fit ran
+    assert ran - set(diagnostics.MEASURING_MODULES) == set()
+    assert "latentbook.ladder.rank_correlation" not in diagnostics.MEASURING_MODULES  # correlations: not here
+
+    before = diagnostics.measurement_hash()
+    monkeypatch.setattr(diagnostics, "MEASURING_MODULES", diagnostics.MEASURING_MODULES[:-1])
+    assert diagnostics.measurement_hash() != before
 
 
 def _query_states(seed: int, n: int = 40, d: int = 8, k: int = 4, names: int = 5):
@@ -335,20 +358,20 @@ def _query_states(seed: int, n: int = 40, d: int = 8, k: int = 4, names: int = 5
 def test_contraction_interval_contains_its_estimate(seed):
     """Seed 23: the draws run above q (0.542), and their plain percentile interval, [0.589, 2.76], missed it."""
     states, labels = _query_states(seed)
-    out = measure.contraction_diagnostics(states, labels, seed=seed)
+    out = diagnostics.contraction_diagnostics(states, labels, seed=seed)
     assert 0 <= out["ci"][0] <= out["q"] <= out["ci"][1]
 
 
 def test_spearman_interval_and_verdicts():
     x = np.arange(6.0)
-    r = measure.spearman_ci(x, 2 * x + 1)
+    r = rank_correlation.spearman_ci(x, 2 * x + 1)
     assert r.rho == pytest.approx(1.0) and r.p_value == pytest.approx(2 / 720)
-    assert measure.verdict(r, +1)[0] == "predicts capability"
-    assert measure.verdict(r, -1)[0] == "does not"
-    flat = measure.spearman_ci(x, np.ones(6))
-    assert measure.verdict(flat, +1)[0] == "does not"
-    noisy = measure.spearman_ci(x, np.array([3.0, 1, 4, 1.5, 5, 2]))
-    assert measure.verdict(noisy, +1)[0] == "inconclusive"
+    assert rank_correlation.verdict(r, +1)[0] == "predicts capability"
+    assert rank_correlation.verdict(r, -1)[0] == "does not"
+    flat = rank_correlation.spearman_ci(x, np.ones(6))
+    assert rank_correlation.verdict(flat, +1)[0] == "does not"
+    noisy = rank_correlation.spearman_ci(x, np.array([3.0, 1, 4, 1.5, 5, 2]))
+    assert rank_correlation.verdict(noisy, +1)[0] == "inconclusive"
 
 
 def _fake_measurements(capabilities, stability):
@@ -514,7 +537,9 @@ def test_partial_spearman_given_size_and_holm_across_the_diagnostics():
     x, y, z = np.random.default_rng(4).normal(size=(3, 9))
     rx, ry, rz = rankdata(x), rankdata(y), rankdata(z)
     ex, ey = (r - np.polyval(np.polyfit(rz, r, 1), rz) for r in (rx, ry))
-    assert measure.partial_spearman_ci(x, y, z, n_boot=50).rho == pytest.approx(np.corrcoef(ex, ey)[0, 1])
+    assert rank_correlation.partial_spearman_ci(x, y, z, n_boot=50).rho == pytest.approx(
+        np.corrcoef(ex, ey)[0, 1]
+    )
 
 
 def test_six_rungs_ranked_like_size_leave_little_to_test():
@@ -524,14 +549,14 @@ def test_six_rungs_ranked_like_size_leave_little_to_test():
     left to find."""
     capability = [1, 2, 3, 4, 5, 6]
     size = [2, 1, 3, 4, 6, 5]
-    r = measure.partial_spearman_ci(capability, capability, size)
+    r = rank_correlation.partial_spearman_ci(capability, capability, size)
     assert r.rho == pytest.approx(1.0) and r.p_value == pytest.approx(4 / 720)
     assert r.p_floor == pytest.approx(2 / 720)
     assert r.rho_xz == pytest.approx(0.8857142857142858)
-    word, _ = measure.partial_verdict(r, min(1.0, 5 * r.p_value), 5, +1)
+    word, _ = rank_correlation.partial_verdict(r, min(1.0, 5 * r.p_value), 5, +1)
     assert word == "predicts capability"
-    flat = measure.partial_spearman_ci(capability, size, size)
-    assert np.isnan(flat.rho) and measure.partial_verdict(flat, 1.0, 5, +1)[0] == "inconclusive"
+    flat = rank_correlation.partial_spearman_ci(capability, size, size)
+    assert np.isnan(flat.rho) and rank_correlation.partial_verdict(flat, 1.0, 5, +1)[0] == "inconclusive"
 
 
 def test_a_rung_whose_weights_lack_a_tensor_is_refused_by_name(trained_tiny, monkeypatch, tmp_path):
@@ -555,13 +580,16 @@ def test_a_rung_whose_weights_lack_a_tensor_is_refused_by_name(trained_tiny, mon
 
 
 def test_tco_blocks_of_a_tiny_rung_and_the_rows_judged_against_the_null(trained_tiny, monkeypatch, tmp_path):
-    """``report.tco_of`` gives the TCO block ``measure`` writes; ``ladder_rows.tco_rows`` judges each rung against
-    its null with ``verdict.judge_tco``: the verdict table's ``tco`` rows."""
+    """``diagnostics.tco_diagnostics`` gives the TCO block ``measure_model`` writes; ``ladder_rows.tco_rows`` judges
+    each rung against its null with ``verdict.judge_tco``: the verdict table's ``tco`` rows."""
     from latentbook.analysis import tco as tco_analysis
+    from latentbook.capturing.states import token_states
 
     _, _, root = trained_tiny
     monkeypatch.setenv("LATENTBOOK_LADDER_DIR", str(root))
-    block = report.tco_of(lb.load_model(f"ladder:{TINY.name}"), SPEC)
+    probes = diagnostics.probe_set(SPEC, 1024)
+    states = token_states(lb.load_model(f"ladder:{TINY.name}"), probes.items, max_length=SPEC.seq_len)
+    block = diagnostics.tco_diagnostics(states, probes, SPEC)
     json.dumps(block)
     scores = tco_analysis.TCOScores.from_dict(block["scores"])
     assert len(block["control_by_depth"]) == 2 and scores.depths == (1,)
@@ -609,7 +637,7 @@ def test_spearman_p_and_interval_are_scipys_permutation_test_and_bootstrap():
     for seed, n in [(1, 5), (2, 6), (3, 6), (4, 7), (5, 8)]:
         x, y = np.random.default_rng(seed).normal(size=(2, n))
         y = y + (-1) ** seed * x  # rho of either sign
-        r = measure.spearman_ci(x, y, n_boot=200)
+        r = rank_correlation.spearman_ci(x, y, n_boot=200)
         assert r.rho == pytest.approx(stats.spearmanr(x, y).statistic)
         exact = {"n_resamples": np.inf, "permutation_type": "pairings"}
         signed = stats.permutation_test((y,), lambda b, axis=-1, x=x: _rho_rows(x, b), **exact)
@@ -621,7 +649,7 @@ def test_spearman_p_and_interval_are_scipys_permutation_test_and_bootstrap():
 
     x, y = np.random.default_rng(9).normal(size=(2, 9))
     y = y + 0.5 * x
-    p = measure.spearman_ci(x, y, n_boot=10).p_value
+    p = rank_correlation.spearman_ci(x, y, n_boot=10).p_value
     exact = stats.permutation_test(
         (y,), lambda b, axis=-1: _rho_rows(x, b), n_resamples=np.inf, permutation_type="pairings"
     )
@@ -630,7 +658,7 @@ def test_spearman_p_and_interval_are_scipys_permutation_test_and_bootstrap():
     x, y = np.random.default_rng(10).normal(size=(2, 10))
     y = y + x
     for seed in (0, 7):
-        r = measure.spearman_ci(x, y, n_boot=4000, seed=seed)
+        r = rank_correlation.spearman_ci(x, y, n_boot=4000, seed=seed)
         boot = stats.bootstrap(
             (x, y),
             _rho_rows,
@@ -671,7 +699,7 @@ def test_freedman_lane_p_is_scipys_permutation_test_of_the_residuals():
             permutation_type="pairings",
             alternative="greater",
         )
-        r = measure.partial_spearman_ci(x, y, z, n_boot=50)
+        r = rank_correlation.partial_spearman_ci(x, y, z, n_boot=50)
         assert r.rho == pytest.approx(stats.pearsonr(ex, residual(ry)).statistic)
         assert r.p_value == pytest.approx(result.pvalue, rel=1e-12), (seed, r.p_value, result.pvalue)
         assert 0.005 < r.p_value < 0.9, (seed, r.p_value)

@@ -10,7 +10,7 @@ import pytest
 
 from latentbook.errors import InvalidInputError
 from latentbook.ladder import clustered
-from latentbook.ladder.measure import partial_spearman_ci
+from latentbook.ladder.rank_correlation import partial_spearman_ci
 
 ARCHITECTURES, SEEDS = 6, 3
 LABELS = np.repeat([f"a{i}" for i in range(ARCHITECTURES)], SEEDS)

@@ -74,3 +74,30 @@ def test_measuring_never_replaces_a_file_that_is_not_its_record(tmp_path):
     with pytest.raises(InvalidInputError, match="not a ladder landmarks record"):
         ll.measure_landmarks(notes, rungs=["l4-d64-s0"])
     assert notes.read_text() == '{"mine": 1}'
+
+
+def test_the_record_keeps_the_hash_of_every_module_that_reads_a_landmark(
+    deep_ladder_root, monkeypatch, tmp_path
+):
+    """Read under a tracer on a ten-layer ladder model, every module whose code runs is one
+    ``measurement_hash`` reads; a record says whether the current code wrote it."""
+    import latentbook as lb
+
+    from .conftest import modules_run
+
+    monkeypatch.setenv("LATENTBOOK_LADDER_DIR", str(deep_ladder_root))
+    entry = {}
+    spec = task.TaskSpec()
+    ran = modules_run(
+        lambda: entry.update(ll.rung_landmarks(lb.load_model("ladder:l10-d16"), spec, n_boot=20))
+    )
+    assert entry["n_depths"] == 11
+    assert ran - set(ll.MEASURING_MODULES) == set()
+
+    path = ll.measure_landmarks(tmp_path / "landmarks.json", rungs=["l10-d16"])
+    record = ll.load(path)
+    assert ll.is_current(record) and not ll.is_current(RECORD)  # RECORD: from before the hash was kept
+    assert ll.written_by(record) == "by the code that builds this page"
+    assert ll.written_by(RECORD).startswith("by older code") and ll.COMMAND in ll.written_by(RECORD)
+    monkeypatch.setattr(ll, "MEASURING_MODULES", ll.MEASURING_MODULES[:-1])
+    assert not ll.is_current(record)

@@ -32,7 +32,7 @@ def test_shared_rows_get_the_mean_gradient_and_the_others_their_own(plateau):
 
 def test_guessing_baseline_matches_its_closed_form(plateau):
     # two chains, values uniform over k: right with probability (1 + 1/k) / 2
-    from latentbook.ladder.measure import guess_floor
+    from latentbook.ladder.diagnostics import guess_floor
 
     k = plateau.SPEC.n_values
     assert guess_floor(plateau.SPEC, 1, 4000, seed=5) == pytest.approx((1 + 1 / k) / 2, abs=0.02)

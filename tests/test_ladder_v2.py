@@ -12,7 +12,7 @@ import torch
 import latentbook as lb
 from latentbook._files import sha256_file
 from latentbook.errors import IntegrityError, LatentbookError, UnknownModelError
-from latentbook.ladder import report, store, task, train
+from latentbook.ladder import diagnostics, report, store, task, train
 from latentbook.ladder.folders import LOG_FILE, SUMS_FILE, read_sums, weights_sha256
 from latentbook.ladder.jobs import ladder_jobs, train_ladder
 
@@ -360,6 +360,19 @@ def test_a_checkpointed_rung_has_its_checkpoints_measured_once_and_remeasured_wh
     out.write_text(json.dumps(m))
     report.measure_ladder(out, rungs=rungs, progress=False, checkpoint_stride=10)
     assert calls == ["ladder:l2-d32-s0@10"]
+    assert report.stale_models(json.loads(out.read_text())) == []
+
+    # measured by other code: the rung and its checkpoint are measured again, the other rung is kept
+    calls.clear()
+    m = json.loads(out.read_text())
+    assert m["models"]["l1-d32-s0"]["measured_by"] == diagnostics.measurement_hash()
+    m["models"]["l2-d32-s0"]["measured_by"] = "older code"
+    m["models"]["l2-d32-s0"]["checkpoints"]["10"].pop("measured_by")  # from before the hash was recorded
+    out.write_text(json.dumps(m))
+    assert report.stale_models(m) == ["l2-d32-s0", "l2-d32-s0@10"]
+    report.measure_ladder(out, rungs=rungs, progress=False, checkpoint_stride=10)
+    assert calls == ["ladder:l2-d32-s0", "ladder:l2-d32-s0:init", "ladder:l2-d32-s0@10"]
+    assert report.stale_models(json.loads(out.read_text())) == []
     report.measure_ladder(out, rungs=rungs, progress=False, checkpoint_stride=20)
     assert "checkpoints" not in json.loads(out.read_text())["models"]["l2-d32-s0"]
     with pytest.raises(LatentbookError, match="checkpoint_stride"):

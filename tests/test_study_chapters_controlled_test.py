@@ -390,3 +390,21 @@ def test_the_clustered_verdict_leads_the_findings_the_rows_and_its_table(measure
     del m["correlations"]["stability"]["clustered"]
     assert ct.ladder_findings(m)["predicts"] == "TCO stability"
     assert ct.clustered_table(m["correlations"]).empty
+
+
+def test_the_chapter_says_how_many_models_older_code_measured(measurements):
+    from latentbook.ladder.diagnostics import measurement_hash
+    from latentbook.ladder.report import V2_COMMAND
+
+    m, _ = measurements
+    for entry in m["models"].values():
+        entry["measured_by"] = measurement_hash()
+    m["models"]["l4-d64-s0"]["checkpoints"] = {"500": {"measured_by": measurement_hash()}}
+    assert ct.measured_by(m) == "all 5 models and checkpoints were measured by the code that builds this page"
+    m["models"]["l2-d64-s1"]["measured_by"] = "older code"
+    m["models"]["l4-d64-s0"]["checkpoints"]["500"]["measured_by"] = "older code"
+    clause = ct.measured_by(m)
+    assert (
+        clause.startswith("2 of the 5 models and checkpoints were measured by older code")
+        and V2_COMMAND in clause
+    )

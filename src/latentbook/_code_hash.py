@@ -1,7 +1,8 @@
 """Hashes of code that leave out what cannot change what it computes, its docstrings, comments and blank lines, so
 that rewording a docstring does not make a calibration record or a cached capture stale.
 
-Usage: ``code_hash([module, function, SomeClass], extra=repr(CONSTANTS))`` or ``code_text(source)``.
+Usage: ``code_hash([module, function, SomeClass], extra=repr(CONSTANTS))``, ``modules_hash(["latentbook.x", ...])``
+or ``code_text(source)``.
 """
 
 from __future__ import annotations
@@ -56,3 +57,10 @@ def code_hash(parts: Iterable[object], extra: str = "") -> str:
         digest.update(code_text(inspect.getsource(part)).encode() + b"\0")
     digest.update(extra.encode())
     return digest.hexdigest()
+
+
+def modules_hash(names: Iterable[str]) -> str:
+    """``code_hash`` of the modules named (``"latentbook.analysis.omega"``, ...), each imported, in the order given."""
+    import importlib
+
+    return code_hash(importlib.import_module(name) for name in names)

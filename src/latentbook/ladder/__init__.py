@@ -3,8 +3,9 @@
 ``task`` (the seeded program generator and its tokenizer), ``train`` (the ladder and its fixed budget: one
 rung's training), ``folders`` (a rung's or checkpoint's folder, written atomically with its ``SHA256SUMS``),
 ``jobs`` (the whole ladder, rung-seed by rung-seed), ``store`` (``ladder:<rung>`` names, sha256-checked),
-``measure`` (capability and the diagnostics of one model), ``report`` (the whole ladder: measurements, rank
-correlations, TCO judgements), ``along_training`` (capability against the diagnostics along the checkpoints of one
+``diagnostics`` (capability and the diagnostics of one model, and the hash of the code that measures them),
+``rank_correlation`` (Spearman and partial Spearman across the rungs, and their verdicts), ``report`` (the whole
+ladder: measurements, correlations, TCO judgements), ``along_training`` (capability against the diagnostics along the checkpoints of one
 architecture, size held fixed), ``figures``; the verdict table reads its measurements in ``study.ladder_rows``.
 """
 

@@ -9,7 +9,7 @@ weight norm, say) would seem to track capability. The test controls for the step
 2. ``training_table(m)``: one row per checkpoint (architecture, run, step, capability, each diagnostic);
 3. ``partial_along_training(x, y, step, run)``: do capability and a diagnostic change together between
    consecutive checkpoints, beyond when in training the change happens? The partial Spearman rho of their
-   changes given the step, pooled over the runs (seeds) of one architecture (``measure.partial_spearman_ci``);
+   changes given the step, pooled over the runs (seeds) of one architecture (``rank_correlation.partial_spearman_ci``);
 4. ``training_correlations(m)``: that test for each diagnostic and checkpointed architecture, Holm-adjusted
    across all of them, with ``along_training_verdict``'s word, and the plain Spearman rho of each run.
 
@@ -24,14 +24,14 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from .clustered import architecture_of
-from .measure import _spearman, partial_spearman_ci, signed_decision
+from .rank_correlation import _spearman, partial_spearman_ci, signed_decision
 from .report import DIAGNOSTICS, capability_of, diagnostic_values, holm_family
 
 
 @dataclass(frozen=True)
 class TrainingCorrelation:
     """Partial Spearman rho of the changes of capability and of a diagnostic between consecutive checkpoints,
-    given the step, pooled over the runs of one architecture (``measure.partial_spearman_ci`` on the changes)."""
+    given the step, pooled over the runs of one architecture (``rank_correlation.partial_spearman_ci`` on the changes)."""
 
     rho: float
     ci: tuple[float, float]
@@ -52,7 +52,7 @@ def partial_along_training(x, y, step, run, n_boot: int = 4000, seed: int = 0) -
 
     ``x``, ``y``, ``step`` and ``run`` have one entry per checkpoint; within each run the entries follow the
     steps. The changes ``dx_t = x_t - x_{t-1}`` and ``dy_t`` between consecutive checkpoints of a run are pooled
-    over the runs and ``measure.partial_spearman_ci(dx, dy, step_t)`` is their partial Spearman rho given the
+    over the runs and ``rank_correlation.partial_spearman_ci(dx, dy, step_t)`` is their partial Spearman rho given the
     step at which each change ends (bootstrap interval, Freedman–Lane p). Levels would not do: checkpoints of
     one run are a smooth series, so two quantities that only grow with training time correlate, and their
     residuals stay autocorrelated (a permutation test on them rejects 9-11% of the time at 0.05 on planted

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..analysis.resampling import widened_interval
 from ..errors import InvalidInputError
-from .measure import _freedman_lane_p, _pearson_rows, _ranks, signed_decision
+from .rank_correlation import _freedman_lane_p, _pearson_rows, _ranks, signed_decision
 
 MAX_EXACT = 50_000  # enumerate every within-architecture permutation up to this many, else draw random ones
 
@@ -111,7 +111,7 @@ def clustered_partial(
     """Partial Spearman ``rho`` of ``x`` and ``y`` given ``controls`` (``(n,)`` or ``(n, k)``), with clusters.
 
     ``rho``: the ranks of ``x`` and ``y`` lose their least-squares fit on ``[1, ranks of the controls]`` over all
-    models and the residuals are correlated (``measure.partial_spearman_ci`` with one control). Interval: a
+    models and the residuals are correlated (``rank_correlation.partial_spearman_ci`` with one control). Interval: a
     percentile bootstrap that draws whole clusters with replacement (ranks recomputed in each resample), dropping
     resamples with fewer than ``min_clusters`` distinct clusters, widened to contain ``rho``. Within: the ranks lose each cluster's mean and the
     controls' fit (``[cluster indicators, ranks of the controls]``); ``rho_within`` correlates what is left, and

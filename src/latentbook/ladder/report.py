@@ -27,7 +27,8 @@ import numpy as np
 from .._files import atomic_write
 from ..errors import CaptureFileError, InvalidInputError
 from .clustered import architecture_of, clustered_partial, clustered_verdict, is_seeded
-from .measure import measure_model, partial_spearman_ci, partial_verdict, spearman_ci, verdict
+from .diagnostics import measure_model, measurement_hash
+from .rank_correlation import partial_spearman_ci, partial_verdict, spearman_ci, verdict
 from .store import REPO_LADDER, checkpoint_sha, checkpoints, ladder_dir, trained_rungs, training_log
 from .task import TaskSpec
 
@@ -98,12 +99,12 @@ def measure_ladder(
 ) -> Path:
     """Measure every trained rung and its null; write ``measurements.json`` (atomically) and return its path.
 
-    A rung with checkpoints also gets those at every ``checkpoint_stride`` steps measured (``"checkpoints"``:
-    step -> ``measure.measure_model`` and the checkpoint's sha256; the final model stands for the last step), for
-    ``along_training``. With ``reuse``, a rung or checkpoint already in the file with the same weights (sha256)
-    is not measured again, except for a TCO block (``measure.tco_diagnostics``) a rung lacks, which is added
-    (``tco_provenance`` says when); the file is rewritten after each rung, so an interrupted run loses nothing
-    it already measured.
+    Each model records ``"measured_by"``, the ``diagnostics.measurement_hash()`` of the code that measured it. A
+    rung with checkpoints also gets those at every ``checkpoint_stride`` steps measured (``"checkpoints"``: step
+    -> ``diagnostics.measure_model``, the checkpoint's sha256 and its hash; the final model stands for the last
+    step), for ``along_training``. With ``reuse``, a rung or checkpoint already in the file with the same weights
+    (sha256) and measured by the current code is not measured again; the file is rewritten after each rung, so an
+    interrupted run loses nothing it already measured.
     """
     if checkpoint_stride < 1:
         raise InvalidInputError(
@@ -119,34 +120,28 @@ def measure_ladder(
     path = Path(out) if out is not None else root / MEASUREMENTS
     previous = json.loads(path.read_text()) if reuse and path.is_file() else {}
     done = previous.get("models", {})
+    code = measurement_hash()
     result: dict = {"rungs": rungs, "models": {}, "command": COMMAND}
-    if "tco_provenance" in previous:  # when the TCO blocks were last computed (kept while they are reused)
-        result["tco_provenance"] = previous["tco_provenance"]
     for rung in tqdm(rungs, desc="measure", disable=not progress):
         log = training_log(rung)
         spec = TaskSpec(**log["spec"])
         trained = load_model(f"ladder:{rung}", device="cpu")
         result["spec"], result["config"] = log["spec"], log["config"]
-        if rung in done and done[rung].get("sha256") == trained.sha:
-            result["models"][rung] = {k: v for k, v in done[rung].items() if k != "checkpoints"}
-            if any("tco" not in done[rung][kind] for kind in ("trained", "null")):  # from before the TCO test
-                null = load_model(f"ladder:{rung}:init", device="cpu")
-                for kind, loaded in (("trained", trained), ("null", null)):
-                    done[rung][kind]["tco"] = tco_of(loaded, spec)
-                result["tco_provenance"] = _provenance(_versions)
+        kept = done.get(rung, {})
+        if (kept.get("sha256"), kept.get("measured_by")) == (trained.sha, code):
+            result["models"][rung] = {k: v for k, v in kept.items() if k != "checkpoints"}
         else:
             null = load_model(f"ladder:{rung}:init", device="cpu")
-            result["tco_provenance"] = _provenance(_versions)
             result["models"][rung] = {
                 "trained": measure_model(trained, spec),
                 "null": measure_model(null, spec),
                 "sha256": trained.sha,
+                "measured_by": code,
                 "train_seconds": log["seconds"],
                 "train_steps": log["config"]["steps"],
             }
-        previous_checkpoints = done.get(rung, {}).get("checkpoints", {})
         measured = _measure_checkpoints(
-            rung, spec, checkpoint_stride, log["config"]["steps"], previous_checkpoints
+            rung, spec, checkpoint_stride, log["config"]["steps"], kept.get("checkpoints", {}), code
         )
         if measured:
             result["models"][rung]["checkpoints"] = measured
@@ -158,9 +153,12 @@ def measure_ladder(
     return path
 
 
-def _measure_checkpoints(rung: str, spec: TaskSpec, stride: int, final_step: int, previous: dict) -> dict:
+def _measure_checkpoints(
+    rung: str, spec: TaskSpec, stride: int, final_step: int, previous: dict, code: str
+) -> dict:
     """``{step: measurement}`` of the checkpoints of ``rung`` at multiples of ``stride`` before ``final_step``
-    (the final model is measured as the rung), reusing ``previous`` entries with the same sha256."""
+    (the final model is measured as the rung), reusing ``previous`` entries with the same sha256 and ``code``
+    (``diagnostics.measurement_hash()``)."""
     from ..models import load_model
 
     out = {}
@@ -168,12 +166,12 @@ def _measure_checkpoints(rung: str, spec: TaskSpec, stride: int, final_step: int
         if step % stride or step >= final_step:
             continue
         sha = checkpoint_sha(rung, step)
-        old = previous.get(str(step))
-        if old is not None and old.get("sha256") == sha:
+        old = previous.get(str(step), {})
+        if (old.get("sha256"), old.get("measured_by")) == (sha, code):
             out[str(step)] = old
             continue
         loaded = load_model(f"ladder:{rung}@{step}", device="cpu")
-        out[str(step)] = measure_model(loaded, spec) | {"sha256": loaded.sha}
+        out[str(step)] = measure_model(loaded, spec) | {"sha256": loaded.sha, "measured_by": code}
     return out
 
 
@@ -181,14 +179,22 @@ def _provenance(versions) -> dict:
     return {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "versions": versions()}
 
 
-def tco_of(loaded, spec: TaskSpec) -> dict:
-    """``measure.tco_diagnostics`` of one loaded model on the probe set ``measure`` uses (the same programs)."""
-    from ..capturing.states import token_states
-    from .measure import probe_set, tco_diagnostics
-
-    probes = probe_set(spec, 1024)
-    states = token_states(loaded, probes.items, max_length=spec.seq_len, batch_size=128)
-    return tco_diagnostics(states, probes, spec)
+def stale_models(m: dict) -> list[str]:
+    """The models of ``measurements.json`` (``rung`` or ``rung@step``) not measured by the current code: their
+    ``"measured_by"`` differs from ``diagnostics.measurement_hash()`` or is missing (measured before the hash
+    was recorded). Empty when every number in the file is the current code's."""
+    code = measurement_hash()
+    stale = []
+    for rung in m["rungs"]:
+        entry = m["models"][rung]
+        if entry.get("measured_by") != code:
+            stale.append(rung)
+        stale += [
+            f"{rung}@{step}"
+            for step, c in entry.get("checkpoints", {}).items()
+            if c.get("measured_by") != code
+        ]
+    return stale
 
 
 def load_measurements(path: str | Path | None = None) -> dict:
@@ -305,8 +311,8 @@ def correlations(m: dict) -> dict:
 
     Also ``"shift"``: the same for the trained-minus-null change of the diagnostic, which removes what a
     rung's architecture alone does at initialisation; and ``"partial"`` (from four rungs): the partial Spearman
-    rho given log parameter count (``measure.partial_spearman_ci``), its p-value Holm-adjusted across the
-    diagnostics (``p_holm``, ``holm_family``) and its verdict (``measure.partial_verdict``): capability ranks
+    rho given log parameter count (``rank_correlation.partial_spearman_ci``), its p-value Holm-adjusted across the
+    diagnostics (``p_holm``, ``holm_family``) and its verdict (``rank_correlation.partial_verdict``): capability ranks
     almost like size, so only this one can say that a diagnostic tracks capability rather than size. On a seeded
     ladder of at least four architectures, also ``"clustered"`` (``clustered.clustered_partial``): the partial rho
     given log parameters and the diagnostic's ``EXTRA_CONTROLS``, its interval from a bootstrap over architectures

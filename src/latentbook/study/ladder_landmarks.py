@@ -1,11 +1,12 @@
 """Chapter 9's landmarks of depth on chapter 7's trained ladder, where capability varies at a known size.
 
 ``rung_landmarks(loaded, spec)`` captures a ladder model on held-out task sequences exactly as
-``ladder.measure.measure_model`` does (``ladder.measure.task_capture``) and reads every landmark of
+``ladder.diagnostics.measure_model`` does (``ladder.diagnostics.task_capture``) and reads every landmark of
 ``study.landmarks.depth_landmarks``, the logit lens included (ladder models are causal LMs). ``measure_landmarks``
 does it for every trained rung and its untrained null and writes ``landmarks.json`` beside the ladder's
-``measurements.json`` (each model with the sha256 of its weights); ``load`` reads it and ``landmark_counts`` says,
-per architecture, in how many seeds each landmark is found, trained and untrained, and where.
+``measurements.json`` (each model with the sha256 of its weights, the record with ``measurement_hash()`` of the
+code that read them: ``is_current``); ``load`` reads it and ``landmark_counts`` says, per architecture, in how many
+seeds each landmark is found, trained and untrained, and where.
 
 The ladder's models have 1 to 8 layers, so their depth axis has 2 to 9 points: an interior peak needs three, and
 the Omega fit ``transition.MIN_FITTED`` after the edge depths, which no rung reaches. What the table shows on these
@@ -35,10 +36,63 @@ FILE = "landmarks.json"
 COMMAND = ".venv/bin/python tools/ladder_landmarks.py"
 SHOWN = landmarks.LANDMARK_NAMES  # the columns of landmark_counts, in chapter 9's order
 
+# Every module of the package whose code runs when a ladder model's landmarks are read (``rung_landmarks``;
+# tests/test_ladder_landmarks.py traces it on a ten-layer model and checks that none is missing).
+MEASURING_MODULES = (
+    "latentbook._files",
+    "latentbook.analysis.confounds",
+    "latentbook.analysis.intrinsic_dimension",
+    "latentbook.analysis.landmarks",
+    "latentbook.analysis.omega",
+    "latentbook.analysis.omega_profiles",
+    "latentbook.analysis.resampling",
+    "latentbook.analysis.standardisation",
+    "latentbook.analysis.synthetic",
+    "latentbook.analysis.transition",
+    "latentbook.analysis.verdict",
+    "latentbook.capturing.accumulators",
+    "latentbook.capturing.capture",
+    "latentbook.capturing.hooks",
+    "latentbook.capturing.lens",
+    "latentbook.capturing.results",
+    "latentbook.capturing.settings",
+    "latentbook.ladder",
+    "latentbook.ladder.diagnostics",
+    "latentbook.ladder.folders",
+    "latentbook.ladder.store",
+    "latentbook.ladder.task",
+    "latentbook.models.anatomy",
+    "latentbook.models.weights",
+    "latentbook.models.zoo",
+    "latentbook.study.ladder_landmarks",
+    "latentbook.study.landmarks",
+)
+
+
+def measurement_hash() -> str:
+    """``_code_hash.modules_hash`` of ``MEASURING_MODULES``: a record was read by the current code while its
+    ``"measured_by"`` equals this (``is_current``)."""
+    from .._code_hash import modules_hash
+
+    return modules_hash(MEASURING_MODULES)
+
+
+def is_current(record: dict) -> bool:
+    """Whether the code that wrote ``record`` is the current code (a record from before the hash was kept is not)."""
+    return record.get("measured_by") == measurement_hash()
+
+
+def written_by(record: dict) -> str:
+    """Who read ``record``'s landmarks, as a clause for chapter 7: the current code, or older code and the command
+    that reads them again."""
+    if is_current(record):
+        return "by the code that builds this page"
+    return f"by older code than the code that builds this page, so they may differ from what it gives: `{COMMAND}` reads them again"
+
 
 def rung_landmarks(loaded: LoadedModel, spec: TaskSpec, n_boot: int = landmarks.N_BOOT) -> dict:
     """The landmarks of one ladder model: its depths, and one row per landmark (``DepthLandmarks.table``)."""
-    from ..ladder.measure import task_capture
+    from ..ladder.diagnostics import task_capture
 
     cap = task_capture(loaded, spec)
     found = landmarks.depth_landmarks(cap, loaded.name, lens=landmarks.lens_of(cap, loaded), n_boot=n_boot)
@@ -48,7 +102,8 @@ def rung_landmarks(loaded: LoadedModel, spec: TaskSpec, n_boot: int = landmarks.
 
 def measure_landmarks(out: str | Path | None = None, rungs: list[str] | None = None) -> Path:
     """``rung_landmarks`` of every trained rung (``ladder.store.trained_rungs``) and its untrained null, written
-    atomically to ``out`` (default: ``landmarks.json`` in the ladder's folder) with the date and the time taken."""
+    atomically to ``out`` (default: ``landmarks.json`` in the ladder's folder) with the hash of the code that read
+    them, the date and the time taken."""
     from ..ladder.task import TaskSpec
     from ..models import load_model
 
@@ -70,6 +125,7 @@ def measure_landmarks(out: str | Path | None = None, rungs: list[str] | None = N
         }
     record = {
         "command": COMMAND,
+        "measured_by": measurement_hash(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "seconds": round(time.perf_counter() - start, 1),
         "models": models,

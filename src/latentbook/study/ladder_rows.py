@@ -24,7 +24,7 @@ from ..ladder.clustered import architecture_of, by_architecture, is_seeded
 from ..ladder.report import COMMAND, DIAGNOSTICS, MEASUREMENTS, V2_COMMAND, load_measurements, tco_judgements
 from ..ladder.store import REPO_LADDER_V2
 
-# The ladder's own verdict words (``ladder.measure.verdict``) in this table's words.
+# The ladder's own verdict words (``ladder.rank_correlation.verdict``) in this table's words.
 LADDER_VERDICTS = {
     "predicts capability": "holds",
     "does not": "does not hold",
@@ -75,7 +75,7 @@ def diagnostic_rows(m: dict) -> list[Row]:
     capability beyond size? On a seeded ladder the verdict is ``ladder.clustered.clustered_verdict`` (``clustered``:
     "holds" only when the within-architecture Holm-adjusted p is below 0.05 and the interval over architectures
     excludes 0 on the paper's side, beyond log parameters and the diagnostic's extra controls); otherwise
-    ``ladder.measure.partial_verdict`` on the partial rank correlation given log parameters (``partial``);
+    ``ladder.rank_correlation.partial_verdict`` on the partial rank correlation given log parameters (``partial``);
     "inconclusive" where there is neither. The reason ends with the verdicts of the plain correlation (``level``)
     and of the trained-minus-null change (``shift``)."""
     rungs = m["rungs"]
@@ -145,7 +145,7 @@ def diagnostic_rows(m: dict) -> list[Row]:
 
 
 def tco_rows(m: dict) -> list[Row]:
-    """The ``tco`` rows: one per trained rung with a TCO block (``measure.tco_diagnostics``), or, for a seeded
+    """The ``tco`` rows: one per trained rung with a TCO block (``ladder.diagnostics.tco_diagnostics``), or, for a seeded
     ladder (``<rung>-s<seed>`` models), one per architecture (``_pooled_tco_row``). A rung's value is the two-way
     stability at the last depth, judged by ``verdict.judge_tco`` against the rung's untrained null (whose own
     verdict, judged alone, ends the reason)."""

@@ -12,7 +12,21 @@ import numpy as np
 import pandas as pd
 
 from ...ladder.clustered import architecture_of
-from ...ladder.report import capability_of, tco_judgements
+from ...ladder.report import V2_COMMAND, capability_of, stale_models, tco_judgements
+
+
+def measured_by(m: dict) -> str:
+    """Whether every number of ``m`` was measured by the code of this build (``ladder.report.stale_models``), as a
+    clause for the chapter's prose; where some were not, it names how many and the command that measures them
+    again."""
+    n = sum(1 + len(m["models"][rung].get("checkpoints", {})) for rung in m["rungs"])
+    stale = stale_models(m)
+    if not stale:
+        return f"all {n} models and checkpoints were measured by the code that builds this page"
+    return (
+        f"{len(stale)} of the {n} models and checkpoints were measured by older code than the code that builds "
+        f"this page, so their numbers may differ from what it would give: `{V2_COMMAND}` measures them again"
+    )
 
 
 def model_table(m: dict, logs: Mapping[str, dict]) -> pd.DataFrame:
