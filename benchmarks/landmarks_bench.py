@@ -5,9 +5,9 @@ this process (torch on one thread; wall time beside it):
 
 - (a) a plain forward of the full causal LM over the prompts (``torch.inference_mode``), the reference;
 - (b) ``lb.capture`` of the prompts at the book's settings: the capture every landmark is read from;
-- (c) ``study.landmarks.depth_landmarks`` on that capture: intrinsic dimension (TwoNN and Gride, 400 prompt
+- (c) ``study.run_landmarks.depth_landmarks`` on that capture: intrinsic dimension (TwoNN and Gride, 400 prompt
   draws each), the massive-activation onset, update norms and the Omega fit of ``m_z``; no forward pass;
-- (d) ``study.landmarks.lens_of``: the logit lens of ``LENS_TOKENS`` sampled tokens at every depth (the model's
+- (d) ``study.run_landmarks.lens_of``: the logit lens of ``LENS_TOKENS`` sampled tokens at every depth (the model's
   final norm and unembedding; no forward pass of the trunk).
 
 Nothing is added to the capture itself: (c) and (d) read what it keeps, so the capture's cost is unchanged by
@@ -37,14 +37,14 @@ import latentbook as lb  # noqa: E402
 from latentbook import prompts as prompt_sets  # noqa: E402
 from latentbook._version import __version__  # noqa: E402
 from latentbook.capturing.cache import BOOK_SETTINGS  # noqa: E402
-from latentbook.study import landmarks  # noqa: E402
+from latentbook.study import run_landmarks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = {
     "a": "(a) plain forward, full causal LM",
     "b": "(b) lb.capture at the book's settings",
     "c": "(c) depth_landmarks on the capture (no forward)",
-    "d": f"(d) logit lens of {landmarks.LENS_TOKENS} sampled tokens",
+    "d": f"(d) logit lens of {run_landmarks.LENS_TOKENS} sampled tokens",
 }
 
 
@@ -71,8 +71,8 @@ def run(model_name: str, n_prompts: int, rounds: int) -> dict:
     steps = {
         "a": forward,
         "b": lambda: state.__setitem__("cap", lb.capture(model, prompts, progress=False, **settings)),
-        "c": lambda: landmarks.depth_landmarks(state["cap"]),
-        "d": lambda: landmarks.lens_of(state["cap"], model),
+        "c": lambda: run_landmarks.depth_landmarks(state["cap"]),
+        "d": lambda: run_landmarks.lens_of(state["cap"], model),
     }
     times: dict[str, list[tuple[float, float]]] = {key: [] for key in steps}
     for _ in range(rounds):

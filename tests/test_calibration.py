@@ -18,7 +18,7 @@ from latentbook.analysis import calibration, interval_coverage, verdict
     ],
 )
 def test_every_judge_meets_its_targets_on_planted_families(claims, n_cases):
-    table = calibration.calibrate(n_cases=n_cases, seed=11, claims=claims, n_token_cases=n_cases)
+    table = calibration.calibrate_statistics(n_cases=n_cases, seed=11, claims=claims, n_token_cases=n_cases)
     assert set(table["claim"]) == set(claims)
     assert {"present", "absent"} <= set(table["planted"])
     absent = table[table["planted"] == "absent"]
@@ -43,7 +43,7 @@ def test_a_judge_that_rewards_imprecision_fails_its_calibration(monkeypatch):
         return ("holds", "") if trans.ci[0] - 0.3 <= 0.52 and trans.ci[1] >= 0.32 else ("does not hold", "")
 
     monkeypatch.setattr(verdict, "judge_critical_depth", overlap_rule)
-    table = calibration.calibrate(n_cases=10, seed=3, claims=("critical_depth",))
+    table = calibration.calibrate_statistics(n_cases=10, seed=3, claims=("critical_depth",))
     assert not calibration.meets_targets(table)["critical_depth"]
 
 
@@ -57,7 +57,7 @@ def test_planted_profiles_carry_the_nuisances():
     with pytest.raises(lb.InvalidInputError):
         calibration.background(p.gamma, "wiggle", rng)
     with pytest.raises(lb.InvalidInputError):
-        calibration.calibrate(n_cases=0)
+        calibration.calibrate_statistics(n_cases=0)
 
 
 def test_interval_coverage_on_planted_truths():

@@ -153,6 +153,28 @@ def test_a_record_is_extended_by_new_families_once_the_kept_ones_reproduce(calib
     assert out.read_text() == before
 
 
+def test_a_record_is_restamped_for_new_code_only_where_every_family_reproduces(calibration, tmp_path):
+    out = tmp_path / "out.json"
+    calibration("--n-cases", "4", "--out", str(out), FAKE_FAMILIES="a,b", FAKE_HASH="h1")
+    first = json.loads(out.read_text())
+    assert calibration("--n-cases", "4", "--out", str(out), "--restamp", FAKE_HASH="h1") == []  # current
+    assert json.loads(out.read_text()) == first
+
+    with pytest.raises(SystemExit, match="does not reproduce"):  # new code that moves a value
+        calibration("--n-cases", "4", "--out", str(out), "--restamp", FAKE_HASH="h2", FAKE_SHIFT="1")
+    assert json.loads(out.read_text()) == first
+    with pytest.raises(SystemExit, match="same --n-cases"):
+        calibration("--n-cases", "5", "--out", str(out), "--restamp", FAKE_HASH="h2", FAKE_SHIFT="0")
+
+    ran = calibration("--n-cases", "4", "--out", str(out), "--restamp", FAKE_HASH="h2")
+    assert ran == ["0ab", "1ab"]  # the spot check alone
+    record = json.loads(out.read_text())
+    assert record["records"] == first["records"] and record["provenance"]["source_hash"] == "h2"
+    assert record["provenance"]["restamped"] == {"spot_cases": [0, 1], "kept_from": first["provenance"]}
+    with pytest.raises(SystemExit, match="on its own"):
+        calibration("--n-cases", "4", "--out", str(out), "--restamp", "--add-families", "c", FAKE_HASH="h3")
+
+
 def test_run_cases_in_processes_gives_the_records_of_one_process():
     one = in_case_order(run_cases(_square, range(5), seed=2))
     two = in_case_order(run_cases(_square, range(5), seed=2, jobs=2))

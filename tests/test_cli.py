@@ -195,7 +195,7 @@ def _planted(name: str, seed: int, massive: float):
 @pytest.fixture(scope="module")
 def planted_report(tmp_path_factory):
     """A 13-depth planted capture and its random twin in one results folder, and the report of the first."""
-    from latentbook.study.report import capture_report, results_label
+    from latentbook.study.capture_report import capture_report, results_label
 
     folder = tmp_path_factory.mktemp("results")
     _planted("planted", 0, 15.0).save(folder / "p.safetensors")
@@ -229,7 +229,7 @@ def test_report_numbers_are_the_analysis_functions_numbers(planted_report):
 def test_report_verdict_rows_are_the_verdict_tables_rows(planted_report):
     import pandas as pd
 
-    from latentbook.study import verdict
+    from latentbook.study import verdict_table as verdict
 
     folder, _, report = planted_report
     table = verdict.runs_table({}, results_dir=folder, ladder=False)

@@ -235,7 +235,9 @@ def test_judge_transverse_gain_needs_a_minimum_effect_and_to_beat_the_twin():
 def test_the_gain_judge_meets_its_calibration_targets():
     from latentbook.analysis import calibration
 
-    table = calibration.calibrate(n_cases=4, seed=2, claims=("transverse_contraction",), n_token_cases=4)
+    table = calibration.calibrate_statistics(
+        n_cases=4, seed=2, claims=("transverse_contraction",), n_token_cases=4
+    )
     assert set(table["planted"]) == {"present", "absent"} and len(table) == len(
         planted_statistics.PLANTED_KINDS
     )

@@ -2078,7 +2078,7 @@ def test_verdict_csv_onto_a_capture_refuses_and_keeps_it(raises, saved_capture, 
 )
 def test_verdict_csv_onto_an_earlier_table_needs_force(raises, tmp_path, capsys):
     from latentbook.cli import _check_csv_path
-    from latentbook.study.verdict import CSV_COLUMNS
+    from latentbook.study.verdict_table import CSV_COLUMNS
 
     results = tmp_path / "empty"
     results.mkdir()
@@ -2101,7 +2101,7 @@ def test_verdict_csv_onto_an_earlier_table_needs_force(raises, tmp_path, capsys)
     says="is a file, not a folder",
 )
 def test_verdict_csv_under_a_file_refuses_before_the_work(raises, tmp_path, monkeypatch):
-    from latentbook.study import verdict as study_verdict
+    from latentbook.study import verdict_table as study_verdict
 
     blocker = tmp_path / "notes.txt"
     blocker.write_text("mine\n")
@@ -2255,7 +2255,7 @@ def test_json_prompt_file_that_is_not_an_array(raises, tmp_path):
 def _results_refused_before_the_work(raises, request, results: Path, capsys, monkeypatch) -> None:
     """``latentbook verdict --results`` and ``verdict_table`` refuse ``results`` with the row's phrase before
     measuring anything."""
-    from latentbook.study import verdict as study_verdict
+    from latentbook.study import verdict_table as study_verdict
 
     monkeypatch.setattr(
         study_verdict, "measured_runs", lambda *a, **k: pytest.fail("measured before the check")
@@ -2346,7 +2346,7 @@ def test_files_that_are_not_captures_are_named_as_skipped(tmp_path, capsys):
 )
 def test_verdict_csv_in_an_unwritable_place_refuses_before_the_work(raises, tmp_path, monkeypatch, capsys):
     from latentbook.cli import _check_csv_path
-    from latentbook.study import verdict as study_verdict
+    from latentbook.study import verdict_table as study_verdict
 
     monkeypatch.setattr(
         study_verdict, "verdict_table", lambda *a, **k: pytest.fail("measured before the check")
@@ -2557,7 +2557,7 @@ def test_the_random_twin_of_a_model_folder(tiny, tmp_path):
 )
 def test_report_does_not_call_a_twin_random_unless_it_is(tmp_path):
     from latentbook.analysis import synthetic
-    from latentbook.study.report import capture_report
+    from latentbook.study.capture_report import capture_report
 
     rng = np.random.default_rng(0)
     states = rng.standard_normal((5, 96, 16))

@@ -25,7 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "models": {"errors", "_files", "prompts"},  # prompts lie below every wing (planted models' vocabulary)
     "capturing": {"_code_hash", "errors", "_files", "_version", "models", "prompts"},
     "analysis": {"_code_hash", "errors", "_files", "capturing", "prompts"},
-    "ladder": {"errors", "_files", "_version", "models", "capturing", "analysis", "prompts"},
+    "ladder": {"_code_hash", "errors", "_files", "_version", "models", "capturing", "analysis", "prompts"},
     "study": {
         "_code_hash",
         "errors",

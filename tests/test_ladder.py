@@ -324,7 +324,7 @@ def test_measurement_of_a_tiny_model(trained_tiny, monkeypatch):
 
 def test_the_measurement_hash_reads_every_module_a_measurement_runs(deep_ladder_root, monkeypatch):
     """A ladder model of ten layers (enough depths for the jump fit) is loaded and measured under a tracer:
-    every module of the package whose code runs is one ``diagnostics.measurement_hash`` reads, so no change to
+    every module of the package whose code runs is one ``diagnostics.diagnostics_hash`` reads, so no change to
     the code behind a stored number leaves it looking current. The hash changes with that code."""
     from .conftest import modules_run
 
@@ -340,9 +340,9 @@ def test_the_measurement_hash_reads_every_module_a_measurement_runs(deep_ladder_
     assert ran - set(diagnostics.MEASURING_MODULES) == set()
     assert "latentbook.ladder.rank_correlation" not in diagnostics.MEASURING_MODULES  # correlations: not here
 
-    before = diagnostics.measurement_hash()
+    before = diagnostics.diagnostics_hash()
     monkeypatch.setattr(diagnostics, "MEASURING_MODULES", diagnostics.MEASURING_MODULES[:-1])
-    assert diagnostics.measurement_hash() != before
+    assert diagnostics.diagnostics_hash() != before
 
 
 def _query_states(seed: int, n: int = 40, d: int = 8, k: int = 4, names: int = 5):

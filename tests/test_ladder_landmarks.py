@@ -61,10 +61,10 @@ def test_a_ladder_model_is_read_end_to_end(tiny):
 
 def test_a_missing_record_names_the_command(tmp_path):
     with pytest.raises(InvalidInputError, match="tools/ladder_landmarks.py"):
-        ll.load(tmp_path / "landmarks.json")
+        ll.load_record(tmp_path / "landmarks.json")
     path = tmp_path / "landmarks.json"
     path.write_text(json.dumps(RECORD))
-    assert ll.load(path)["models"].keys() == RECORD["models"].keys()
+    assert ll.load_record(path)["models"].keys() == RECORD["models"].keys()
     assert np.isnan(ll.landmark_rows(RECORD).query("found == False")["gamma"]).all()
 
 
@@ -80,7 +80,7 @@ def test_the_record_keeps_the_hash_of_every_module_that_reads_a_landmark(
     deep_ladder_root, monkeypatch, tmp_path
 ):
     """Read under a tracer on a ten-layer ladder model, every module whose code runs is one
-    ``measurement_hash`` reads; a record says whether the current code wrote it."""
+    ``landmarks_hash`` reads; a record says whether the current code wrote it."""
     import latentbook as lb
 
     from .conftest import modules_run
@@ -95,7 +95,7 @@ def test_the_record_keeps_the_hash_of_every_module_that_reads_a_landmark(
     assert ran - set(ll.MEASURING_MODULES) == set()
 
     path = ll.measure_landmarks(tmp_path / "landmarks.json", rungs=["l10-d16"])
-    record = ll.load(path)
+    record = ll.load_record(path)
     assert ll.is_current(record) and not ll.is_current(RECORD)  # RECORD: from before the hash was kept
     assert ll.written_by(record) == "by the code that builds this page"
     assert ll.written_by(RECORD).startswith("by older code") and ll.COMMAND in ll.written_by(RECORD)

@@ -365,7 +365,7 @@ def test_a_checkpointed_rung_has_its_checkpoints_measured_once_and_remeasured_wh
     # measured by other code: the rung and its checkpoint are measured again, the other rung is kept
     calls.clear()
     m = json.loads(out.read_text())
-    assert m["models"]["l1-d32-s0"]["measured_by"] == diagnostics.measurement_hash()
+    assert m["models"]["l1-d32-s0"]["measured_by"] == diagnostics.diagnostics_hash()
     m["models"]["l2-d32-s0"]["measured_by"] = "older code"
     m["models"]["l2-d32-s0"]["checkpoints"]["10"].pop("measured_by")  # from before the hash was recorded
     out.write_text(json.dumps(m))

@@ -115,7 +115,7 @@ def test_update_norms_of_a_capture_equal_a_direct_transformers_computation(tiny)
     """The relative updates chapter 9 reads from a capture's token sample, against ``output_hidden_states`` (the
     last depth before the final norm, from a hook on the last layer) on prompts written here."""
     import latentbook as lb
-    from latentbook.study.landmarks import sample
+    from latentbook.study.run_landmarks import sample
 
     prompts = [
         "The river bends twice before it reaches the old mill by the bridge.",

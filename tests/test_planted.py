@@ -37,7 +37,7 @@ def _capture_and_report(tmp_path, spec: planted.PlantSpec, twin: str | None, cap
     assert main(args) == 0
     text = capsys.readouterr().out
     cap = lb.load_capture(out)
-    from latentbook.study.report import verdict_rows
+    from latentbook.study.capture_report import verdict_rows
 
     rows = verdict_rows(cap, cap.model_name, lb.load_capture(twin) if twin else None)
     verdicts = {row.claim: row.verdict for row in rows}

@@ -1,4 +1,4 @@
-"""``study.calibration``: the slow families as chapter 8 reads them, from a ``slow_families.json`` written here."""
+"""``study.slow_calibration``: the slow families as chapter 8 reads them, from a ``slow_families.json`` written here."""
 
 import json
 
@@ -6,7 +6,7 @@ import pytest
 
 from latentbook.analysis import calibration
 from latentbook.errors import InvalidInputError
-from latentbook.study.calibration import SLOW_FILE, slow_families
+from latentbook.study.slow_calibration import SLOW_FILE, slow_families
 
 
 def _family(family, planted, holds):

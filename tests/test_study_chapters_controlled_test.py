@@ -1,4 +1,4 @@
-"""Chapter 7's tables of the seeded ladder (``study.chapters.controlled_test``) on a synthetic
+"""Chapter 7's tables of the seeded ladder (``study.chapters.controlled_test_tables``) on a synthetic
 ``measurements.json``: two architectures of two seeds, each with known capability and TCO scores."""
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 
 from latentbook.analysis import verdict
 from latentbook.analysis.tco import TCOScores
-from latentbook.study.chapters import controlled_test as ct
+from latentbook.study.chapters import controlled_test_tables as ct
 
 
 def _rate(accuracy, n=800):
@@ -393,13 +393,13 @@ def test_the_clustered_verdict_leads_the_findings_the_rows_and_its_table(measure
 
 
 def test_the_chapter_says_how_many_models_older_code_measured(measurements):
-    from latentbook.ladder.diagnostics import measurement_hash
+    from latentbook.ladder.diagnostics import diagnostics_hash
     from latentbook.ladder.report import V2_COMMAND
 
     m, _ = measurements
     for entry in m["models"].values():
-        entry["measured_by"] = measurement_hash()
-    m["models"]["l4-d64-s0"]["checkpoints"] = {"500": {"measured_by": measurement_hash()}}
+        entry["measured_by"] = diagnostics_hash()
+    m["models"]["l4-d64-s0"]["checkpoints"] = {"500": {"measured_by": diagnostics_hash()}}
     assert ct.measured_by(m) == "all 5 models and checkpoints were measured by the code that builds this page"
     m["models"]["l2-d64-s1"]["measured_by"] = "older code"
     m["models"]["l4-d64-s0"]["checkpoints"]["500"]["measured_by"] = "older code"

@@ -1,4 +1,4 @@
-"""Chapter 1's tables and glued numbers (``study.chapters.depth_as_time``), on synthetic captures and small
+"""Chapter 1's tables and glued numbers (``study.chapters.depth_as_time_tables``), on synthetic captures and small
 stand-ins for a model's embedding and tokenizer: every value checked against a hand computation."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import torch
 
 from latentbook.analysis import omega, stream, synthetic
 from latentbook.capturing.accumulators import LayerStats
-from latentbook.study.chapters import depth_as_time as tables
+from latentbook.study.chapters import depth_as_time_tables as tables
 
 
 def _capture(n_depths: int, n_tokens: int, d: int = 8, seed: int = 0, **provenance):

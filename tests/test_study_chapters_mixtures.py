@@ -1,4 +1,4 @@
-"""Chapter 6's tables and glued numbers (``study.chapters.mixtures``), on synthetic mixtures and hand-made TCO
+"""Chapter 6's tables and glued numbers (``study.chapters.mixtures_tables``), on synthetic mixtures and hand-made TCO
 scores: every value checked against Theorem 6.3, the mixture's planted signal or a hand computation."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from latentbook.analysis import tco, verdict
 from latentbook.analysis.tco import Rate, TCOScores
 from latentbook.study.chapters import glue_keys
-from latentbook.study.chapters import mixtures as tables
+from latentbook.study.chapters import mixtures_tables as tables
 
 
 def _scores(control, control_ci, stability, bag, first, n=40, best=0.9) -> TCOScores:

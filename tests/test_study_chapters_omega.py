@@ -1,4 +1,4 @@
-"""Chapter 3's tables and glued numbers (``study.chapters.omega``), on synthetic captures and hand-made
+"""Chapter 3's tables and glued numbers (``study.chapters.omega_tables``), on synthetic captures and hand-made
 profiles: every value checked against a reference formula or a hand computation."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from latentbook.analysis import bimodality, confounds, omega, synthetic, transit
 from latentbook.analysis.omega_profiles import Profile
 from latentbook.analysis.transition import Transition
 from latentbook.study.chapters import glue_keys
-from latentbook.study.chapters import omega as tables
+from latentbook.study.chapters import omega_tables as tables
 
 N_PROMPTS, PER_PROMPT, D = 64, 8, 64
 GAUSS_LIMIT = 1 - np.sqrt(2 / np.pi)
@@ -345,7 +345,7 @@ def test_planted_models_of_chapter_3_separate_codes_from_a_massive_coordinate():
 
 
 def test_scope_sentence_counts_in_words():
-    from latentbook.study.verdict import scope_sentence
+    from latentbook.study.verdict_table import scope_sentence
 
     counts = pd.DataFrame({"holds": [2, 1, 0], "does not hold": [0, 3, 0]}, index=["in", "below", "any"])
     assert scope_sentence(counts, ["in", "any"]) == "2 holds"

@@ -1,4 +1,4 @@
-"""Chapter 5's tables and glued numbers (``study.chapters.rg_flow``), on a planted contraction chain and hand-made
+"""Chapter 5's tables and glued numbers (``study.chapters.rg_flow_tables``), on a planted contraction chain and hand-made
 fits: every value checked against the planted ``q``, the criterion or a hand computation."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from latentbook.analysis import contraction, synthetic
 from latentbook.analysis.contraction import ContractionFit, GainFit
 from latentbook.study.chapters import glue_keys
-from latentbook.study.chapters import rg_flow as tables
+from latentbook.study.chapters import rg_flow_tables as tables
 
 
 def _fit(q, ci, start=3, stop=7) -> ContractionFit:

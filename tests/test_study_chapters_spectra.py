@@ -1,4 +1,4 @@
-"""Chapter 4's tables and glued numbers (``study.chapters.spectra``), on a synthetic capture with planted spikes
+"""Chapter 4's tables and glued numbers (``study.chapters.spectra_tables``), on a synthetic capture with planted spikes
 and hand-made profiles and contrasts: every value checked against the planted structure or a hand computation."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from latentbook.analysis import bulk_fit, layer_spectra, synthetic
 from latentbook.analysis.spectral_contrasts import Contrast
 from latentbook.study.chapters import glue_keys
-from latentbook.study.chapters import spectra as tables
+from latentbook.study.chapters import spectra_tables as tables
 
 N_PROMPTS, PER_PROMPT, D = 200, 4, 32
 

@@ -1,4 +1,4 @@
-"""Chapter 2's tables and glued numbers (``study.chapters.thermodynamics``), on hand-made attention rows and
+"""Chapter 2's tables and glued numbers (``study.chapters.thermodynamics_tables``), on hand-made attention rows and
 attention statistics: every value checked against the free-energy identities or a hand computation."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from scipy import special, stats
 
 from latentbook.analysis import thermo
 from latentbook.capturing.attention import AttentionRows, AttentionStats
-from latentbook.study.chapters import thermodynamics as tables
+from latentbook.study.chapters import thermodynamics_tables as tables
 
 
 def _rows(n_heads: int, n_tokens: int, seed: int) -> AttentionRows:

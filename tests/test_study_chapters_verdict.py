@@ -1,4 +1,4 @@
-"""Chapter 8's counts of the verdict table (``study.chapters.verdict``) and its heatmap, on a table written here."""
+"""Chapter 8's counts of the verdict table (``study.chapters.verdict_tables``) and its heatmap, on a table written here."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import pandas as pd  # noqa: E402
 
 from latentbook.analysis import verdict  # noqa: E402
-from latentbook.study.chapters.verdict import count_glue  # noqa: E402
+from latentbook.study.chapters.verdict_tables import count_glue  # noqa: E402
 from latentbook.view import plots  # noqa: E402
 
 

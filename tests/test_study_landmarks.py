@@ -1,4 +1,4 @@
-"""Every landmark of a capture (study.landmarks) and chapter 9's tables, on captures with planted landmarks built
+"""Every landmark of a capture (study.run_landmarks) and chapter 9's tables, on captures with planted landmarks built
 by the same accumulators as a model's capture (synthetic.as_capture)."""
 
 import dataclasses
@@ -10,8 +10,8 @@ import pytest
 
 from latentbook.analysis.synthetic import as_capture, curved_manifold
 from latentbook.errors import InvalidInputError
-from latentbook.study import landmarks as run_landmarks
-from latentbook.study.chapters import landmarks as tables
+from latentbook.study import run_landmarks
+from latentbook.study.chapters import landmarks_tables as tables
 
 N_PROMPTS, PER_PROMPT, D = 100, 5, 96  # positions 0..4: position 0 is the sink, left out
 DIMENSIONS = (2, 3, 4, 5, 8, 12, 8, 5, 4, 3, 3, 2, 2)  # Gride's planted peak at depth 5 of 12
@@ -180,18 +180,18 @@ def test_landmark_calibration_file_round_trip(tmp_path):
 
     path = tmp_path / lc.FILE
     with pytest.raises(InvalidInputError, match="calibrate_landmarks"):
-        lc.load(tmp_path)
+        lc.load_record(tmp_path)
     path.parent.mkdir(parents=True)
     records = [{"family": f.name, "case": 0, "verdict": "holds", "reason": ""} for f in lc.FAMILIES]
     path.write_text(json.dumps({"provenance": {"source_hash": lc.source_hash()}, "records": records}))
-    loaded = lc.load(tmp_path)
+    loaded = lc.load_record(tmp_path)
     assert loaded.current and loaded.table["holds"].tolist() == [1, 1, 1]
     path.write_text(json.dumps({"provenance": {"source_hash": "old"}, "records": records}))
-    assert not lc.load(tmp_path).current
+    assert not lc.load_record(tmp_path).current
 
 
 def test_the_report_shows_every_landmark_and_the_landmark_row(planted):
-    from latentbook.study.report import capture_report
+    from latentbook.study.capture_report import capture_report
 
     cap, _ = planted
     report = capture_report(cap, "planted", n_boot=100)

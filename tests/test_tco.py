@@ -147,7 +147,7 @@ def test_scores_round_trip_through_json_and_the_bars():
 
 def test_the_tco_calibration_families_run_and_separate():
     """A smoke run (the full table, 40 cases a family, is chapter 8's: 95 % found, no false "holds")."""
-    table = calibration.calibrate(n_cases=2, seed=5, claims=("tco",))
+    table = calibration.calibrate_statistics(n_cases=2, seed=5, claims=("tco",))
     assert len(table) == 5 and set(table["claim"]) == {"tco"}
     assert np.allclose(table[list(verdict.VERDICTS)].sum(axis=1), 1.0)
     assert (table.loc[table["planted"] == "absent", "holds"] == 0).all()

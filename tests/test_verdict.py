@@ -24,7 +24,7 @@ from latentbook.analysis import (
 )
 from latentbook.ladder import report
 from latentbook.study import ladder_rows, paths, rows
-from latentbook.study import verdict as study_verdict
+from latentbook.study import verdict_table as study_verdict
 from latentbook.study.measure import measure, n_parameters
 
 # --- planted captures ----------------------------------------------------------------------------------------
@@ -453,7 +453,7 @@ def test_scope_of_a_verdict_follows_the_papers_range():
 
 
 def test_scope_counts_never_count_a_small_models_large_model_claim_against_the_paper():
-    from latentbook.study.verdict import scope_counts
+    from latentbook.study.verdict_table import scope_counts
 
     rows = [
         verdict.Row("omega_jump", "small", "trained", 135e6, "", 0.0, 0.0, 0.0, "", "does not hold", "", ""),
@@ -471,7 +471,7 @@ def test_scope_counts_never_count_a_small_models_large_model_claim_against_the_p
 
 
 def test_transition_words_say_where_how_large_or_why_not():
-    from latentbook.study.verdict import transition_words
+    from latentbook.study.verdict_table import transition_words
 
     at_paper = transition.critical_depth(*_curve(0.42, 0.21))
     words = transition_words(at_paper)
@@ -484,7 +484,7 @@ def test_transition_words_say_where_how_large_or_why_not():
 def test_a_glance_cell_shared_by_rows_that_disagree_says_so():
     """The ladder has one ``reasoning_diagnostics`` row per diagnostic under one model: the table at a glance
     shows their common verdict, or "mixed" with the counts, never the first row's word for all of them."""
-    from latentbook.study.verdict import MIXED, cell_verdict, summary
+    from latentbook.study.verdict_table import MIXED, cell_verdict, summary
 
     table = pd.DataFrame(
         {

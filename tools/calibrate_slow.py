@@ -1,4 +1,4 @@
-"""Calibrate the slow families (``calibration.Family.slow``: the spike counts, each case refitting the
+"""Calibrate the slow families (``calibration.StatisticFamily.slow``: the spike counts, each case refitting the
 Marchenko-Pastur law some 150 times) and keep the table in ``results/calibration/slow_families.json`` with its
 provenance, for chapter 8 to show beside the families it calibrates as it builds::
 
@@ -36,7 +36,7 @@ def main() -> None:
     args = parser.parse_args()
     start = time.perf_counter()
     source_hash = calibration.slow_source_hash()  # of the code just imported: the code that runs
-    table = calibration.calibrate(n_cases=args.n_cases, seed=args.seed, slow=True)
+    table = calibration.calibrate_statistics(n_cases=args.n_cases, seed=args.seed, slow=True)
     if fresh_value(FRESH_HASH) != source_hash:
         raise SystemExit(
             "The spectra code changed while the calibration ran, so the table belongs to no version of it: "

@@ -76,6 +76,13 @@ def calibration_main(module, script: str, description: str, **settings) -> None:
             help="run these families only and add them to the record at --out, keeping its other families once "
             f"cases {SPOT_CASES} of them reproduce exactly on the current code",
         )
+        parser.add_argument(
+            "--restamp",
+            action="store_true",
+            help=f"run nothing new: once cases {SPOT_CASES} of every family of the record at --out reproduce "
+            "exactly on the current code, keep the record for it (for a change that moves no value: a rename, "
+            "a module split; any other change needs the whole run)",
+        )
     args = parser.parse_args()
     if args.n_cases < 1:
         raise SystemExit(f"--n-cases {args.n_cases}: give a positive number of cases per family.")
@@ -89,6 +96,11 @@ def calibration_main(module, script: str, description: str, **settings) -> None:
         )
     start = time.perf_counter()
     source_hash = module.source_hash()  # of the code just imported: the code that runs
+    if getattr(args, "restamp", False):
+        if args.add_families:
+            raise SystemExit("--restamp keeps every family as it is: run --add-families on its own.")
+        restamp(module, args, script, source_hash, settings)
+        return
     header = {"source_hash": source_hash, "seed": args.seed, "settings": settings}
     names, kept = None, None
     if getattr(args, "add_families", None):
@@ -139,6 +151,30 @@ def calibration_main(module, script: str, description: str, **settings) -> None:
 SPOT_CASES = (0, 1)  # the cases of the kept families that must reproduce before a record is extended
 
 
+def restamp(module, args, script: str, source_hash: str, settings: dict) -> None:
+    """Keep the record at ``args.out`` for the code of ``source_hash`` once ``SPOT_CASES`` of every family
+    reproduce it exactly (``kept_families``), writing it atomically with provenance that says so
+    (``"restamped"``: the cases checked and the provenance kept); a record of this very code is left alone."""
+    import json
+
+    from latentbook._files import atomic_write
+
+    if args.out.is_file() and _is_calibration_record(args.out):
+        if json.loads(args.out.read_text(encoding="utf-8"))["provenance"]["source_hash"] == source_hash:
+            print(f"{args.out} was written by the current code: nothing to restamp.")
+            return
+    kept = kept_families(module, args.out, (), args.n_cases, args.seed, args.jobs, script)
+    if fresh_value(f"from {module.__name__} import source_hash; print(source_hash())") != source_hash:
+        raise SystemExit(f"The code changed while the spot check ran: nothing written to {args.out}.")
+    restamped = {"spot_cases": list(SPOT_CASES), "kept_from": kept["provenance"]}
+    provenance = run_provenance(
+        source_hash, args.n_cases, args.seed, kept["provenance"]["seconds"], **settings, restamped=restamped
+    )
+    record = {"provenance": provenance, "records": kept["records"]}
+    atomic_write(args.out, lambda tmp: tmp.write_text(json.dumps(record, indent=0) + "\n", encoding="utf-8"))
+    print(f"restamped: {args.out} (cases {list(SPOT_CASES)} of every family reproduce on the current code)")
+
+
 def kept_families(
     module, out: Path, names: tuple[str, ...], n_cases: int, seed: int, jobs: int, script: str
 ) -> dict:
@@ -156,7 +192,7 @@ def kept_families(
         )
     if not (out.is_file() and _is_calibration_record(out)):
         raise SystemExit(
-            f"--add-families extends the record at --out, and {out} holds none: run tools/{script} first."
+            f"--add-families and --restamp keep the record at --out, and {out} holds none: run tools/{script} first."
         )
     record = json.loads(out.read_text(encoding="utf-8"))
     if (record["provenance"].get("n_cases"), record["provenance"].get("seed")) != (n_cases, seed):
@@ -174,7 +210,7 @@ def kept_families(
         if json.dumps(again[case], sort_keys=True) != json.dumps(before, sort_keys=True):
             raise SystemExit(
                 f"Case {case} of the kept families does not reproduce on the current code, so {out} cannot be "
-                f"extended: run tools/{script} for every family."
+                f"kept: run tools/{script} for every family."
             )
     return {"provenance": record["provenance"], "records": records}
 

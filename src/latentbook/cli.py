@@ -253,7 +253,7 @@ def _check_csv_path(path: Path, force: bool) -> None:
     ``--force``; anything else, such as a capture, unless ``--force`` too, with what it would lose named) or that
     cannot be written."""
     from ._files import check_output_path
-    from .study.verdict import CSV_COLUMNS
+    from .study.verdict_table import CSV_COLUMNS
 
     if path.is_file() and not force:
         try:
@@ -273,7 +273,7 @@ def _check_csv_path(path: Path, force: bool) -> None:
 
 
 def _report(args: argparse.Namespace) -> None:
-    """``latentbook report``: print what a capture holds and means (``study.report.capture_report``), and with
+    """``latentbook report``: print what a capture holds and means (``study.capture_report.capture_report``), and with
     ``--plot`` write its figure.
 
     Parameters
@@ -297,7 +297,7 @@ def _report(args: argparse.Namespace) -> None:
         For a ``--plot`` file that already exists, without ``--force``.
     """
     from .capturing import load_capture
-    from .study.report import capture_report, results_label
+    from .study.capture_report import capture_report, results_label
     from .view.report_figure import check_plot_path, write_report_figure
 
     if args.plot is not None:
@@ -350,7 +350,7 @@ def _plan(args: argparse.Namespace) -> None:
 
 def _verdict(args: argparse.Namespace) -> None:
     """``latentbook verdict``: judge every claim on the book's cached captures and the results folder
-    (``study.verdict.verdict_table``), print the table and, with ``--csv``, write it.
+    (``study.verdict_table.verdict_table``), print the table and, with ``--csv``, write it.
 
     Parameters
     ----------
@@ -372,7 +372,7 @@ def _verdict(args: argparse.Namespace) -> None:
         For a ``--csv`` file that already exists, without ``--force`` (checked before any work).
     """
     from ._files import atomic_write
-    from .study.verdict import interval_problems, to_csv_frame, verdict_table
+    from .study.verdict_table import interval_problems, to_csv_frame, verdict_table
 
     if args.csv is not None:
         if args.csv.is_dir():

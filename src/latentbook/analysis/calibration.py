@@ -1,6 +1,6 @@
 """Calibration: the verdict's judges run on planted data, with each claim present and absent.
 
-Usage: ``table = calibrate(n_cases=40, seed=0)`` (one row per claim and family: how often the judge said
+Usage: ``table = calibrate_statistics(n_cases=40, seed=0)`` (one row per claim and family: how often the judge said
 "holds", "does not hold", "inconclusive"), ``meets_targets(table)`` (per claim: at most ``MAX_FALSE_HOLDS`` of
 "holds" on every planted-absent family, at least ``MIN_FOUND`` on every planted-present one).
 
@@ -112,7 +112,7 @@ def planted_profile(
 
 
 @dataclass(frozen=True)
-class Family:
+class StatisticFamily:
     """Cases of one claim with the claim ``present`` or not: ``run(rng)`` gives one verdict word."""
 
     claim: str
@@ -472,64 +472,96 @@ def _gain_case(kind: str) -> Callable:
     return run
 
 
-def _concentration_families(claim: str, what: str) -> list[Family]:
+def _concentration_families(claim: str, what: str) -> list[StatisticFamily]:
     """The planted families of one concentration claim (``spectral_concentration``: the PR; ``effective_rank``)."""
     return [
-        Family(claim, f"{what} falls 30-50 %", True, _concentration_case(claim, (0.5, 0.7))),
-        Family(claim, "no change", False, _concentration_case(claim, (1.0, 1.0))),
-        Family(claim, "a fall of 2-5 %", False, _concentration_case(claim, (0.95, 0.98))),
-        Family(claim, "a rise of 10-25 %", False, _concentration_case(claim, (1.1, 1.25))),
-        Family(claim, "the twin falls as much", False, _concentration_case(claim, (0.5, 0.7), twin_too=True)),
+        StatisticFamily(claim, f"{what} falls 30-50 %", True, _concentration_case(claim, (0.5, 0.7))),
+        StatisticFamily(claim, "no change", False, _concentration_case(claim, (1.0, 1.0))),
+        StatisticFamily(claim, "a fall of 2-5 %", False, _concentration_case(claim, (0.95, 0.98))),
+        StatisticFamily(claim, "a rise of 10-25 %", False, _concentration_case(claim, (1.1, 1.25))),
+        StatisticFamily(
+            claim, "the twin falls as much", False, _concentration_case(claim, (0.5, 0.7), twin_too=True)
+        ),
     ]
 
 
-def families() -> list[Family]:
+def statistic_families() -> list[StatisticFamily]:
     """Every planted family, present and absent, of the claims the verdict judges from captures."""
     paper_jump = (0.15, 0.25)  # the paper's 0.69 -> 0.90, +-0.06
     return [
-        Family("critical_depth", "jump at 0.40-0.44", True, _critical_case(paper_jump, (0.40, 0.44))),
-        Family("critical_depth", "no jump (smooth)", False, _critical_case((0.0, 0.0), (0.42, 0.42))),
-        Family("critical_depth", "jump at 0.62-0.80", False, _critical_case(paper_jump, (0.62, 0.80))),
-        Family("critical_depth", "jump of 0.005-0.025", False, _critical_case((0.005, 0.025), (0.40, 0.44))),
-        Family(
+        StatisticFamily(
+            "critical_depth", "jump at 0.40-0.44", True, _critical_case(paper_jump, (0.40, 0.44))
+        ),
+        StatisticFamily(
+            "critical_depth", "no jump (smooth)", False, _critical_case((0.0, 0.0), (0.42, 0.42))
+        ),
+        StatisticFamily(
+            "critical_depth", "jump at 0.62-0.80", False, _critical_case(paper_jump, (0.62, 0.80))
+        ),
+        StatisticFamily(
+            "critical_depth", "jump of 0.005-0.025", False, _critical_case((0.005, 0.025), (0.40, 0.44))
+        ),
+        StatisticFamily(
             "critical_depth",
             "the twin jumps as much",
             False,
             _critical_case(paper_jump, (0.40, 0.44), twin_jumps_too=True),
         ),
-        Family("omega_jump", "jump of 0.15-0.25", True, _jump_case(paper_jump)),
-        Family("omega_jump", "no jump (the null's)", False, _jump_case((0.0, 0.0))),
-        Family("omega_jump", "jump of 0.03-0.08", False, _jump_case((0.03, 0.08))),
-        Family("omega_jump", "the twin jumps as much", False, _jump_case(paper_jump, twin_jumps_too=True)),
-        Family("stays_liquid", "peak 0.03-0.25 below", True, _liquid_case((-0.25, -0.03))),
-        Family("stays_liquid", "peak 0.03-0.25 above", False, _liquid_case((0.03, 0.25))),
-        Family("bimodality", "bimodal, nulls unimodal", True, _bimodal_case(True, False, False, False)),
-        Family("bimodality", "unimodal, clustered", False, _bimodal_case(False, False, False, False)),
-        Family("bimodality", "shuffled words too", False, _bimodal_case(True, False, True, False)),
-        Family("bimodality", "permutation null too", False, _bimodal_case(True, True, False, False)),
-        Family("bimodality", "random twin too", False, _bimodal_case(True, False, False, True)),
-        Family("attention_cooling", "entropy falls 40-60 %", True, _cooling_case(True)),
-        Family("attention_cooling", "no fall, a small one, or the twin's", False, _cooling_case(False)),
-        Family("transverse_contraction", "block gain 0.86-0.92", True, _gain_case("paper")),
-        Family("transverse_contraction", "no contraction (q = 1)", False, _gain_case("none")),
-        Family("transverse_contraction", "q = 1, scale growing 10-50 %", False, _gain_case("growing scale")),
-        Family("transverse_contraction", "block gain 0.96-0.99", False, _gain_case("small")),
-        Family("transverse_contraction", "the twin contracts as much", False, _gain_case("twin too")),
-        Family("transverse_contraction", "every direction shrinks 8-14 %", False, _gain_case("uniform")),
-        Family("tco", "stable value code", True, _tco_case("stable")),
-        Family("tco", "a new code at every step", False, _tco_case("per step")),
-        Family("tco", "only the bag of values", False, _tco_case("bag")),
-        Family("tco", "only the first value written", False, _tco_case("first value")),
-        Family("tco", "the twin's code is stable too", False, _tco_case("stable", twin_code="stable")),
+        StatisticFamily("omega_jump", "jump of 0.15-0.25", True, _jump_case(paper_jump)),
+        StatisticFamily("omega_jump", "no jump (the null's)", False, _jump_case((0.0, 0.0))),
+        StatisticFamily("omega_jump", "jump of 0.03-0.08", False, _jump_case((0.03, 0.08))),
+        StatisticFamily(
+            "omega_jump", "the twin jumps as much", False, _jump_case(paper_jump, twin_jumps_too=True)
+        ),
+        StatisticFamily("stays_liquid", "peak 0.03-0.25 below", True, _liquid_case((-0.25, -0.03))),
+        StatisticFamily("stays_liquid", "peak 0.03-0.25 above", False, _liquid_case((0.03, 0.25))),
+        StatisticFamily(
+            "bimodality", "bimodal, nulls unimodal", True, _bimodal_case(True, False, False, False)
+        ),
+        StatisticFamily(
+            "bimodality", "unimodal, clustered", False, _bimodal_case(False, False, False, False)
+        ),
+        StatisticFamily("bimodality", "shuffled words too", False, _bimodal_case(True, False, True, False)),
+        StatisticFamily("bimodality", "permutation null too", False, _bimodal_case(True, True, False, False)),
+        StatisticFamily("bimodality", "random twin too", False, _bimodal_case(True, False, False, True)),
+        StatisticFamily("attention_cooling", "entropy falls 40-60 %", True, _cooling_case(True)),
+        StatisticFamily(
+            "attention_cooling", "no fall, a small one, or the twin's", False, _cooling_case(False)
+        ),
+        StatisticFamily("transverse_contraction", "block gain 0.86-0.92", True, _gain_case("paper")),
+        StatisticFamily("transverse_contraction", "no contraction (q = 1)", False, _gain_case("none")),
+        StatisticFamily(
+            "transverse_contraction", "q = 1, scale growing 10-50 %", False, _gain_case("growing scale")
+        ),
+        StatisticFamily("transverse_contraction", "block gain 0.96-0.99", False, _gain_case("small")),
+        StatisticFamily(
+            "transverse_contraction", "the twin contracts as much", False, _gain_case("twin too")
+        ),
+        StatisticFamily(
+            "transverse_contraction", "every direction shrinks 8-14 %", False, _gain_case("uniform")
+        ),
+        StatisticFamily("tco", "stable value code", True, _tco_case("stable")),
+        StatisticFamily("tco", "a new code at every step", False, _tco_case("per step")),
+        StatisticFamily("tco", "only the bag of values", False, _tco_case("bag")),
+        StatisticFamily("tco", "only the first value written", False, _tco_case("first value")),
+        StatisticFamily(
+            "tco", "the twin's code is stable too", False, _tco_case("stable", twin_code="stable")
+        ),
         *_concentration_families("spectral_concentration", "PR"),
         *_concentration_families("effective_rank", "effective rank"),
-        Family("mp_spikes", "1 -> 5 spikes above BBP", True, _spike_case(1, 5, SPIKE_STRENGTH), slow=True),
-        Family(
+        StatisticFamily(
+            "mp_spikes", "1 -> 5 spikes above BBP", True, _spike_case(1, 5, SPIKE_STRENGTH), slow=True
+        ),
+        StatisticFamily(
             "mp_spikes", "no spikes, correlated tokens", False, _spike_case(0, 0, SPIKE_STRENGTH), slow=True
         ),
-        Family("mp_spikes", "5 spikes below BBP after", False, _spike_case(1, 5, SPIKE_BELOW), slow=True),
-        Family("mp_spikes", "5 spikes throughout", False, _spike_case(5, 5, SPIKE_STRENGTH), slow=True),
-        Family(
+        StatisticFamily(
+            "mp_spikes", "5 spikes below BBP after", False, _spike_case(1, 5, SPIKE_BELOW), slow=True
+        ),
+        StatisticFamily(
+            "mp_spikes", "5 spikes throughout", False, _spike_case(5, 5, SPIKE_STRENGTH), slow=True
+        ),
+        StatisticFamily(
             "mp_spikes",
             "the twin's spikes too",
             False,
@@ -539,14 +571,14 @@ def families() -> list[Family]:
     ]
 
 
-def _cases(family: Family, n_cases: int, seed: int) -> Iterator[str]:
+def _cases(family: StatisticFamily, n_cases: int, seed: int) -> Iterator[str]:
     for case in range(n_cases):
         yield family.run(
             np.random.default_rng([seed, zlib.crc32(f"{family.claim}/{family.name}".encode()), case])
         )
 
 
-def calibrate(
+def calibrate_statistics(
     n_cases: int = 40,
     seed: int = 0,
     claims: tuple[str, ...] | None = None,
@@ -556,7 +588,7 @@ def calibrate(
     """The confusion table: for each family, how often each verdict came out over ``n_cases`` planted cases
     (``n_token_cases``, default half as many, for the costly families: token samples, each case 20 bimodality
     tests; block toys, each case two forward-mode AD measurements). ``slow=True`` runs only the slow families
-    (``Family.slow``: the spectra, each case refitting the MP law some 150 times), which
+    (``StatisticFamily.slow``: the spectra, each case refitting the MP law some 150 times), which
     ``tools/calibrate_slow.py`` keeps in ``results/calibration/``.
 
     Columns: ``claim``, ``family``, ``planted`` ("present"/"absent"), ``n``, one column per verdict word
@@ -567,7 +599,7 @@ def calibrate(
     if not isinstance(n_cases, (int, np.integer)) or n_cases < 1:
         raise InvalidInputError(f"n_cases must be a positive integer, got {n_cases!r}.")
     rows = []
-    for family in families():
+    for family in statistic_families():
         if (claims is not None and family.claim not in claims) or family.slow != slow:
             continue
         costly = family.claim in ("bimodality", "transverse_contraction", "effective_rank")

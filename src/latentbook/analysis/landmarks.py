@@ -17,7 +17,7 @@
   output, and the first block is an edge in every model of chapter 3), with an interval from the prompt draws.
 - **the intrinsic-dimension peak** (Cheng et al. 2025): ``intrinsic_dimension.id_profile``; a landmark only
   when the peak is interior (not the first or last depth read) and its interval lies above both ends'
-  (``study.landmarks``).
+  (``study.run_landmarks``).
 
 ``near(gamma, centre, tolerance)`` says whether an interval reaches ``centre +- tolerance``.
 Introduced in: chapter 9 (other clocks of depth).

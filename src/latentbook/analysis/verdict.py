@@ -2,7 +2,7 @@
 
 The criteria are pure functions of numbers (``judge_*``), tested on inputs with a known answer and calibrated on
 planted families (``analysis.calibration``). The experiment that feeds them (which runs, their twins, results
-files, the ladder, the table) is the study wing's: ``study.measure``, ``study.rows``, ``study.verdict``.
+files, the ladder, the table) is the study wing's: ``study.measure``, ``study.rows``, ``study.verdict_table``.
 
 Columns of a row: ``claim``, ``model``, ``run`` ("trained", "null: random weights", "null: shuffled words",
 "results file", "not run"), ``parameters``, ``measured`` (in words), ``value``, ``ci_low``, ``ci_high`` (95 %),

@@ -17,8 +17,8 @@
      (``tco_diagnostics``: two-way decoding of the bound value within the query step, then the query's probe at
      the hops, against the bag-of-values and first-value decoders; ``analysis.tco``);
 
-3. ``MEASURING_MODULES`` and ``measurement_hash()``: the code a measurement runs; a stored measurement is current
-   while the hash it records equals ``measurement_hash()``. The correlations across the ladder are
+3. ``MEASURING_MODULES`` and ``diagnostics_hash()``: the code a measurement runs; a stored measurement is current
+   while the hash it records equals ``diagnostics_hash()``. The correlations across the ladder are
    ``ladder.rank_correlation``'s.
 
 Introduced in: chapter 7.
@@ -352,7 +352,7 @@ MEASURING_MODULES = (
 )
 
 
-def measurement_hash() -> str:
+def diagnostics_hash() -> str:
     """``_code_hash.modules_hash`` of ``MEASURING_MODULES`` (docstrings and comments left out): a model in
     ``measurements.json`` was measured by the current code while its ``"measured_by"`` equals this."""
     from .._code_hash import modules_hash

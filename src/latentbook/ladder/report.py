@@ -27,7 +27,7 @@ import numpy as np
 from .._files import atomic_write
 from ..errors import CaptureFileError, InvalidInputError
 from .clustered import architecture_of, clustered_partial, clustered_verdict, is_seeded
-from .diagnostics import measure_model, measurement_hash
+from .diagnostics import diagnostics_hash, measure_model
 from .rank_correlation import partial_spearman_ci, partial_verdict, spearman_ci, verdict
 from .store import REPO_LADDER, checkpoint_sha, checkpoints, ladder_dir, trained_rungs, training_log
 from .task import TaskSpec
@@ -99,7 +99,7 @@ def measure_ladder(
 ) -> Path:
     """Measure every trained rung and its null; write ``measurements.json`` (atomically) and return its path.
 
-    Each model records ``"measured_by"``, the ``diagnostics.measurement_hash()`` of the code that measured it. A
+    Each model records ``"measured_by"``, the ``diagnostics.diagnostics_hash()`` of the code that measured it. A
     rung with checkpoints also gets those at every ``checkpoint_stride`` steps measured (``"checkpoints"``: step
     -> ``diagnostics.measure_model``, the checkpoint's sha256 and its hash; the final model stands for the last
     step), for ``along_training``. With ``reuse``, a rung or checkpoint already in the file with the same weights
@@ -120,7 +120,7 @@ def measure_ladder(
     path = Path(out) if out is not None else root / MEASUREMENTS
     previous = json.loads(path.read_text()) if reuse and path.is_file() else {}
     done = previous.get("models", {})
-    code = measurement_hash()
+    code = diagnostics_hash()
     result: dict = {"rungs": rungs, "models": {}, "command": COMMAND}
     for rung in tqdm(rungs, desc="measure", disable=not progress):
         log = training_log(rung)
@@ -158,7 +158,7 @@ def _measure_checkpoints(
 ) -> dict:
     """``{step: measurement}`` of the checkpoints of ``rung`` at multiples of ``stride`` before ``final_step``
     (the final model is measured as the rung), reusing ``previous`` entries with the same sha256 and ``code``
-    (``diagnostics.measurement_hash()``)."""
+    (``diagnostics.diagnostics_hash()``)."""
     from ..models import load_model
 
     out = {}
@@ -181,9 +181,9 @@ def _provenance(versions) -> dict:
 
 def stale_models(m: dict) -> list[str]:
     """The models of ``measurements.json`` (``rung`` or ``rung@step``) not measured by the current code: their
-    ``"measured_by"`` differs from ``diagnostics.measurement_hash()`` or is missing (measured before the hash
+    ``"measured_by"`` differs from ``diagnostics.diagnostics_hash()`` or is missing (measured before the hash
     was recorded). Empty when every number in the file is the current code's."""
-    code = measurement_hash()
+    code = diagnostics_hash()
     stale = []
     for rung in m["rungs"]:
         entry = m["models"][rung]

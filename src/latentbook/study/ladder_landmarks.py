@@ -2,10 +2,10 @@
 
 ``rung_landmarks(loaded, spec)`` captures a ladder model on held-out task sequences exactly as
 ``ladder.diagnostics.measure_model`` does (``ladder.diagnostics.task_capture``) and reads every landmark of
-``study.landmarks.depth_landmarks``, the logit lens included (ladder models are causal LMs). ``measure_landmarks``
+``study.run_landmarks.depth_landmarks``, the logit lens included (ladder models are causal LMs). ``measure_landmarks``
 does it for every trained rung and its untrained null and writes ``landmarks.json`` beside the ladder's
-``measurements.json`` (each model with the sha256 of its weights, the record with ``measurement_hash()`` of the
-code that read them: ``is_current``); ``load`` reads it and ``landmark_counts`` says, per architecture, in how many
+``measurements.json`` (each model with the sha256 of its weights, the record with ``landmarks_hash()`` of the
+code that read them: ``is_current``); ``load_record`` reads it and ``landmark_counts`` says, per architecture, in how many
 seeds each landmark is found, trained and untrained, and where.
 
 The ladder's models have 1 to 8 layers, so their depth axis has 2 to 9 points: an interior peak needs three, and
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from .._files import atomic_write
 from ..errors import InvalidInputError
 from ..ladder.store import INIT_SUFFIX, ladder_dir, trained_rungs, training_log
-from . import landmarks
+from . import run_landmarks
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 FILE = "landmarks.json"
 COMMAND = ".venv/bin/python tools/ladder_landmarks.py"
-SHOWN = landmarks.LANDMARK_NAMES  # the columns of landmark_counts, in chapter 9's order
+SHOWN = run_landmarks.LANDMARK_NAMES  # the columns of landmark_counts, in chapter 9's order
 
 # Every module of the package whose code runs when a ladder model's landmarks are read (``rung_landmarks``;
 # tests/test_ladder_landmarks.py traces it on a ten-layer model and checks that none is missing).
@@ -65,11 +65,11 @@ MEASURING_MODULES = (
     "latentbook.models.weights",
     "latentbook.models.zoo",
     "latentbook.study.ladder_landmarks",
-    "latentbook.study.landmarks",
+    "latentbook.study.run_landmarks",
 )
 
 
-def measurement_hash() -> str:
+def landmarks_hash() -> str:
     """``_code_hash.modules_hash`` of ``MEASURING_MODULES``: a record was read by the current code while its
     ``"measured_by"`` equals this (``is_current``)."""
     from .._code_hash import modules_hash
@@ -79,7 +79,7 @@ def measurement_hash() -> str:
 
 def is_current(record: dict) -> bool:
     """Whether the code that wrote ``record`` is the current code (a record from before the hash was kept is not)."""
-    return record.get("measured_by") == measurement_hash()
+    return record.get("measured_by") == landmarks_hash()
 
 
 def written_by(record: dict) -> str:
@@ -90,12 +90,14 @@ def written_by(record: dict) -> str:
     return f"by older code than the code that builds this page, so they may differ from what it gives: `{COMMAND}` reads them again"
 
 
-def rung_landmarks(loaded: LoadedModel, spec: TaskSpec, n_boot: int = landmarks.N_BOOT) -> dict:
+def rung_landmarks(loaded: LoadedModel, spec: TaskSpec, n_boot: int = run_landmarks.N_BOOT) -> dict:
     """The landmarks of one ladder model: its depths, and one row per landmark (``DepthLandmarks.table``)."""
     from ..ladder.diagnostics import task_capture
 
     cap = task_capture(loaded, spec)
-    found = landmarks.depth_landmarks(cap, loaded.name, lens=landmarks.lens_of(cap, loaded), n_boot=n_boot)
+    found = run_landmarks.depth_landmarks(
+        cap, loaded.name, lens=run_landmarks.lens_of(cap, loaded), n_boot=n_boot
+    )
     rows = [{k: v for k, v in row.items() if k != "run"} for row in found.table()]
     return {"model": loaded.name, "sha256": loaded.sha, "n_depths": cap.n_depths, "landmarks": rows}
 
@@ -125,7 +127,7 @@ def measure_landmarks(out: str | Path | None = None, rungs: list[str] | None = N
         }
     record = {
         "command": COMMAND,
-        "measured_by": measurement_hash(),
+        "measured_by": landmarks_hash(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "seconds": round(time.perf_counter() - start, 1),
         "models": models,
@@ -145,7 +147,7 @@ def _refuse_foreign(path: Path) -> None:
         raise InvalidInputError(f"{path} exists and is not a ladder landmarks record: choose another --out.")
 
 
-def load(path: str | Path | None = None) -> dict:
+def load_record(path: str | Path | None = None) -> dict:
     """The record ``measure_landmarks`` wrote (default: the ladder folder's ``landmarks.json``)."""
     path = Path(path) if path is not None else ladder_dir() / FILE
     if not path.is_file():

@@ -1,13 +1,13 @@
 """The landmark row's judge calibrated on planted captures: token vectors with an Omega jump, a
 massive-activation onset and a logit-lens convergence planted at known depths, built by the capture's own
-accumulators (``synthetic.as_capture``) and read by the same ``study.landmarks.depth_landmarks`` and
+accumulators (``synthetic.as_capture``) and read by the same ``study.run_landmarks.depth_landmarks`` and
 ``analysis.verdict.judge_landmark`` as a model's capture.
 
 Families (``FAMILIES``): the landmarks at the planted jump ("near": the judge should say holds), far from it
 ("far": it must not), and no jump at all with a landmark at 0.42 ("no jump": nothing to place, never holds).
 The intrinsic dimension rises with depth in every family, so its peak is at an end and no landmark.
 ``tools/calibrate_landmarks.py`` runs ``calibrate`` and keeps the records in ``results/`` (``FILE``) with
-their provenance; ``load`` reads them back with ``confusion``'s table. The 5 % target for false holds needs at least 59 cases per absent
+their provenance; ``load_record`` reads them back with ``confusion``'s table. The 5 % target for false holds needs at least 59 cases per absent
 family (0 in 59 has a Wilson 95 % upper bound of 6.1 %, 0 in 73 of 5.0 %). Introduced in: chapter 9.
 """
 
@@ -26,8 +26,8 @@ from ..analysis.resampling import wilson_interval
 from ..analysis.synthetic import as_capture, curved_manifold
 from ..errors import InvalidInputError
 from .cases import in_case_order, run_cases
-from .landmarks import Lens, depth_landmarks
 from .planted_calibration import PlantedTable
+from .run_landmarks import Lens, depth_landmarks
 
 FILE = "calibration/landmarks.json"
 N_BOOT = 100  # prompt draws of each landmark's interval in a calibration case
@@ -151,7 +151,7 @@ def source_hash() -> str:
         transition,
         verdict,
     )
-    from . import landmarks as run_landmarks
+    from . import run_landmarks
 
     parts = (
         intrinsic_dimension,
@@ -171,7 +171,7 @@ def source_hash() -> str:
     return code_hash(parts, extra=repr((FAMILIES, N_DEPTHS, N_BOOT)))
 
 
-def load(results_dir: str | Path) -> PlantedTable:
+def load_record(results_dir: str | Path) -> PlantedTable:
     """``results_dir / calibration / landmarks.json`` (written by ``tools/calibrate_landmarks.py``)."""
     path = Path(results_dir) / FILE
     if not path.is_file():

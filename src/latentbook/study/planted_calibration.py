@@ -12,7 +12,7 @@ massive coordinate on the first token, a massive coordinate in every token, a re
 from ``(seed, i)`` alone, so every family meets the same shapes and one twin per case serves them all.
 
 ``calibrate(n_cases)`` returns the confusion table; ``tools/calibrate_planted.py`` keeps it in
-``results/calibration/planted_models.json`` with its provenance, which chapter 8 reads (``load``).
+``results/calibration/planted_models.json`` with its provenance, which chapter 8 reads (``load_record``).
 Introduced in: chapter 8 ("How the verdicts were calibrated", end to end).
 """
 
@@ -519,7 +519,7 @@ class PlantedTable:
     records: pd.DataFrame | None = None
 
 
-def load(results_dir: str | Path, file: Path = FILE) -> PlantedTable:
+def load_record(results_dir: str | Path, file: Path = FILE) -> PlantedTable:
     """``results_dir / calibration / planted_models.json`` (written by ``tools/calibrate_planted.py``), or another
     ``file`` of that folder (an earlier run kept beside it, e.g. ``BEFORE_POSITION_PROFILE``)."""
     import pandas as pd

@@ -35,7 +35,7 @@ from ..analysis.verdict import (
 from .measure import Measurements
 
 if TYPE_CHECKING:
-    from .landmarks import DepthLandmarks
+    from .run_landmarks import DepthLandmarks
 
 # The paper's scale, for the commands of "not testable here" rows (Hugging Face ids; weights needed locally).
 LARGE_MODELS = {"Qwen/Qwen2.5-1.5B": 1.5e9, "Qwen/Qwen2.5-7B": 7.6e9, "Qwen/Qwen2.5-32B": 32.8e9}

@@ -17,7 +17,7 @@ from ..errors import InvalidInputError
 from .plots import GAMMA_LABEL, line_style, palette
 
 if TYPE_CHECKING:
-    from ..study.landmarks import DepthLandmarks
+    from ..study.run_landmarks import DepthLandmarks
 
 
 def plot_landmark_row(results: Mapping[str, DepthLandmarks], axes: Sequence[Axes], title: str) -> None:

@@ -240,10 +240,10 @@ VERDICT_SHORT = {
 
 
 def verdict_heatmap(glance: pd.DataFrame) -> plt.Figure:
-    """Chapter 8's table at a glance (``study.verdict.summary``: claims as rows, runs as columns) as a heatmap
-    coloured by verdict, each cell labelled in short; a cell whose rows disagree (``study.verdict.MIXED``) is
+    """Chapter 8's table at a glance (``study.verdict_table.summary``: claims as rows, runs as columns) as a heatmap
+    coloured by verdict, each cell labelled in short; a cell whose rows disagree (``study.verdict_table.MIXED``) is
     "mixed". Drawn at the content column's width (about 7 inches), so its labels stay legible."""
-    from ..study.verdict import MIXED
+    from ..study.verdict_table import MIXED
 
     mixed = glance.apply(lambda col: col.astype(str).str.startswith(MIXED))
     numbers = glance.apply(lambda col: col.map(VERDICT_CODES)).astype(float).mask(mixed, 2.0)

@@ -1,5 +1,5 @@
 """The figure of ``latentbook report CAPTURE --plot PNG``: ``m(gamma)`` with its band, then the spectrum at a few
-depths against the fitted Marchenko–Pastur law. Numbers in (``study.report.Report``), a figure out.
+depths against the fitted Marchenko–Pastur law. Numbers in (``study.capture_report.Report``), a figure out.
 
 ``write_report_figure(report, path)`` draws it and writes the PNG atomically (``_files.atomic_write``); the caller
 checks the path first (``check_plot_path``), so a bad path costs nothing.
@@ -17,7 +17,7 @@ from ..errors import InvalidInputError, OutputExistsError
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from ..study.report import Report
+    from ..study.capture_report import Report
 
 DPI = 110
 

@@ -1,7 +1,7 @@
 """The chapters' tables and glued numbers, one tested function per table (a module per chapter), and
 ``glue_frame``, which glues them.
 
-A chapter cell reads ``table = chapters.omega.reference_table(captures)`` and ``glue_frame("ch3", values)``:
+A chapter cell reads ``table = chapters.omega_tables.reference_table(captures)`` and ``glue_frame("ch3", values)``:
 the computation lives here, where ``tests/test_study_chapters_*.py`` check it on synthetic inputs, and the
 chapter keeps its prose, figures and calls.
 """

@@ -16,11 +16,11 @@ from ...analysis import intrinsic_dimension
 from ...analysis.paper import PAPER_GAMMA_C
 from ...analysis.synthetic import curved_manifold
 from ...analysis.verdict import GAMMA_C_TOLERANCE
-from ..landmarks import ID_SCALE, LANDMARK_NAMES
+from ..run_landmarks import ID_SCALE, LANDMARK_NAMES
 from . import label_key
 
 if TYPE_CHECKING:
-    from ..landmarks import DepthLandmarks
+    from ..run_landmarks import DepthLandmarks
     from ..planted_calibration import PlantedTable
 
 # (dimension, ambient d, within-prompt correlation, noise): the planted clouds of the estimator check
@@ -132,7 +132,7 @@ def id_at_scales(
 
 
 def calibration_glue(calibration: PlantedTable) -> dict[str, object]:
-    """The landmark judge's calibration (``landmark_calibration.load``): power on the "near" family, the largest
+    """The landmark judge's calibration (``landmark_calibration.load_record``): power on the "near" family, the largest
     upper end of the false-hold intervals on the others, how many families meet their target, and provenance."""
     table = calibration.table
     near = table[table["expected"] == "holds"].iloc[0]

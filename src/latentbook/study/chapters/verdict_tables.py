@@ -1,6 +1,6 @@
 """Chapter 8's counts of the verdict table, glued into its summary paragraph (``glue_frame("vd", ...)``).
 
-Usage: ``glue_frame("vd", count_glue(table))`` with ``table`` from ``study.verdict.runs_table``.
+Usage: ``glue_frame("vd", count_glue(table))`` with ``table`` from ``study.verdict_table.runs_table``.
 Introduced in: chapter 8.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...analysis import verdict
-from ..verdict import scope_counts, scope_sentence
+from ..verdict_table import scope_counts, scope_sentence
 
 if TYPE_CHECKING:
     import pandas as pd

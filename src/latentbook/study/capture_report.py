@@ -8,7 +8,7 @@ Usage:
    every depth (``layer_spectra.token_sample_spectrum_profile``) beside pure noise of the same shape
    (``layer_spectra.gaussian_reference``), and the verdict rows of this capture (``verdict_rows``:
    ``study.measure.measure`` and ``study.rows.claim_rows``, the functions ``latentbook verdict`` runs on a results
-   file), and the field's landmarks of depth beside the Omega transition (``study.landmarks.depth_landmarks``;
+   file), and the field's landmarks of depth beside the Omega transition (``study.run_landmarks.depth_landmarks``;
    the logit lens needs the model, so a capture alone reports it as not computed);
 2. ``print(report.text())``: all of it in words and tables, within 100 columns;
 3. ``view.report_figure.report_figure(report)``: ``m(gamma)`` with its band and the spectra against the MP law.
@@ -29,15 +29,15 @@ from .._text import WIDTH, text_table, wrap
 from ..analysis import bulk_fit, layer_spectra, omega, omega_profiles, ranks
 from ..analysis import verdict as judged
 from ..errors import InvalidInputError
-from .landmarks import depth_landmarks
 from .measure import Measurements, measure, n_parameters
 from .rows import capture_command, claim_rows, landmark_row
+from .run_landmarks import depth_landmarks
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from ..capturing.results import Capture
-    from .landmarks import DepthLandmarks
+    from .run_landmarks import DepthLandmarks
 
 N_BOOT = 1000  # bootstrap draws of m(gamma) and of the excess (omega_profiles.profile's default)
 NOISE_REPS = 3  # pure-noise samples of the token sample's shape (layer_spectra.gaussian_reference)
@@ -53,7 +53,7 @@ NOT_ALONE = "not testable from this capture alone"
 
 
 def results_label(cap: Capture, file_name: str) -> str:
-    """The label ``latentbook verdict`` gives a results file (``study.verdict.load_results``).
+    """The label ``latentbook verdict`` gives a results file (``study.verdict_table.load_results``).
 
     Parameters
     ----------
@@ -83,7 +83,9 @@ class Report:
     noise: dict[str, float] | None  # mean of layer_spectra.gaussian_reference at the sample's shape
     spectrum_depths: list[int]  # the depths the figure draws against the MP law
     rows: pd.DataFrame | None  # verdict rows (analysis.verdict.COLUMNS); None: not measurable (verdict_note)
-    landmarks: pd.DataFrame | None = None  # study.landmarks.DepthLandmarks.table(); None: see landmarks_note
+    landmarks: pd.DataFrame | None = (
+        None  # study.run_landmarks.DepthLandmarks.table(); None: see landmarks_note
+    )
     twin_label: str | None = None  # the random twin the rows were judged against
     is_null: bool = False  # the capture is itself a null model (random weights)
     excess_note: str = ""
@@ -197,7 +199,7 @@ def verdict_rows(
 ) -> list[judged.Row]:
     """The verdict table's rows for ``cap``: ``measure`` then ``claim_rows`` with run
     "results file", as ``latentbook verdict`` judges a capture file (against ``twin`` when given), and the
-    landmark row (``landmarks``: ``study.landmarks.depth_landmarks`` of ``cap``, measured here when not given).
+    landmark row (``landmarks``: ``study.run_landmarks.depth_landmarks`` of ``cap``, measured here when not given).
     A capture too shallow for the spectral claims is measured for the others, and those rows say why they cannot
     be tested ("not testable here", reason naming the capture's limit).
 
@@ -400,10 +402,10 @@ def _render_landmarks(r: Report, width: int) -> list[str]:
     if r.landmarks is None:
         return out + wrap(f"Not available: {r.landmarks_note}.", width)
     out += wrap(
-        "The field's landmarks on the same gamma axis (study.landmarks, chapter 9): the intrinsic-dimension peak "
+        "The field's landmarks on the same gamma axis (study.run_landmarks, chapter 9): the intrinsic-dimension peak "
         "of the token sample (TwoNN; Gride at a larger scale), the onset of massive activations, the logit "
         f"lens, and the Omega transition of m_z. 'near' means within {PAPER_GAMMA_C} +- "
-        f"{judged.GAMMA_C_TOLERANCE}. The logit lens needs the model: lb.study.landmarks.lens_of(cap, "
+        f"{judged.GAMMA_C_TOLERANCE}. The logit lens needs the model: lb.study.run_landmarks.lens_of(cap, "
         "lb.load_model(NAME)) computes it.",
         width,
     )

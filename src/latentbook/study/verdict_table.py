@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING
 
 from ..analysis.verdict import CLAIMS, COLUMNS, Row, TCOSummary
 from ..errors import CaptureFileError, InvalidInputError, LatentbookError
+from .capture_report import results_label
 from .ladder_rows import ladder_rows
-from .landmarks import DepthLandmarks, book_landmarks, depth_landmarks
 from .measure import Measurements, measure
 from .paths import find_results_dir
-from .report import results_label
 from .rows import claim_rows, landmark_row, not_testable_rows, run_kind, scaling_row
+from .run_landmarks import DepthLandmarks, book_landmarks, depth_landmarks
 from .runs import book_runs
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ def runs_table(
 ) -> pd.DataFrame:
     """Every claim against every run: ``runs`` (from ``measure``), capture files in ``results_dir`` (measured
     here, labelled "results file"), the ladder's rows, and "not testable here" rows for the paper's scale.
-    ``landmarks`` (``study.landmarks.book_landmarks`` of each run) adds each run's landmark row; a results file's
+    ``landmarks`` (``study.run_landmarks.book_landmarks`` of each run) adds each run's landmark row; a results file's
     landmarks are read from the file (without the logit lens, which needs the model).
 
     Files in ``results_dir`` that are not readable captures are listed in ``table.attrs["problems"]``.

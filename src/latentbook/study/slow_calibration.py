@@ -57,7 +57,7 @@ class SlowFamilies:
 
 
 def slow_families(results_dir: str | Path) -> SlowFamilies:
-    """``results_dir / calibration / slow_families.json`` as a table (the columns of ``calibration.calibrate``)."""
+    """``results_dir / calibration / slow_families.json`` as a table (the columns of ``calibration.calibrate_statistics``)."""
     import pandas as pd
 
     path = Path(results_dir) / SLOW_FILE
