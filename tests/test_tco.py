@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from latentbook.analysis import calibration, synthetic, tco, verdict
+from latentbook.analysis import calibration, ridge_probe, synthetic, tco, verdict
 from latentbook.errors import InvalidInputError
 
 
@@ -212,11 +212,11 @@ def test_the_probe_is_sklearns_ridgecv_where_gcv_is_leave_one_out():
             else:
                 x = np.vstack([_shifts(rng.normal(size=12))] * 2)
             y = np.argmax(x[:, :k] + (0.5 if wide else 1.0) * rng.normal(size=(len(x), k)), axis=1)
-            probe = tco.fit_probe(x, y, k)
+            probe = ridge_probe.fit_probe(x, y, k)
             z = (x - x.mean(0)) / x.std(0)
             onehot = np.eye(k)[y]
             s2 = np.linalg.eigvalsh(z.T @ z)
-            alphas = tco.RIDGE_GRID * s2[s2 > 1e-10 * s2.max()].mean()
+            alphas = ridge_probe.RIDGE_GRID * s2[s2 > 1e-10 * s2.max()].mean()
             loo = RidgeCV(alphas=alphas, fit_intercept=True).fit(z, onehot)
             assert probe.penalty == pytest.approx(loo.alpha_, rel=1e-8), (wide, seed)
             assert (
@@ -255,8 +255,8 @@ def test_the_gcv_is_the_hat_matrix_one_with_the_intercept_counted():
             x = rng.normal(size=(m, d)) * rng.uniform(0.5, 2.0, size=d)
             y = np.arange(m) % k
             y = np.where(rng.random(m) < 0.6, np.argmax(x[:, :k], axis=1), y)
-            penalties, gcv = tco.ridge_gcv(x, y, k)
-            probe = tco.fit_probe(x, y, k)
+            penalties, gcv = ridge_probe.ridge_gcv(x, y, k)
+            probe = ridge_probe.fit_probe(x, y, k)
             chosen = int(np.flatnonzero(penalties == probe.penalty)[0])
             assert chosen == int(np.argmin(gcv))
             brute = np.array([_brute_gcv(x, y, k, p) for p in penalties])
@@ -284,8 +284,8 @@ def test_with_fewer_tokens_than_dimensions_noise_labels_get_the_largest_penaltie
         rng = np.random.default_rng(seed)
         x = rng.normal(size=(m, d))
         y = rng.integers(0, k, m)
-        probe = tco.fit_probe(x, y, k)
-        penalties, _ = tco.ridge_gcv(x, y, k)
+        probe = ridge_probe.fit_probe(x, y, k)
+        penalties, _ = ridge_probe.ridge_gcv(x, y, k)
         assert probe.penalty >= penalties[-2] * (1 - 1e-12), seed
 
 
@@ -302,8 +302,8 @@ def test_with_fewer_tokens_than_dimensions_a_real_signal_gets_the_held_out_best_
         means = 0.5 * rng.normal(size=(k, d))
         y, y_new = rng.integers(0, k, m), rng.integers(0, k, 4000)
         x, x_new = means[y] + rng.normal(size=(m, d)), means[y_new] + rng.normal(size=(4000, d))
-        probe = tco.fit_probe(x, y, k)
-        penalties, _ = tco.ridge_gcv(x, y, k)
+        probe = ridge_probe.fit_probe(x, y, k)
+        penalties, _ = ridge_probe.ridge_gcv(x, y, k)
         assert penalties[0] < probe.penalty < penalties[-1], seed
         z, z_new = (x - x.mean(0)) / x.std(0), (x_new - x.mean(0)) / x.std(0)
         errors = np.array(

@@ -329,6 +329,7 @@ MEASURING_MODULES = (
     "latentbook.analysis.omega_profiles",
     "latentbook.analysis.paper",
     "latentbook.analysis.resampling",
+    "latentbook.analysis.ridge_probe",
     "latentbook.analysis.standardisation",
     "latentbook.analysis.tco",
     "latentbook.analysis.transition",

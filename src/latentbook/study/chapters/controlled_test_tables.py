@@ -23,9 +23,10 @@ def measured_by(m: dict) -> str:
     stale = stale_models(m)
     if not stale:
         return f"all {n} models and checkpoints were measured by the code that builds this page"
+    which = f"all {n}" if len(stale) == n else f"{len(stale)} of the {n}"
     return (
-        f"{len(stale)} of the {n} models and checkpoints were measured by older code than the code that builds "
-        f"this page, so their numbers may differ from what it would give: `{V2_COMMAND}` measures them again"
+        f"{which} models and checkpoints were measured by older code than the code that builds this page, so "
+        f"their numbers may differ from what it would give: `{V2_COMMAND}` measures them again"
     )
 
 

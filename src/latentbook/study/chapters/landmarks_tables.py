@@ -20,8 +20,8 @@ from ..run_landmarks import ID_SCALE, LANDMARK_NAMES
 from . import label_key
 
 if TYPE_CHECKING:
-    from ..run_landmarks import DepthLandmarks
     from ..planted_calibration import PlantedTable
+    from ..run_landmarks import DepthLandmarks
 
 # (dimension, ambient d, within-prompt correlation, noise): the planted clouds of the estimator check
 PLANTED_CLOUDS = ((3, 256, 0.0, 0.0), (6, 384, 0.5, 0.0), (10, 640, 0.5, 0.0), (6, 384, 0.3, 0.02))
