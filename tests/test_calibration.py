@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import latentbook as lb
-from latentbook.analysis import calibration, interval_coverage, verdict
+from latentbook.analysis import calibration, interval_coverage, planted_statistics, verdict
 
 
 @pytest.mark.parametrize(
@@ -49,13 +49,13 @@ def test_a_judge_that_rewards_imprecision_fails_its_calibration(monkeypatch):
 
 def test_planted_profiles_carry_the_nuisances():
     rng = np.random.default_rng(0)
-    p = calibration.planted_profile(rng, 30, "flat", jump=0.2, gamma_c=0.5, base=0.5)
-    assert p.m.shape == (31,) and p.draws.shape == (calibration.N_DRAWS, 31)
+    p = planted_statistics.planted_profile(rng, 30, "flat", jump=0.2, gamma_c=0.5, base=0.5)
+    assert p.m.shape == (31,) and p.draws.shape == (planted_statistics.N_DRAWS, 31)
     assert abs(p.m[0] - p.m[2]) >= 0.09  # the rise out of the embedding
     assert np.mean(p.m[16:29]) - np.mean(p.m[2:15]) == pytest.approx(0.2, abs=0.03)
     assert p.draws.std(0).max() < np.abs(np.diff(p.m[2:-1])).mean()  # sampling noise below the misfit
     with pytest.raises(lb.InvalidInputError):
-        calibration.background(p.gamma, "wiggle", rng)
+        planted_statistics.background(p.gamma, "wiggle", rng)
     with pytest.raises(lb.InvalidInputError):
         calibration.calibrate_statistics(n_cases=0)
 

@@ -9,16 +9,16 @@ import numpy as np
 import pytest
 
 import latentbook as lb
-from latentbook.analysis import calibration, omega_profiles, transition
+from latentbook.analysis import calibration, omega_profiles, planted_statistics, transition
 
-BACKGROUNDS = calibration.BACKGROUNDS
+BACKGROUNDS = planted_statistics.BACKGROUNDS
 
 
 def _planted(seed: int, jump: float, gamma_c: float, width: float = 0.0, kind: str | None = None):
     rng = np.random.default_rng(seed)
     n_layers = calibration.LAYERS[seed % len(calibration.LAYERS)]
     kind = kind or BACKGROUNDS[seed % len(BACKGROUNDS)]
-    return calibration.planted_profile(rng, n_layers, kind, jump=jump, gamma_c=gamma_c, width=width)
+    return planted_statistics.planted_profile(rng, n_layers, kind, jump=jump, gamma_c=gamma_c, width=width)
 
 
 def test_planted_jumps_with_edge_rises_trends_and_correlated_misfit_are_found_within_005():

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from . import bimodality, contraction, cooling, planted_statistics, transition, verdict
+from .planted_statistics import BACKGROUNDS, PlantedProfile, planted_profile
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,79 +34,6 @@ MAX_FALSE_HOLDS = 0.05
 MIN_FOUND = 0.80
 LAYERS = (12, 16, 24, 30, 40, 64, 80)
 WIDTHS = (384, 576, 640, 1536, 2048, 5120)
-BACKGROUNDS = ("flat", "linear", "decay", "hump", "gradual")
-N_DRAWS = 200
-
-
-# --- planted profiles -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PlantedProfile:
-    """``m(gamma)`` with prompt-bootstrap-like ``draws`` (``(N_DRAWS, n_depths)``) and what was planted."""
-
-    gamma: np.ndarray
-    m: np.ndarray
-    draws: np.ndarray
-    jump: float
-    gamma_c: float
-
-
-def _logistic(z: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-np.clip(z, -500, 500)))
-
-
-def background(gamma: np.ndarray, kind: str, rng: np.random.Generator) -> np.ndarray:
-    """A smooth profile shape: flat, linear, decay, hump or gradual (a sigmoid of width 0.1-0.2), zero-based."""
-    if kind == "flat":
-        return np.zeros_like(gamma)
-    if kind == "linear":
-        return rng.uniform(-0.15, 0.15) * gamma
-    if kind == "decay":
-        return rng.uniform(0.05, 0.25) * np.exp(-gamma / rng.uniform(0.1, 0.4))
-    if kind == "hump":
-        centre, spread = rng.uniform(0.1, 0.6), rng.uniform(0.15, 0.3)
-        return rng.uniform(-0.2, 0.2) * np.exp(-((gamma - centre) ** 2) / (2 * spread**2))
-    if kind == "gradual":
-        return rng.uniform(0.1, 0.25) * _logistic((gamma - rng.uniform(0.3, 0.7)) / rng.uniform(0.1, 0.2))
-    raise InvalidInputError(f"background must be one of {BACKGROUNDS}, got {kind!r}.")
-
-
-def planted_profile(
-    rng: np.random.Generator,
-    n_layers: int,
-    kind: str = "flat",
-    jump: float = 0.0,
-    gamma_c: float = 0.42,
-    width: float = 0.0,
-    base: float | None = None,
-) -> PlantedProfile:
-    """A profile with the real models' nuisances and, if ``jump != 0``, a jump at ``gamma_c`` (step or switch).
-
-    ``m_l = base + background + jump * s_l``, then: depth 0 and 1 moved by a rise out of the embedding (0.1-0.4,
-    either sign; depth 1 carries 20-60 % of it), the last depth by up to +-0.15, AR(1) misfit (s.d. 0.003-0.02,
-    lag-1 correlation 0.3-0.8); draws ``m + se (0.7 z_common + 0.71 z_depth)`` with ``se`` 13-98 times below the
-    misfit (as measured on SmolLM2 and Gemma 3).
-    """
-    gamma = np.arange(n_layers + 1) / n_layers
-    level = rng.uniform(0.3, 0.7) if base is None else base
-    m = level + background(gamma, kind, rng)
-    if jump:
-        switch = (gamma > gamma_c).astype(float) if width == 0 else _logistic((gamma - gamma_c) / width)
-        m = m + jump * switch
-    rise = rng.uniform(0.1, 0.4) * rng.choice([-1.0, 1.0])
-    m[0] -= rise
-    m[1] -= rise * rng.uniform(0.2, 0.6)
-    m[-1] += rng.uniform(-0.15, 0.15)
-    sd, rho = rng.uniform(0.003, 0.02), rng.uniform(0.3, 0.8)
-    e = rng.standard_normal(len(gamma))
-    for i in range(1, len(e)):
-        e[i] = rho * e[i - 1] + np.sqrt(1 - rho**2) * e[i]
-    m = m + sd * e
-    se = sd / rng.uniform(13, 98)
-    common = rng.standard_normal((N_DRAWS, 1))
-    draws = m + se * (0.7 * common + np.sqrt(1 - 0.49) * rng.standard_normal((N_DRAWS, len(gamma))))
-    return PlantedProfile(gamma, m, draws, float(jump), float(gamma_c))
 
 
 # --- the families of each claim ---------------------------------------------------------------------------
@@ -119,9 +47,7 @@ class StatisticFamily:
     name: str
     present: bool
     run: Callable[[np.random.Generator], str]
-    slow: bool = (
-        False  # tens of seconds a case: run by tools/calibrate_slow.py into results/, not in the book
-    )
+    slow: bool = False  # tens of seconds a case: tools/calibrate_slow.py runs it into results/, not the book
 
 
 def _fit(p: PlantedProfile) -> transition.Transition:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import omega_profiles, transition, verdict
-from .calibration import BACKGROUNDS, LAYERS, planted_concentration, planted_profile
+from .calibration import LAYERS, planted_concentration
+from .planted_statistics import BACKGROUNDS, planted_profile
 from .resampling import Z95
 
 if TYPE_CHECKING:
