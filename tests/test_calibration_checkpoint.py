@@ -44,8 +44,14 @@ def run_case(case, seed=0, names=None):
     with RAN.open("a") as log:
         log.write(f"{case}{''.join(names)}\\n")
     shift = int(os.environ.get("FAKE_SHIFT", "0"))
+    jitter = float(os.environ.get("FAKE_JITTER", "0"))
     return [
-        {"family": name, "case": case, "verdict": "holds" if (case + seed + shift) % 2 else "does not hold"}
+        {
+            "family": name,
+            "case": case,
+            "verdict": "holds" if (case + seed + shift) % 2 else "does not hold",
+            "value": (1.0 + case + seed) * (1.0 + jitter),
+        }
         for name in names
     ]
 
@@ -166,7 +172,11 @@ def test_a_record_is_restamped_for_new_code_only_where_every_family_reproduces(c
     with pytest.raises(SystemExit, match="same --n-cases"):
         calibration("--n-cases", "5", "--out", str(out), "--restamp", FAKE_HASH="h2", FAKE_SHIFT="0")
 
-    ran = calibration("--n-cases", "4", "--out", str(out), "--restamp", FAKE_HASH="h2")
+    with pytest.raises(SystemExit, match="does not reproduce"):  # a value moved by a millionth: new code
+        calibration("--n-cases", "4", "--out", str(out), "--restamp", FAKE_HASH="h2", FAKE_JITTER="1e-6")
+    assert json.loads(out.read_text()) == first
+    # the last digits another machine's BLAS changes: the same values
+    ran = calibration("--n-cases", "4", "--out", str(out), "--restamp", FAKE_HASH="h2", FAKE_JITTER="1e-13")
     assert ran == ["0ab", "1ab"]  # the spot check alone
     record = json.loads(out.read_text())
     assert record["records"] == first["records"] and record["provenance"]["source_hash"] == "h2"
@@ -183,3 +193,15 @@ def test_run_cases_in_processes_gives_the_records_of_one_process():
 
 def _square(case: int, seed: int) -> list[dict]:
     return [{"case": case, "value": case * case + seed}]
+
+
+def test_records_reproduce_to_the_last_digits_a_machine_changes_and_no_further():
+    spec = importlib.util.spec_from_file_location("provenance", ROOT / "tools" / "provenance.py")
+    provenance = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(provenance)
+    kept = [{"family": "f", "verdict": "holds", "value": 0.8543609705795240}, {"value": float("nan")}]
+    assert provenance.reproduces([{**kept[0], "value": 0.8543609705795205}, kept[1]], kept)
+    assert not provenance.reproduces([{**kept[0], "value": 0.8543610}, kept[1]], kept)
+    assert not provenance.reproduces([{**kept[0], "verdict": "inconclusive"}, kept[1]], kept)
+    assert not provenance.reproduces([kept[0], {"value": 0.0}], kept)
+    assert not provenance.reproduces(kept[:1], kept)

@@ -68,6 +68,26 @@ def test_sharpening_lowers_the_attention_entropy_after_its_depth_only():
     )
 
 
+def test_a_planted_sink_draws_the_attention_and_leaves_the_other_keys_alone():
+    """From its depth on, the sink takes most of every row (the raw entropy halves), while the entropy over the
+    other keys, which the cooling judge reads, moves by under 5 %; before it nothing changes."""
+    base = replace(BASE, plant="none")
+    caps = {}
+    for flow in ("sink", "none"):
+        model = planted_flow.build(planted_flow.FlowSpec(base, flow, 5.0))
+        caps[flow] = lb.capture(
+            model, load("general", limit=16), max_length=32, attention=True, progress=False
+        )
+    after = slice(base.depth, None)
+    drawn, plain = caps["sink"].attention, caps["none"].attention
+    assert drawn.max_weight()[after].mean() > 0.7 and plain.max_weight()[after].mean() < 0.3
+    assert drawn.entropy()[after].mean() < 0.6 * plain.entropy()[after].mean()
+    np.testing.assert_allclose(drawn.entropy()[: base.depth], plain.entropy()[: base.depth], rtol=1e-6)
+    summary = cooling.cooling_summary(caps["sink"])
+    assert summary.estimate > 0.95
+    assert cooling.judge_cooling(summary, cooling.cooling_summary(caps["none"]))[0] != "holds"
+
+
 def test_flow_models_save_as_folders_that_load_as_user_models(tmp_path):
     spec = planted_flow.FlowSpec(BASE, "transverse", C)
     folder = planted_flow.save(spec, tmp_path / "flow")
@@ -87,9 +107,12 @@ def test_flow_specs_refuse_what_cannot_be_planted():
         dict(flow="sharpening", strength=-1.0),
         dict(k=0),
         dict(k=128),
+        dict(flow="sink", strength=0.0),
     ):
         with pytest.raises(InvalidInputError):
             planted_flow.FlowSpec(BASE, **bad)
+    with pytest.raises(InvalidInputError, match="sink=True"):
+        planted_flow.FlowSpec(replace(BASE, sink=False), "sink", 5.0)
 
 
 def test_flow_families_share_their_models_and_judge_contraction_against_the_twin():
@@ -123,3 +146,43 @@ def test_flow_families_share_their_models_and_judge_contraction_against_the_twin
     assert verdicts["random twin"]["transverse_contraction"] == "holds"
     assert verdicts["contracting twin"]["transverse_contraction"] != "holds"
     assert verdicts["random twin"]["attention_cooling"] != "holds"
+
+
+def test_only_the_families_judging_contraction_pay_for_the_gains(monkeypatch):
+    """The Jacobian-vector gains are measured for the families with a ``transverse_contraction`` row only; the
+    attention families capture attention without them."""
+    import latentbook.capturing.jacobian as jacobian
+
+    with_gains = {family.name for family in planted_calibration.families() if family.gains}
+    assert with_gains == {
+        "transverse contraction from 0.42",
+        "a class code, no contraction",
+        "every direction shrinks from 0.42",
+        "the twin contracts too",
+        "nothing planted, flow measured",
+    }
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("gains measured where no row reads them")
+
+    monkeypatch.setattr(jacobian, "transverse_gains", refuse)
+    sink = planted_flow.FlowSpec(replace(BASE, plant="none"), "sink", 5.0)
+    measured = planted_calibration.measure_spec(sink, spectra=False, flow=True, gains=False)
+    assert measured.contraction is None and measured.cooling is not None
+
+
+def test_the_class_code_twin_writes_a_code_of_its_own_where_the_model_writes_its():
+    by_name = {family.name: family for family in planted_calibration.families()}
+    family = by_name["the twin has the class code too"]
+    base = planted_calibration.base_spec(3)
+    spec = family.plant(base, np.random.default_rng(1))
+    assert spec == by_name["class code, step in 0.33-0.51"].plant(base, np.random.default_rng(1))
+    twin = family.twin(spec, np.random.default_rng(1))
+    assert (twin.plant, twin.gamma, twin.strength, twin.n_classes) == (
+        "class_code",
+        spec.gamma,
+        spec.strength,
+        spec.n_classes,
+    )
+    assert twin.seed != spec.seed and not (twin.sink or twin.massive) and twin.growth == 1.0
+    assert planted.written(twin, 50).tolist() != planted.written(spec, 50).tolist()

@@ -99,6 +99,15 @@ def test_critical_depth_and_jump_criteria_on_planted_curves():
     # ... unless a twin with the same step explains it, or the step is not clearly a transition's
     assert verdict.judge_critical_depth(medium, 41, medium)[0] == "does not hold"
     assert verdict.judge_critical_depth(small, 41)[0] == "does not hold"
+    # a twin with a smaller step of its own at the same depth: the model beats its jump, yet the depth is the
+    # architecture's (the planted class code written in model and twin alike, the model's norm growing)
+    judged, why = verdict.judge_critical_depth(at_paper, 41, medium)
+    assert verdict.judge_jump(at_paper, medium, verdict.MIN_TRANSITION)[0] == "holds"
+    assert judged == "does not hold" and "architecture's" in why
+    # a twin whose own step lies elsewhere does not explain this one
+    elsewhere = transition.critical_depth(*_curve(0.75, 0.09, noise=0.001))
+    assert verdict.places_gamma_c(elsewhere)
+    assert verdict.judge_critical_depth(at_paper, 41, elsewhere)[0] == "holds"
 
 
 def _curve(gamma_c, amplitude, noise=0.01):

@@ -74,13 +74,13 @@ def calibration_main(module, script: str, description: str, **settings) -> None:
             nargs="+",
             metavar="FAMILY",
             help="run these families only and add them to the record at --out, keeping its other families once "
-            f"cases {SPOT_CASES} of them reproduce exactly on the current code",
+            f"cases {SPOT_CASES} of them reproduce on the current code (verdicts exactly, values to {SPOT_RTOL:g})",
         )
         parser.add_argument(
             "--restamp",
             action="store_true",
             help=f"run nothing new: once cases {SPOT_CASES} of every family of the record at --out reproduce "
-            "exactly on the current code, keep the record for it (for a change that moves no value: a rename, "
+            f"on the current code (verdicts exactly, values to {SPOT_RTOL:g}), keep the record for it (for a change that moves no value: a rename, "
             "a module split; any other change needs the whole run)",
         )
     args = parser.parse_args()
@@ -149,11 +149,35 @@ def calibration_main(module, script: str, description: str, **settings) -> None:
 
 
 SPOT_CASES = (0, 1)  # the cases of the kept families that must reproduce before a record is extended
+# how far a value run again may move and still be the same: the last digits that another machine's BLAS, summing
+# in another order, changes (1e-14 of the value, seen between two machines); a change to the code moves far more
+SPOT_RTOL = 1e-9
+
+
+def reproduces(again: list[dict], before: list[dict], rtol: float = SPOT_RTOL) -> bool:
+    """Whether the records ``again`` are ``before``: every field equal, but float values, equal to ``rtol`` (a
+    NaN only to a NaN)."""
+    import math
+
+    if len(again) != len(before):
+        return False
+    for new, old in zip(again, before):
+        if new.keys() != old.keys():
+            return False
+        for key, value in new.items():
+            kept = old[key]
+            if isinstance(value, float) and isinstance(kept, float):
+                same = (math.isnan(value) and math.isnan(kept)) or math.isclose(value, kept, rel_tol=rtol)
+            else:
+                same = value == kept
+            if not same:
+                return False
+    return True
 
 
 def restamp(module, args, script: str, source_hash: str, settings: dict) -> None:
     """Keep the record at ``args.out`` for the code of ``source_hash`` once ``SPOT_CASES`` of every family
-    reproduce it exactly (``kept_families``), writing it atomically with provenance that says so
+    reproduce it (``kept_families``: verdicts exactly, values to ``SPOT_RTOL``), writing it atomically with provenance that says so
     (``"restamped"``: the cases checked and the provenance kept); a record of this very code is left alone."""
     import json
 
@@ -179,8 +203,8 @@ def kept_families(
     module, out: Path, names: tuple[str, ...], n_cases: int, seed: int, jobs: int, script: str
 ) -> dict:
     """The record at ``out`` without the families ``names``, once its other families are shown to be those of the
-    current code: ``SPOT_CASES`` of them run again must give the very same records (the judges' values to the last
-    digit). Refused, naming the fix, when the record is missing, of other cases or seed, a name is not a family
+    current code: ``SPOT_CASES`` of them run again must give the same records (``reproduces``: the verdicts exactly,
+    the judges' values to ``SPOT_RTOL``). Refused, naming the fix, when the record is missing, of other cases or seed, a name is not a family
     of ``module.families()``, or the kept families do not reproduce."""
     import json
 
@@ -207,7 +231,7 @@ def kept_families(
     again = {case: found for case, found in module.iter_cases(check, seed=seed, jobs=jobs, names=keep)}
     for case in check:
         before = [r for r in records if r["case"] == case]
-        if json.dumps(again[case], sort_keys=True) != json.dumps(before, sort_keys=True):
+        if not reproduces(again[case], before):
             raise SystemExit(
                 f"Case {case} of the kept families does not reproduce on the current code, so {out} cannot be "
                 f"kept: run tools/{script} for every family."

@@ -275,9 +275,11 @@ def judge_critical_depth(
     """Holds when there is a transition (``transition.critical_depth``, jump >= ``MIN_TRANSITION``) that beats the
     twin (``judge_jump`` at ``min_jump``, by default ``MIN_TRANSITION``: the jump's interval above it and above the
     twin's by as much, so no gamma_c is read where the twin explains the step; the size of the paper's jump is
-    ``omega_jump``'s claim) and its whole interval lies inside ``0.42 +- GAMMA_C_TOLERANCE`` (an equivalence
+    ``omega_jump``'s claim), that the twin does not share (a twin placing a gamma_c of its own, ``places_gamma_c``,
+    whose interval overlaps the model's: the depth is the architecture's, and a twin jumping a little less there
+    does not make it learned), and whose whole interval lies inside ``0.42 +- GAMMA_C_TOLERANCE`` (an equivalence
     test: imprecision cannot hold); does not hold when there is no transition, its interval lies wholly outside,
-    or it does not beat the twin; else inconclusive."""
+    the twin shares it or it does not beat the twin; else inconclusive."""
     if trans is None:
         return "not testable here", (
             f"{n_depths} depths: the fit needs {MIN_DEPTHS} ({transition.MIN_FITTED} after the "
@@ -293,6 +295,13 @@ def judge_critical_depth(
     jump, why = judge_jump(trans, twin_trans, min_jump)
     if jump != "holds":
         return "does not hold", f"no critical depth beyond the null: {why}"
+    if twin_trans is not None and places_gamma_c(twin_trans):
+        twin_low, twin_high = twin_trans.ci
+        if twin_low <= high and low <= twin_high:
+            return "does not hold", (
+                f"{found}, and the twin has one of its own at {twin_trans.gamma_c:.3f} "
+                f"{_fmt_ci(twin_low, twin_high)}: the depth is the architecture's"
+            )
     if window[0] <= low and high <= window[1]:
         return "holds", f"{found}, inside {PAPER_GAMMA_C} +- {GAMMA_C_TOLERANCE}"
     return "inconclusive", f"{found}: the interval is not inside {PAPER_GAMMA_C} +- {GAMMA_C_TOLERANCE}"

@@ -20,10 +20,18 @@ What is planted (``FLOWS``), in every decoder layer ``i >= l*`` (the blocks mapp
 - ``sharpening``: the query and key projections scaled by ``strength * sqrt(REFERENCE_WIDTH / d)`` (the logits
   by its square; at random initialisation their scale grows with ``d``, so a strength sharpens alike at every
   width): attention sharpens from ``l*`` on, its entropy falls;
+- ``sink``: an attention sink (Xiao et al. 2023) drawn from ``l*`` on: each head's queries gain a bias ``a`` along
+  the head dimension of RoPE's lowest frequency (turned by under 0.01 rad over 64 positions) and its keys read the
+  sink coordinate (``planted.nuisance_dims``, which only the first token carries: the base needs ``sink``) there,
+  so that every query's logit to the first token rises by ``strength`` nats (measured layer by layer, as the
+  contraction's scale is) and another key's by ``strength`` times its share of that coordinate. The attention
+  drawn to the sink grows; the rows over the other keys barely change: the raw entropy falls, the entropy
+  without the sink key (``analysis.cooling``) should not;
 - ``none``: the blocks as they are.
 
 The linear writer needs a constant hidden activation: the configuration gains MLP biases (``mlp_bias``, zero in
-every layer, so the base model's function is unchanged) and the writer's gate bias is 1 (``relu2(1) = 1``).
+every layer, so the base model's function is unchanged) and the writer's gate bias is 1 (``relu2(1) = 1``); the
+sink's queries need attention biases (``attention_bias``, zero but where the sink is planted).
 ``save(spec, folder)`` writes the model as a folder that ``lb.load_model(folder)`` loads like any user's.
 Introduced in: chapter 8 (the end-to-end calibration of the flow rows).
 """
@@ -43,7 +51,7 @@ from . import planted
 if TYPE_CHECKING:
     from .zoo import LoadedModel
 
-FLOWS = ("transverse", "uniform", "sharpening", "none")
+FLOWS = ("transverse", "uniform", "sharpening", "sink", "none")
 SPEC_FILE = "planted_flow.json"  # what was planted, beside config.json in a saved folder
 N_TEXTS = 32  # the general prompts whose states set U and each writer's scale
 REFERENCE_WIDTH = 256  # sharpening's strength is the factor on queries and keys at this width
@@ -65,8 +73,12 @@ class FlowSpec:
             raise InvalidInputError(f"flow must be one of {FLOWS}, got {self.flow!r}.")
         if self.flow in ("transverse", "uniform") and not 0 < self.strength < 1:
             raise InvalidInputError(f"a contraction's strength c must lie in (0, 1), got {self.strength!r}.")
-        if self.flow == "sharpening" and not self.strength > 0:
-            raise InvalidInputError(f"sharpening's strength must be positive, got {self.strength!r}.")
+        if self.flow in ("sharpening", "sink") and not self.strength > 0:
+            raise InvalidInputError(f"{self.flow}'s strength must be positive, got {self.strength!r}.")
+        if self.flow == "sink" and not self.base.sink:
+            raise InvalidInputError(
+                "the sink flow draws attention to the first token's sink coordinate: give a base with sink=True."
+            )
         if not (isinstance(self.k, int) and 1 <= self.k < self.base.d):
             raise InvalidInputError(f"k must be an integer in 1..d - 1 = {self.base.d - 1}, got {self.k!r}.")
 
@@ -95,6 +107,8 @@ def build(spec: FlowSpec) -> LoadedModel:
                 layer.self_attn.k_proj.weight.mul_(factor)
     elif spec.flow in ("transverse", "uniform"):
         _plant_contraction(loaded, spec, load("general", limit=N_TEXTS))
+    elif spec.flow == "sink":
+        _plant_sink(loaded, spec, load("general", limit=N_TEXTS))
     return loaded
 
 
@@ -159,6 +173,63 @@ def _plant_contraction(loaded: LoadedModel, spec: FlowSpec, texts: list[str]) ->
     batch = loaded.tokenizer(texts, return_tensors="pt", padding=True, truncation=True, max_length=64)
     keep["mask"] = batch["attention_mask"].bool()
     keep["mask"][:, 0] = False
+    try:
+        with torch.no_grad():
+            loaded.model(**batch)
+    finally:
+        for hook in hooks:
+            hook.remove()
+
+
+SINK_QUERY_BIAS = 1.0  # ``a``: the queries' shared component along the sink's head dimension
+
+
+def _add_attention_biases(model) -> None:
+    """Zero biases on every attention projection (``config.attention_bias``): the function is unchanged."""
+    import torch
+
+    model.config.attention_bias = True
+    for layer in model.model.layers:
+        attention = layer.self_attn
+        for linear in (attention.q_proj, attention.k_proj, attention.v_proj, attention.o_proj):
+            linear.bias = torch.nn.Parameter(torch.zeros(linear.out_features), requires_grad=False)
+
+
+def _plant_sink(loaded: LoadedModel, spec: FlowSpec, texts: list[str]) -> None:
+    """Rebuild the attention of layers ``l*`` to ``L - 1`` to draw ``spec.strength`` more nats to the first token,
+    in one forward pass over ``texts``: a hook after each layer's input norm reads the first token's normalised
+    sink coordinate ``s0`` (median over prompts) and sets, in every head, the query bias ``a`` on the head
+    dimension ``j`` of RoPE's lowest frequency and the key weight ``strength * sqrt(head_dim) / (a s0)`` from the
+    sink coordinate to ``j``: the first key's logit rises by ``strength`` before the layer attends."""
+    import torch
+
+    _add_attention_biases(loaded.model)
+    config = loaded.model.config
+    head_dim = config.hidden_size // config.num_attention_heads
+    slow = head_dim // 2 - 1  # rotate_half pairs j with j + head_dim / 2; the last pair turns slowest
+    sink = int(planted.nuisance_dims(spec.base)[1])
+
+    def rebuild(index: int):
+        attention = loaded.model.model.layers[index].self_attn
+
+        def hook(_module, _args, output):
+            first = float(np.median(output[:, 0, sink].double().numpy()))
+            weight = spec.strength * np.sqrt(head_dim) / (SINK_QUERY_BIAS * first)
+            with torch.no_grad():
+                for head in range(config.num_attention_heads):
+                    attention.q_proj.bias[head * head_dim + slow] = SINK_QUERY_BIAS
+                for head in range(config.num_key_value_heads):
+                    attention.k_proj.weight[head * head_dim + slow, sink] += weight
+
+        return hook
+
+    layers = loaded.model.model.layers
+    # fmt: off
+    hooks = [
+        layers[i].input_layernorm.register_forward_hook(rebuild(i)) for i in range(spec.base.depth, len(layers))
+    ]
+    # fmt: on
+    batch = loaded.tokenizer(texts, return_tensors="pt", padding=True, truncation=True, max_length=64)
     try:
         with torch.no_grad():
             loaded.model(**batch)

@@ -52,6 +52,8 @@ LIQUID_ROWS = ("stays_liquid", "stays_liquid_cleaned")
 # measured with attention statistics and Jacobian-vector gains
 FLOW_ROWS = ("transverse_contraction", "attention_cooling")
 SHARPENING = (6.5, 8.0)  # planted_flow "sharpening" strengths: the entropy falls by a third to three quarters
+# planted_flow "sink" strengths in nats: the sink draws 70-95 % of each row, as in trained models
+SINK = (4.0, 7.0)
 FILE = Path("calibration") / "planted_models.json"
 # the run before the cleaned spectral rows removed each coordinate's position profile (chapter 8 compares them)
 BEFORE_POSITION_PROFILE = Path("calibration") / "planted_models_before_position_profile.json"
@@ -78,6 +80,11 @@ class Family:
     def flow(self) -> bool:
         """Whether the family judges a flow row (``FLOW_ROWS``): its models are measured with attention and gains."""
         return any(claim in FLOW_ROWS for claim in self.present + self.absent)
+
+    @property
+    def gains(self) -> bool:
+        """Whether the family judges ``transverse_contraction``: its models' Jacobian-vector gains are measured."""
+        return "transverse_contraction" in self.present + self.absent
 
 
 def _code(window: tuple[float, float], plant: str = "sparse_code") -> Callable:
@@ -132,7 +139,9 @@ def _twin_writing_as_much(spec: planted.PlantSpec, rng: np.random.Generator) -> 
 
 
 def _twin_with_code(base: planted.PlantSpec, rng: np.random.Generator) -> planted.PlantSpec:
-    return replace(planted.twin_spec(base), plant="sparse_code", gamma=base.gamma, strength=base.strength)
+    """The random twin writing a code of the model's kind (its own: drawn from its seed) where the model writes
+    it, as strong and with as many classes."""
+    return replace(planted.twin_spec(base), plant=base.plant, gamma=base.gamma, strength=base.strength)
 
 
 def _contraction(flow: str) -> Callable:
@@ -157,6 +166,13 @@ def _sharpening(base: planted.PlantSpec, rng: np.random.Generator) -> planted_fl
     """Attention sharpening (``planted_flow`` "sharpening", strength in ``SHARPENING``) from 0.38-0.46 on."""
     start = replace(base, gamma=float(rng.uniform(0.38, 0.46)))
     return planted_flow.FlowSpec(start, "sharpening", float(rng.uniform(*SHARPENING)))
+
+
+def _sink(base: planted.PlantSpec, rng: np.random.Generator) -> planted_flow.FlowSpec:
+    """An attention sink (``planted_flow`` "sink", strength in ``SINK``) drawn from 0.38-0.46 on, in a model whose
+    first token carries the sink coordinate (``sink`` switched on whatever the case drew)."""
+    start = replace(base, sink=True, gamma=float(rng.uniform(0.38, 0.46)))
+    return planted_flow.FlowSpec(start, "sink", float(rng.uniform(*SINK)))
 
 
 def _twin_with_flow(spec: planted_flow.FlowSpec, rng: np.random.Generator) -> planted_flow.FlowSpec:
@@ -208,6 +224,13 @@ def families() -> list[Family]:
             absent=OMEGA_ROWS,
             twin=_twin_with_code,
         ),
+        Family(
+            "the twin has the class code too",
+            _class_code((0.33, 0.51)),
+            absent=ARTEFACT_ROWS,
+            twin=_twin_with_code,
+            draws="class code, step in 0.33-0.51",
+        ),
         Family("nothing planted", _artefact("none", (1.0, 1.0)), present=LIQUID_ROWS, absent=ARTEFACT_ROWS),
         Family("a one-hot code above the solid level", _solid_code, absent=LIQUID_ROWS),
         Family(
@@ -249,6 +272,7 @@ def families() -> list[Family]:
             twin=_twin_with_flow,
             draws="sharpening",
         ),
+        Family("the sink draws the attention from 0.42", _sink, absent=("attention_cooling",)),
         Family("nothing planted, flow measured", _artefact("none", (1.0, 1.0)), absent=FLOW_ROWS),
     ]
 
@@ -268,12 +292,15 @@ def base_spec(case: int, seed: int = 0) -> planted.PlantSpec:
 
 
 def measure_spec(
-    spec: planted.PlantSpec | planted_flow.FlowSpec, spectra: bool = True, flow: bool = False
+    spec: planted.PlantSpec | planted_flow.FlowSpec,
+    spectra: bool = True,
+    flow: bool = False,
+    gains: bool = True,
 ) -> Measurements:
     """Build, capture (``CAPTURE``) and measure one planted model, as the verdict measures a run (the spike
     counts left out: no family here judges them; ``spectra=False``: the Omega rows only; ``flow``: the flow rows
-    too, from attention statistics in the capture and the Jacobian-vector gains measured as the book measures a
-    model's, ``cache.BOOK_GAIN_SETTINGS`` on its ``BOOK_GAIN_PROMPTS`` prompts)."""
+    too, from attention statistics in the capture and, with ``gains``, the Jacobian-vector gains measured as the
+    book measures a model's, ``cache.BOOK_GAIN_SETTINGS`` on its ``BOOK_GAIN_PROMPTS`` prompts)."""
     from ..capturing.cache import BOOK_GAIN_PROMPTS, BOOK_GAIN_SETTINGS
     from ..capturing.capture import capture
     from ..capturing.jacobian import transverse_gains
@@ -291,10 +318,10 @@ def measure_spec(
         progress=False,
         **options,
     )
-    gains = None
-    if flow:
-        gains = transverse_gains(model, load("general", limit=BOOK_GAIN_PROMPTS), **BOOK_GAIN_SETTINGS)
-    return measure(cap, spec.name, spectra=spectra, spikes=False, gains=gains)
+    measured_gains = None
+    if flow and gains:
+        measured_gains = transverse_gains(model, load("general", limit=BOOK_GAIN_PROMPTS), **BOOK_GAIN_SETTINGS)  # fmt: skip
+    return measure(cap, spec.name, spectra=spectra, spikes=False, gains=measured_gains)
 
 
 def run_case(case: int, seed: int = 0, names: tuple[str, ...] | None = None) -> list[dict]:
@@ -304,11 +331,13 @@ def run_case(case: int, seed: int = 0, names: tuple[str, ...] | None = None) -> 
     base = base_spec(case, seed)
     measured: dict = {}
 
-    def once(spec, spectra: bool, flow: bool) -> Measurements:
-        """``measure_spec`` of a model the case has not measured yet with these settings."""
-        key = (spec, spectra, flow)
-        if key not in measured:
-            measured[key] = measure_spec(spec, spectra, flow)
+    def once(spec, spectra: bool, flow: bool, gains: bool) -> Measurements:
+        """``measure_spec`` of a model the case has not measured yet with these settings (one with the gains
+        serves where they are not needed)."""
+        for key in ((spec, spectra, flow, True), (spec, spectra, flow, gains)):
+            if key in measured:
+                return measured[key]
+        measured[key] = measure_spec(spec, spectra, flow, gains)
         return measured[key]
 
     records = []
@@ -322,10 +351,11 @@ def run_case(case: int, seed: int = 0, names: tuple[str, ...] | None = None) -> 
         )
         if family.twin is None:
             # the case's shared random twin (measured with spectra, as the verdict table measures twins)
-            twin = once(planted.twin_spec(base), not family.flow, family.flow)
+            twin = once(planted.twin_spec(base), not family.flow, family.flow, family.gains)
         else:
-            twin = once(family.twin(spec, rng), spectra, family.flow)
-        rows = {row.claim: row for row in claim_rows(once(spec, spectra, family.flow), twin, run="planted")}
+            twin = once(family.twin(spec, rng), spectra, family.flow, family.gains)
+        model = once(spec, spectra, family.flow, family.gains)
+        rows = {row.claim: row for row in claim_rows(model, twin, run="planted")}
         for claim in family.present + family.absent:
             records.append(
                 {
