@@ -198,6 +198,19 @@ def test_concentration_and_contraction_criteria():
         verdict.judge_concentration(contrast(0.5, 0.4, 0.6), contrast(0.55, 0.5, 0.6))[0] == "does not hold"
     )
     assert verdict.judge_concentration(contrast(0.5, 0.4, 0.6), contrast(0.9, 0.8, 0.95))[0] == "holds"
+    # a twin that falls too: the model must fall 10 % below it (the class-code twin of the planted record: the
+    # model 0.80 [0.79, 0.81] against the twin's 0.82 [0.82, 0.83] passed a plain "below the twin")
+    assert (
+        verdict.judge_concentration(contrast(0.8, 0.79, 0.81), contrast(0.82, 0.82, 0.83))[0]
+        == "does not hold"
+    )
+    assert verdict.judge_concentration(contrast(0.7, 0.69, 0.71), contrast(0.82, 0.8, 0.83))[0] == "holds"
+    assert (
+        verdict.judge_concentration(contrast(0.71, 0.69, 0.73), contrast(0.82, 0.8, 0.83))[0]
+        == "does not hold"
+    )
+    # a twin above 1 asks only for the bar: 0.899 holds against a twin at [1.02, 1.05] as without a twin
+    assert verdict.judge_concentration(contrast(0.86, 0.83, 0.899), contrast(1.03, 1.02, 1.05))[0] == "holds"
 
 
 def test_tco_criterion_on_persistent_and_transient_classes():

@@ -153,8 +153,6 @@ def _plant_contraction(loaded: LoadedModel, spec: FlowSpec, texts: list[str]) ->
     """Rebuild layers ``l*`` to ``L - 1`` as contraction writers in one forward pass over ``texts``: a hook
     before each layer reads the tokens entering it (real tokens but each prompt's first, the sink), takes ``U``
     from the first of them (``transverse``) and ``r_i`` from each, and rebuilds the layer before it runs."""
-    import torch
-
     d, keep = spec.base.d, {}
 
     def rebuild(index: int):
@@ -168,11 +166,24 @@ def _plant_contraction(loaded: LoadedModel, spec: FlowSpec, texts: list[str]) ->
 
         return hook
 
-    layers = loaded.model.model.layers
-    hooks = [layers[i].register_forward_pre_hook(rebuild(i)) for i in range(spec.base.depth, len(layers))]
-    batch = loaded.tokenizer(texts, return_tensors="pt", padding=True, truncation=True, max_length=64)
+    batch = _tokens(loaded, texts)
     keep["mask"] = batch["attention_mask"].bool()
     keep["mask"][:, 0] = False
+    layers = loaded.model.model.layers
+    hooks = [layers[i].register_forward_pre_hook(rebuild(i)) for i in range(spec.base.depth, len(layers))]
+    _one_pass(loaded, batch, hooks)
+
+
+def _tokens(loaded: LoadedModel, texts: list[str]) -> dict:
+    """The padded batch of ``texts`` the rebuilding pass reads (64 tokens at most, as the calibration captures)."""
+    return loaded.tokenizer(texts, return_tensors="pt", padding=True, truncation=True, max_length=64)
+
+
+def _one_pass(loaded: LoadedModel, batch: dict, hooks: list) -> None:
+    """Run ``batch`` through the model once, without gradients, so that ``hooks`` rebuild the layers they are on;
+    the hooks are removed after, whatever happens."""
+    import torch
+
     try:
         with torch.no_grad():
             loaded.model(**batch)
@@ -224,18 +235,9 @@ def _plant_sink(loaded: LoadedModel, spec: FlowSpec, texts: list[str]) -> None:
         return hook
 
     layers = loaded.model.model.layers
-    # fmt: off
-    hooks = [
-        layers[i].input_layernorm.register_forward_hook(rebuild(i)) for i in range(spec.base.depth, len(layers))
-    ]
-    # fmt: on
-    batch = loaded.tokenizer(texts, return_tensors="pt", padding=True, truncation=True, max_length=64)
-    try:
-        with torch.no_grad():
-            loaded.model(**batch)
-    finally:
-        for hook in hooks:
-            hook.remove()
+    depths = range(spec.base.depth, len(layers))
+    hooks = [layers[i].input_layernorm.register_forward_hook(rebuild(i)) for i in depths]
+    _one_pass(loaded, _tokens(loaded, texts), hooks)
 
 
 def twin(spec: FlowSpec, same_flow: bool = False) -> FlowSpec:

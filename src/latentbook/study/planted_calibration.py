@@ -320,7 +320,8 @@ def measure_spec(
     )
     measured_gains = None
     if flow and gains:
-        measured_gains = transverse_gains(model, load("general", limit=BOOK_GAIN_PROMPTS), **BOOK_GAIN_SETTINGS)  # fmt: skip
+        gain_texts = load("general", limit=BOOK_GAIN_PROMPTS)
+        measured_gains = transverse_gains(model, gain_texts, **BOOK_GAIN_SETTINGS)
     return measure(cap, spec.name, spectra=spectra, spikes=False, gains=measured_gains)
 
 
