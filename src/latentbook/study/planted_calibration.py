@@ -57,6 +57,8 @@ SINK = (4.0, 7.0)
 FILE = Path("calibration") / "planted_models.json"
 # the run before the cleaned spectral rows removed each coordinate's position profile (chapter 8 compares them)
 BEFORE_POSITION_PROFILE = Path("calibration") / "planted_models_before_position_profile.json"
+# the class-code families of the run before judge_concentration asked for a fall beyond the twin's by its factor
+BEFORE_TWIN_MARGIN = Path("calibration") / "planted_models_before_twin_margin.json"
 
 
 @dataclass(frozen=True)
