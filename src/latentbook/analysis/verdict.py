@@ -29,8 +29,8 @@ each judge's docstring says its rule in full):
   ``m(gamma)`` lies below ``solid_threshold(d)``.
 - ``bimodality`` (``judge_bimodality``): bimodal after the split beyond both nulls, the twin bimodal nowhere.
 - ``spectral_concentration`` / ``effective_rank`` (``judge_concentration``): the ratio after / before the split
-  (``spectral_contrasts``, prompt jackknife) lies below ``MAX_CONCENTRATION``, and by that factor below the
-  twin's; the ``_cleaned`` rows do the same on the correlation matrix (each coordinate's position profile removed,
+  (``spectral_contrasts``, prompt jackknife) lies below ``MAX_CONCENTRATION``, and so does its ratio to the
+  twin's (an interval of the difference of the logs); the ``_cleaned`` rows do the same on the correlation matrix (each coordinate's position profile removed,
   then standardised: ``layer_spectra.remove_position_profile``), which one massive coordinate or a leaking sink
   cannot concentrate.
 - ``attention_cooling`` (``cooling.judge_cooling``), ``mp_spikes`` (``judge_spikes``), ``transverse_contraction``
@@ -411,22 +411,31 @@ def judge_bimodality(real: list, permuted: list, shuffled: list | None = None, t
 
 def judge_concentration(contrast, twin=None, what: str = "PR") -> tuple[str, str]:
     """Holds when the interval of ``after / before`` lies below ``MAX_CONCENTRATION`` (a fall of 10 % or more) and,
-    by that factor too, below the twin's: ``high < MAX_CONCENTRATION * min(twin low, 1)`` (what training adds must
-    itself be the fall, as in ``judge_jump``: a twin that falls nearly as much leaves nothing, and a twin that does
-    not fall asks only for the bar). Does not hold when the interval lies at or above the bar (no fall, or one too
-    small to be the claimed concentration) or the twin falls within that factor of it; inconclusive when it
-    straddles the bar."""
+    by that factor too, below the twin's: the upper end of the interval of ``log(model) - log(twin)`` (centres and
+    half-widths of the two log-scale intervals, the half-widths added in quadrature) lies below
+    ``log MAX_CONCENTRATION`` (what training adds must itself be the fall, as in ``judge_jump``: a twin that falls
+    nearly as much leaves nothing; a twin that does not fall asks only for the bar). Does not hold when the interval
+    lies at or above the bar (no fall, or one too small to be the claimed concentration) or the fall beyond the
+    twin's may be smaller; inconclusive when it straddles the bar."""
     low, high = contrast.ci
     found = f"{what} after / before = {contrast.ratio:.3f} {_fmt_ci(low, high)}"
     if low >= MAX_CONCENTRATION:
         return "does not hold", found + f": no fall to {MAX_CONCENTRATION} or below"
     if high >= MAX_CONCENTRATION:
         return "inconclusive", found + f": the interval reaches {MAX_CONCENTRATION}"
-    if twin is not None and high >= MAX_CONCENTRATION * min(twin.ci[0], 1.0):
+    if twin is None:
+        return "holds", found
+    model_log, twin_log = np.log([low, high]), np.log(twin.ci)
+    twin_centre = twin_log.mean()
+    if twin_centre >= 0:
+        return "holds", found + f"; the random twin's {_fmt_ci(*twin.ci)} does not fall"
+    half = np.hypot(np.diff(model_log)[0] / 2, np.diff(twin_log)[0] / 2)
+    beyond = float(np.exp(model_log.mean() - twin_centre + half))
+    if not beyond < MAX_CONCENTRATION:
         return "does not hold", found + (
-            f": not below {MAX_CONCENTRATION} times the random twin's {_fmt_ci(*twin.ci)}"
+            f": over the random twin's {_fmt_ci(*twin.ci)} it reaches {beyond:.3f}, not below {MAX_CONCENTRATION}"
         )
-    return "holds", found
+    return "holds", found + f"; over the random twin's {_fmt_ci(*twin.ci)} at most {beyond:.3f}"
 
 
 def judge_spikes(contrast, twin=None) -> tuple[str, str]:
