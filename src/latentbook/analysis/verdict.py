@@ -30,9 +30,9 @@ each judge's docstring says its rule in full):
 - ``bimodality`` (``judge_bimodality``): bimodal after the split beyond both nulls, the twin bimodal nowhere.
 - ``spectral_concentration`` / ``effective_rank`` (``judge_concentration``): the ratio after / before the split
   (``spectral_contrasts``, prompt jackknife) lies below ``MAX_CONCENTRATION``, and so does its ratio to the
-  twin's (an interval of the difference of the logs); the ``_cleaned`` rows do the same on the correlation matrix (each coordinate's position profile removed,
-  then standardised: ``layer_spectra.remove_position_profile``), which one massive coordinate or a leaking sink
-  cannot concentrate.
+  twin's (an interval of the difference of the logs); the ``_cleaned`` rows do the same on the correlation matrix
+  (each coordinate's position profile removed, then standardised: ``layer_spectra.remove_position_profile``),
+  which one massive coordinate or a leaking sink cannot concentrate.
 - ``attention_cooling`` (``cooling.judge_cooling``), ``mp_spikes`` (``judge_spikes``), ``transverse_contraction``
   (``judge_contraction``, Theorem 6.1), ``tco`` (``judge_tco``: a positive control, then stability), ``scaling``
   (``judge_scaling``): as their judges say.
