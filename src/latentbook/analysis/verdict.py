@@ -415,8 +415,8 @@ def judge_concentration(contrast, twin=None, what: str = "PR") -> tuple[str, str
     half-widths of the two log-scale intervals, the half-widths added in quadrature) lies below
     ``log MAX_CONCENTRATION`` (what training adds must itself be the fall, as in ``judge_jump``: a twin that falls
     nearly as much leaves nothing; a twin that does not fall asks only for the bar). Does not hold when the interval
-    lies at or above the bar (no fall, or one too small to be the claimed concentration) or the fall beyond the
-    twin's may be smaller; inconclusive when it straddles the bar."""
+    lies at or above the bar (no fall, or one too small to be the claimed concentration) or that of the fall beyond
+    the twin's does (NaN in either interval included); inconclusive when either straddles the bar."""
     low, high = contrast.ci
     found = f"{what} after / before = {contrast.ratio:.3f} {_fmt_ci(low, high)}"
     if low >= MAX_CONCENTRATION:
@@ -430,12 +430,16 @@ def judge_concentration(contrast, twin=None, what: str = "PR") -> tuple[str, str
     if twin_centre >= 0:
         return "holds", found + f"; the random twin's {_fmt_ci(*twin.ci)} does not fall"
     half = np.hypot(np.diff(model_log)[0] / 2, np.diff(twin_log)[0] / 2)
-    beyond = float(np.exp(model_log.mean() - twin_centre + half))
-    if not beyond < MAX_CONCENTRATION:
-        return "does not hold", found + (
-            f": over the random twin's {_fmt_ci(*twin.ci)} it reaches {beyond:.3f}, not below {MAX_CONCENTRATION}"
+    least, beyond = np.exp(model_log.mean() - twin_centre + np.array([-half, half]))
+    over_twin = f"its ratio to the random twin's {_fmt_ci(*twin.ci)} is"
+    if beyond < MAX_CONCENTRATION:
+        return "holds", found + f"; {over_twin} at most {beyond:.3f}"
+    if least < MAX_CONCENTRATION:
+        return (
+            "inconclusive",
+            found + f": {over_twin} {_fmt_ci(least, beyond)}, which reaches {MAX_CONCENTRATION}",
         )
-    return "holds", found + f"; over the random twin's {_fmt_ci(*twin.ci)} at most {beyond:.3f}"
+    return "does not hold", found + f": {over_twin} at least {least:.3f}, not below {MAX_CONCENTRATION}"
 
 
 def judge_spikes(contrast, twin=None) -> tuple[str, str]:
