@@ -98,6 +98,12 @@ def test_critical_depth_and_jump_criteria_on_planted_curves():
     assert verdict.judge_critical_depth(at_paper, 41, flat)[0] == "holds"
     # ... unless a twin with the same step explains it, or the step is not clearly a transition's
     assert verdict.judge_critical_depth(medium, 41, medium)[0] == "does not hold"
+    # NaN in either interval is no evidence: NaN compares False with the bars and would have read as "holds"
+    nan = float("nan")
+    assert verdict.judge_jump(dataclasses.replace(at_paper, amplitude_ci=(nan, nan)))[0] == "does not hold"
+    assert (
+        verdict.judge_jump(at_paper, dataclasses.replace(flat, amplitude_ci=(nan, nan)))[0] == "does not hold"
+    )
     assert verdict.judge_critical_depth(small, 41)[0] == "does not hold"
     # a twin with a smaller step of its own at the same depth: the model beats its jump, yet the depth is the
     # architecture's (the planted class code written in model and twin alike, the model's norm growing)
@@ -213,6 +219,11 @@ def test_concentration_and_contraction_criteria():
     assert verdict.judge_concentration(contrast(0.7, 0.68, 0.72), contrast(0.82, 0.795, 0.845))[0] == "holds"
     nan = float("nan")
     assert verdict.judge_concentration(contrast(0.5, 0.4, 0.6), contrast(0.8, nan, nan))[0] == "does not hold"
+    # nor in the model's own: without a twin NaN compares False with the bar and would have read as "holds"
+    assert verdict.judge_concentration(contrast(nan, nan, nan))[0] == "does not hold"
+    assert (
+        verdict.judge_concentration(contrast(0.5, 0.4, nan), contrast(1.0, 0.99, 1.01))[0] == "does not hold"
+    )
     # a twin above 1 asks only for the bar: 0.899 holds against a twin at [1.02, 1.05] as without a twin
     assert verdict.judge_concentration(contrast(0.86, 0.83, 0.899), contrast(1.03, 1.02, 1.05))[0] == "holds"
 

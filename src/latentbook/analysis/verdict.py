@@ -351,18 +351,22 @@ def judge_landmark(trans, landmarks, n_depths: int) -> tuple[str, str]:
 
 def judge_jump(trans, twin_trans=None, min_jump: float = MIN_JUMP) -> tuple[str, str]:
     """Holds when there is a transition whose jump's interval lies above ``min_jump`` and, by ``min_jump`` too,
-    above the twin's (what training adds must itself be the effect: a twin that jumps as much leaves nothing)."""
+    above the twin's (what training adds must itself be the effect: a twin that jumps as much leaves nothing);
+    NaN in either interval is no evidence: does not hold."""
     if trans is None:
         return "not testable here", f"fewer than {MIN_DEPTHS} depths: no transition fit"
     if not trans.has_transition:
         return "does not hold", f"no transition to have a jump: {trans.reason}"
     low, high = trans.amplitude_ci
+    if not np.isfinite(low):
+        return "does not hold", f"jump {trans.amplitude:+.3f} {_fmt_ci(low, high)}: no finite lower end"
     if low < min_jump:
         return (
             "does not hold",
             f"jump {trans.amplitude:+.3f} {_fmt_ci(low, high)} is not above {min_jump:.3f}",
         )
-    if twin_trans is not None and low - max(twin_trans.amplitude_ci[1], 0.0) < min_jump:
+    twin_top = None if twin_trans is None else twin_trans.amplitude_ci[1]
+    if twin_top is not None and not low - max(twin_top, 0.0) >= min_jump:  # NaN: no evidence either
         return "does not hold", (
             f"jump {_fmt_ci(low, high)} does not exceed the random twin's {_fmt_ci(*twin_trans.amplitude_ci)} "
             f"by {min_jump:.3f}"
@@ -419,6 +423,8 @@ def judge_concentration(contrast, twin=None, what: str = "PR") -> tuple[str, str
     the twin's does (NaN in either interval included); inconclusive when either straddles the bar."""
     low, high = contrast.ci
     found = f"{what} after / before = {contrast.ratio:.3f} {_fmt_ci(low, high)}"
+    if not np.isfinite([contrast.ratio, low, high]).all():
+        return "does not hold", found + ": no finite ratio and interval, so no evidence of a fall"
     if low >= MAX_CONCENTRATION:
         return "does not hold", found + f": no fall to {MAX_CONCENTRATION} or below"
     if high >= MAX_CONCENTRATION:
