@@ -228,6 +228,20 @@ def test_concentration_and_contraction_criteria():
     assert verdict.judge_concentration(contrast(0.86, 0.83, 0.899), contrast(1.03, 1.02, 1.05))[0] == "holds"
 
 
+def test_a_raw_spectral_row_holds_only_where_its_cleaned_row_holds():
+    """A covariance that falls where the correlation matrix does not is a few coordinates' (massive or rogue):
+    the raw row takes the cleaned row's verdict there, with both reasons; every other raw verdict stands."""
+    raw = ("holds", "PR after / before = 0.100 [0.090, 0.110]")
+    assert verdict.beside_cleaned(raw, ("holds", "cleaned 0.7")) == raw
+    judged, reason = verdict.beside_cleaned(raw, ("does not hold", "correlation PR 1.0"))
+    assert judged == "does not hold" and "0.100" in reason and "correlation PR 1.0" in reason
+    assert verdict.beside_cleaned(raw, ("inconclusive", "straddles"))[0] == "inconclusive"
+    # the paper's statistic that sees no fall keeps its own verdict, whatever the cleaned row says
+    for word in ("does not hold", "inconclusive", "not testable here"):
+        assert verdict.beside_cleaned((word, "raw"), ("holds", "cleaned")) == (word, "raw")
+        assert verdict.beside_cleaned((word, "raw"), ("does not hold", "cleaned")) == (word, "raw")
+
+
 def test_tco_criterion_on_persistent_and_transient_classes():
     def summary(code, seed):
         planted = synthetic.planted_binding(

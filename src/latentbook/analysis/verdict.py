@@ -32,7 +32,8 @@ each judge's docstring says its rule in full):
   (``spectral_contrasts``, prompt jackknife) lies below ``MAX_CONCENTRATION``, and so does its ratio to the
   twin's (an interval of the difference of the logs); the ``_cleaned`` rows do the same on the correlation matrix
   (each coordinate's position profile removed, then standardised: ``layer_spectra.remove_position_profile``),
-  which one massive coordinate or a leaking sink cannot concentrate.
+  which one massive coordinate or a leaking sink cannot concentrate, and a raw row holds only where its cleaned
+  row holds too (``beside_cleaned``).
 - ``attention_cooling`` (``cooling.judge_cooling``), ``mp_spikes`` (``judge_spikes``), ``transverse_contraction``
   (``judge_contraction``, Theorem 6.1), ``tco`` (``judge_tco``: a positive control, then stability), ``scaling``
   (``judge_scaling``): as their judges say.
@@ -365,8 +366,8 @@ def judge_jump(trans, twin_trans=None, min_jump: float = MIN_JUMP) -> tuple[str,
             "does not hold",
             f"jump {trans.amplitude:+.3f} {_fmt_ci(low, high)} is not above {min_jump:.3f}",
         )
-    twin_top = None if twin_trans is None else twin_trans.amplitude_ci[1]
-    if twin_top is not None and not low - max(twin_top, 0.0) >= min_jump:  # NaN: no evidence either
+    # NaN in the twin's interval is no evidence either: the comparison is False
+    if twin_trans is not None and not low - max(twin_trans.amplitude_ci[1], 0.0) >= min_jump:
         return "does not hold", (
             f"jump {_fmt_ci(low, high)} does not exceed the random twin's {_fmt_ci(*twin_trans.amplitude_ci)} "
             f"by {min_jump:.3f}"
@@ -446,6 +447,19 @@ def judge_concentration(contrast, twin=None, what: str = "PR") -> tuple[str, str
             found + f": {over_twin} {_fmt_ci(least, beyond)}, which reaches {MAX_CONCENTRATION}",
         )
     return "does not hold", found + f": {over_twin} at least {least:.3f}, not below {MAX_CONCENTRATION}"
+
+
+def beside_cleaned(raw: tuple[str, str], cleaned: tuple[str, str]) -> tuple[str, str]:
+    """A raw spectral row's verdict read beside its cleaned row's (``judge_concentration`` of the covariance and of
+    the correlation matrix of the same tokens): a fall of the covariance that the correlation matrix does not share
+    is made of a few high-variance coordinates (massive or rogue), not of the token cloud, so "holds" stands only
+    where the cleaned row holds too, and is otherwise the cleaned row's verdict, with both reasons; any other raw
+    verdict stands."""
+    if raw[0] != "holds" or cleaned[0] == "holds":
+        return raw
+    return cleaned[
+        0
+    ], f"{raw[1]}; but once cleaned, {cleaned[1]}: the fall is a few coordinates', not the tokens'"
 
 
 def judge_spikes(contrast, twin=None) -> tuple[str, str]:

@@ -17,7 +17,8 @@ is what the word writes:
 - ``class_code``: the same with one code per class of words (``n_classes`` prototypes: mixture spikes);
 - ``massive``: one coordinate shared by every word, its size varying by word (a massive activation, Sun et al.
   2024);
-- ``rogue``: ``n_rogue`` fixed coordinates with Gaussian values per word (rogue dimensions: high variance);
+- ``rogue``: ``n_rogue`` fixed coordinates with Gaussian values per word (rogue dimensions: high variance),
+  which the norms of the later layers give no weight (variance that nothing reads);
 - ``sink_only``: a sparse code written at the first token (``<bos>``) only;
 - ``rotated_code``: ``sparse_code`` in a random orthonormal basis (the same geometry; Omega cannot see it);
 - ``norm_growth``: no writer; the layers from ``l*`` on write ``growth_factor`` times more (the norm grows);
@@ -246,6 +247,14 @@ def build(spec: PlantSpec) -> LoadedModel:
         # and its strength is relative to the rest of the residual stream
         embeddings[:, shared] = 0.0
         _plant_writer(loaded, spec.depth - 1, embeddings, rows, spec.strength, texts, ignore=shared)
+    if spec.plant == "rogue":
+        # rogue coordinates carry variance, not computation: the later layers' norms give them no weight, so
+        # random layers do not spread a three-dimensional code of each word into every coordinate
+        rogue = torch.from_numpy(np.flatnonzero(np.any(rows != 0, axis=0)))
+        with torch.no_grad():
+            for layer in layers[spec.depth :]:
+                layer.input_layernorm.weight[rogue] = 0.0
+                layer.post_attention_layernorm.weight[rogue] = 0.0
     return loaded
 
 

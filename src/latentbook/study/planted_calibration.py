@@ -59,6 +59,9 @@ FILE = Path("calibration") / "planted_models.json"
 BEFORE_POSITION_PROFILE = Path("calibration") / "planted_models_before_position_profile.json"
 # the class-code families of the run before judge_concentration asked for a fall beyond the twin's by its factor
 BEFORE_TWIN_MARGIN = Path("calibration") / "planted_models_before_twin_margin.json"
+# the spectral families of the run before the raw spectral rows held only beside their cleaned rows, the later
+# layers stopped reading rogue coordinates and the code twins wrote as much as their models
+BEFORE_RAW_BESIDE_CLEANED = Path("calibration") / "planted_models_before_raw_beside_cleaned.json"
 
 
 @dataclass(frozen=True)
@@ -142,8 +145,16 @@ def _twin_writing_as_much(spec: planted.PlantSpec, rng: np.random.Generator) -> 
 
 def _twin_with_code(base: planted.PlantSpec, rng: np.random.Generator) -> planted.PlantSpec:
     """The random twin writing a code of the model's kind (its own: drawn from its seed) where the model writes
-    it, as strong and with as many classes."""
-    return replace(planted.twin_spec(base), plant=base.plant, gamma=base.gamma, strength=base.strength)
+    it, as strong and with as many classes, and writing as much as the model after it (its ``growth`` kept: the
+    later layers of a model whose norm grows spread a code into every coordinate, which a twin writing less does
+    not; that difference is the norm-growth families' to judge, not the same change in the twin)."""
+    return replace(
+        planted.twin_spec(base),
+        plant=base.plant,
+        gamma=base.gamma,
+        strength=base.strength,
+        growth=base.growth,
+    )
 
 
 def _contraction(flow: str) -> Callable:
@@ -528,6 +539,7 @@ def source_hash() -> str:
         verdict.judge_jump,
         verdict.judge_critical_depth,
         verdict.judge_concentration,
+        verdict.beside_cleaned,
         verdict.min_jump,
         verdict.judge_liquid,
         verdict.solid_threshold,
@@ -586,3 +598,12 @@ def holds_carrying(
     for name in wanted:
         carrying &= held["model"].str.contains(f"+{name}", regex=False).to_numpy()
     return len(held), int(carrying.sum())
+
+
+def held_layers(records: pd.DataFrame, family: str, claim: str) -> list[int]:
+    """The depths (numbers of layers, as ``planted.PlantSpec.name`` marks them) of the models of ``family`` that
+    the row ``claim`` holds on, sorted, one per model."""
+    held = records[
+        (records["family"] == family) & (records["claim"] == claim) & (records["verdict"] == "holds")
+    ]
+    return sorted(int(layers) for layers in held["model"].str.extract(r"-L(\d+)-", expand=False))

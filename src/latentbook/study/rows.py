@@ -20,6 +20,7 @@ from ..analysis.verdict import (
     SMALL_MODEL,
     Row,
     TCOSummary,
+    beside_cleaned,
     judge_bimodality,
     judge_concentration,
     judge_contraction,
@@ -169,6 +170,10 @@ def claim_rows(
             rows.append(contraction_row(m, twin, run, command))
         rows.append(cooling_row(m, twin, run, command))
         return rows
+    pr_clean = judge_concentration(m.pr_clean, twin.pr_clean if twin is not None else None, "correlation PR")
+    erank_clean = judge_concentration(
+        m.erank_clean, twin.erank_clean if twin is not None else None, "correlation effective rank"
+    )
     rows += [
         _row(
             "spectral_concentration",
@@ -177,7 +182,7 @@ def claim_rows(
             f"PR after / before = {m.pr.ratio:.3f}",
             m.pr.ratio,
             m.pr.ci,
-            judge_concentration(m.pr, twin.pr if twin is not None else None),
+            beside_cleaned(judge_concentration(m.pr, twin.pr if twin is not None else None), pr_clean),
             command,
         ),
         _row(
@@ -187,7 +192,7 @@ def claim_rows(
             f"correlation PR after / before = {m.pr_clean.ratio:.3f}",
             m.pr_clean.ratio,
             m.pr_clean.ci,
-            judge_concentration(m.pr_clean, twin.pr_clean if twin is not None else None, "correlation PR"),
+            pr_clean,
             command,
         ),
         _row(
@@ -197,7 +202,10 @@ def claim_rows(
             f"effective rank after / before = {m.erank.ratio:.3f}",
             m.erank.ratio,
             m.erank.ci,
-            judge_concentration(m.erank, twin.erank if twin is not None else None, "effective rank"),
+            beside_cleaned(
+                judge_concentration(m.erank, twin.erank if twin is not None else None, "effective rank"),
+                erank_clean,
+            ),
             command,
         ),
         _row(
@@ -207,11 +215,7 @@ def claim_rows(
             f"correlation effective rank after / before = {m.erank_clean.ratio:.3f}",
             m.erank_clean.ratio,
             m.erank_clean.ci,
-            judge_concentration(
-                m.erank_clean,
-                twin.erank_clean if twin is not None else None,
-                "correlation effective rank",
-            ),
+            erank_clean,
             command,
         ),
         spike_row(m, twin, run, command),
