@@ -591,9 +591,7 @@ def holds_carrying(
         raise InvalidInputError(
             f"nuisance must be 'sink', 'massive' or 'growth' (or a tuple of them), got {nuisance!r}."
         )
-    held = records[
-        (records["family"] == family) & (records["claim"] == claim) & (records["verdict"] == "holds")
-    ]
+    held = _held(records, family, claim)
     carrying = np.ones(len(held), dtype=bool)
     for name in wanted:
         carrying &= held["model"].str.contains(f"+{name}", regex=False).to_numpy()
@@ -603,7 +601,12 @@ def holds_carrying(
 def held_layers(records: pd.DataFrame, family: str, claim: str) -> list[int]:
     """The depths (numbers of layers, as ``planted.PlantSpec.name`` marks them) of the models of ``family`` that
     the row ``claim`` holds on, sorted, one per model."""
-    held = records[
+    held = _held(records, family, claim)
+    return sorted(int(layers) for layers in held["model"].str.extract(r"-L(\d+)-", expand=False))
+
+
+def _held(records: pd.DataFrame, family: str, claim: str) -> pd.DataFrame:
+    """The records of ``family`` on which the row ``claim`` holds."""
+    return records[
         (records["family"] == family) & (records["claim"] == claim) & (records["verdict"] == "holds")
     ]
-    return sorted(int(layers) for layers in held["model"].str.extract(r"-L(\d+)-", expand=False))
