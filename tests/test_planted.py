@@ -149,6 +149,7 @@ def test_twin_has_the_shape_and_nothing_planted():
 
 
 def test_calibration_families_plant_where_they_say():
+    class_code = "class code, step in 0.33-0.51"
     for case in range(6):
         base = planted_calibration.base_spec(case)
         for family in planted_calibration.families():
@@ -159,6 +160,9 @@ def test_calibration_families_plant_where_they_say():
                 assert 0.33 <= step[0] and step[1] <= 0.51
             if "0.66-0.84" in family.name:
                 assert step[0] > 0.52  # wholly outside the judge's window: critical depth must not hold
+            if family.draws == class_code or family.name == class_code:
+                # each prototype touches a sixteenth of the coordinates, at every width
+                assert spec.plant == "class_code" and 16 * spec.k == spec.d
             assert not set(family.present) & set(family.absent)
 
 
