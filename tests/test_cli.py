@@ -300,3 +300,26 @@ def test_report_cli_writes_the_figure_and_never_overwrites_it(tmp_path, capsys, 
     assert main(["report", str(path), "--no-verdict"]) == 0
     captured = capsys.readouterr()
     assert "No verdict rows: skipped (--no-verdict)." in captured.out and "measuring" not in captured.err
+
+
+def test_train_ladder_measures_the_rungs_by_name_so_each_architectures_seeds_sit_together(
+    tmp_path, monkeypatch
+):
+    """``--measure-only`` with seeds: the folders are made seed by seed, the measurements list them by name."""
+    from latentbook.ladder import report
+
+    asked = []
+    monkeypatch.setenv("LATENTBOOK_LADDER_DIR", str(tmp_path))  # main sets it: restored after the test
+    monkeypatch.setattr(report, "measure_ladder", lambda rungs: asked.append(rungs) or tmp_path / "m.json")
+    args = [
+        "train-ladder",
+        "--out",
+        str(tmp_path),
+        "--rungs",
+        "l4-d64,l1-d64",
+        "--seeds",
+        "0,1",
+        "--measure-only",
+    ]
+    assert main(args) == 0
+    assert asked == [["l1-d64-s0", "l1-d64-s1", "l4-d64-s0", "l4-d64-s1"]]

@@ -466,7 +466,8 @@ def _train_ladder(args: argparse.Namespace) -> None:
         )
         print(f"{len(done)} rungs complete in {store.ladder_dir()}")
     if args.measure or args.measure_only:
-        print(f"measurements -> {report.measure_ladder(rungs=folders)}")
+        # by name, so every table of the measurements lists an architecture's seeds together
+        print(f"measurements -> {report.measure_ladder(rungs=sorted(folders))}")
 
 
 def main(argv: list[str] | None = None) -> int:
