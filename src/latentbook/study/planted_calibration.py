@@ -169,9 +169,9 @@ def _twin_with_code(base: planted.PlantSpec, rng: np.random.Generator) -> plante
 
 def _contraction(flow: str) -> Callable:
     """A class code (3-8 prototypes of ``PlantSpec.k`` coordinates at every width, not ``_class_code``'s share: the
-    contraction row reads gains, not the code's spectrum) written at 0.38-0.46 and, in every block after it, the ``planted_flow`` contraction
-    ``flow`` (``"none"``: the code alone) by ``c = 1 - q``, ``q`` a paper-size block gain
-    (``planted_statistics.PLANTED_Q``)."""
+    contraction row reads gains, not the code's spectrum) written at 0.38-0.46 and, in every block after it, the
+    ``planted_flow`` contraction ``flow`` (``"none"``: the code alone) by ``c = 1 - q``, ``q`` a paper-size block
+    gain (``planted_statistics.PLANTED_Q``)."""
 
     def make(base: planted.PlantSpec, rng: np.random.Generator) -> planted_flow.FlowSpec:
         code = replace(
