@@ -91,6 +91,48 @@ def test_interval_contains_its_estimate_and_lies_in_minus_one_to_one():
         assert -1 <= r.ci[0] <= r.rho <= r.ci[1] <= 1
 
 
+def test_cluster_resamples_are_every_draw_of_the_clusters_as_multisets_with_their_counts():
+    from collections import Counter
+    from itertools import product
+
+    resamples, weights, exact = clustered.cluster_resamples(4)
+    drawn = Counter(tuple(sorted(row)) for row in product(range(4), repeat=4))  # all 256 ordered draws
+    assert exact and dict(zip(resamples, weights.tolist())) == dict(drawn)
+    assert len(resamples) == math.comb(7, 4) and weights.sum() == 4**4
+    many, weights, exact = clustered.cluster_resamples(9, n_boot=300, seed=1)  # C(17, 9) = 24310: drawn
+    assert not exact and len(many) == 300 and set(weights.tolist()) == {1}
+
+
+def test_exact_interval_is_the_percentile_of_every_draw_and_ignores_the_models_order():
+    """Four architectures of two seeds: the interval equals the widened percentile interval of the statistic over
+    all 4**4 ordered draws of whole architectures, each computed on its own; shuffling the models leaves it as is
+    (a bootstrap drawn at random in the order the architectures first appear does not)."""
+    from itertools import product
+
+    from scipy.stats import rankdata
+
+    from latentbook.analysis.resampling import widened_interval
+
+    labels = np.repeat(["b", "a", "d", "c"], 2)
+    rng = np.random.default_rng(3)
+    size = np.repeat(rng.normal(size=4), 2)
+    x, y = size + rng.normal(size=8), size + rng.normal(size=8)
+    r = clustered.clustered_partial(x, y, size, labels, min_clusters=2)
+    members = [np.flatnonzero(labels == name) for name in "abcd"]
+    draws = []
+    for row in product(range(4), repeat=4):
+        if len(set(row)) >= 2:
+            i = np.concatenate([members[k] for k in row])
+            ranks = [rankdata(v[i])[None] for v in (x, y, size)]
+            draws.append(clustered._partial_given(ranks[0], ranks[1], ranks[2][..., None])[0])
+    draws = np.array(draws)
+    assert r.exact_interval
+    assert np.allclose(r.ci, widened_interval(draws[np.isfinite(draws)], r.rho, 0.95), atol=1e-12)
+    order = rng.permutation(8)
+    again = clustered.clustered_partial(x[order], y[order], size[order], labels[order], min_clusters=2)
+    assert again.ci == r.ci and again.rho == pytest.approx(r.rho, abs=1e-12)
+
+
 def test_clustered_verdict_words():
     x, y, size = planted_ladder(0, within=4.0, shared=0.3)
     r = clustered.clustered_partial(x, y, size, LABELS, n_boot=400)
@@ -122,6 +164,6 @@ def test_the_trained_ladder_gets_a_clustered_entry_for_every_diagnostic():
     assert set(out) == set(DIAGNOSTICS)
     for name, entry in out.items():
         k = entry["clustered"]
-        assert k["n_clusters"] == 6 and k["n"] == 18 and k["exact"]
+        assert k["n_clusters"] == 6 and k["n"] == 18 and k["exact"] and k["exact_interval"]
         assert ("positive control" in k["controls"]) == (name == "stability")
         assert k["p_holm"] >= k["p_within"]

@@ -28,6 +28,8 @@ from ..errors import InvalidInputError
 from .rank_correlation import _freedman_lane_p, _pearson_rows, _ranks, signed_decision
 
 MAX_EXACT = 50_000  # enumerate every within-architecture permutation up to this many, else draw random ones
+# enumerate every bootstrap resample of the clusters (as a multiset) up to this many (8 clusters: 6435), else draw
+MAX_EXACT_RESAMPLES = 20_000
 
 
 def architecture_of(name: str) -> tuple[str, int]:
@@ -67,6 +69,7 @@ class ClusteredPartial:
     n_clusters: int
     n_permutations: int
     exact: bool  # every within-cluster permutation enumerated
+    exact_interval: bool  # every resample of the clusters enumerated (``cluster_resamples``)
 
 
 def within_permutations(clusters, n_random: int = 20_000, seed: int = 0) -> tuple[np.ndarray, bool]:
@@ -88,6 +91,28 @@ def within_permutations(clusters, n_random: int = 20_000, seed: int = 0) -> tupl
     for g in groups:
         perms[1:, g] = g[np.argsort(rng.random((n_random, len(g))), axis=1)]
     return perms, False
+
+
+def cluster_resamples(
+    n_clusters: int, n_boot: int = 4000, seed: int = 0
+) -> tuple[list[tuple[int, ...]], np.ndarray, bool]:
+    """The bootstrap's resamples of ``n_clusters`` clusters, as multisets of cluster indices with their weights
+    (how many of the ``n_clusters ** n_clusters`` equally likely ordered draws give each one): all of them while
+    there are at most ``MAX_EXACT_RESAMPLES`` (``C(2n - 1, n)``: the exact bootstrap distribution, with no Monte
+    Carlo error and no dependence on the order of the clusters), else ``n_boot`` draws of weight 1.
+    Returns ``(resamples, weights, exact)``."""
+    if math.comb(2 * n_clusters - 1, n_clusters) <= MAX_EXACT_RESAMPLES:
+        resamples = list(itertools.combinations_with_replacement(range(n_clusters), n_clusters))
+        weights = np.array(
+            [
+                math.factorial(n_clusters)
+                // math.prod(math.factorial(k) for k in np.unique(row, return_counts=True)[1])
+                for row in resamples
+            ]
+        )
+        return resamples, weights, True
+    draws = np.random.default_rng(seed).integers(0, n_clusters, (n_boot, n_clusters))
+    return [tuple(row) for row in draws], np.ones(n_boot, dtype=int), False
 
 
 def _residualiser(design: np.ndarray) -> np.ndarray:
@@ -112,8 +137,9 @@ def clustered_partial(
 
     ``rho``: the ranks of ``x`` and ``y`` lose their least-squares fit on ``[1, ranks of the controls]`` over all
     models and the residuals are correlated (``rank_correlation.partial_spearman_ci`` with one control). Interval: a
-    percentile bootstrap that draws whole clusters with replacement (ranks recomputed in each resample), dropping
-    resamples with fewer than ``min_clusters`` distinct clusters, widened to contain ``rho``. Within: the ranks lose each cluster's mean and the
+    percentile bootstrap that draws whole clusters with replacement (ranks recomputed in each resample), every
+    resample enumerated where ``cluster_resamples`` can (else ``n_boot`` drawn), dropping resamples with fewer than
+    ``min_clusters`` distinct clusters, widened to contain ``rho``. Within: the ranks lose each cluster's mean and the
     controls' fit (``[cluster indicators, ranks of the controls]``); ``rho_within`` correlates what is left, and
     ``p_within`` permutes the residuals of ``y`` within clusters (Freedman & Lane 1983), two-sided.
     """
@@ -127,7 +153,7 @@ def clustered_partial(
             f"x, y, controls and clusters need one value per model, got {x.shape}, {y.shape}, {c.shape}, "
             f"{labels.shape}."
         )
-    names = list(dict.fromkeys(labels.tolist()))
+    names = sorted(set(labels.tolist()))  # so the resamples drawn do not depend on the models' order
     if len(names) < min_clusters:
         raise InvalidInputError(
             f"{len(names)} clusters: a bootstrap over clusters needs at least {min_clusters}; measure more "
@@ -140,21 +166,27 @@ def clustered_partial(
     rho = float(_partial_given(rx, ry, rc))
 
     members = [np.flatnonzero(labels == name) for name in names]
-    picks = np.random.default_rng(seed).integers(0, len(names), (n_boot, len(names)))
-    picks = picks[[len(np.unique(row)) >= min_clusters for row in picks]]
-    by_length: dict[int, list[np.ndarray]] = {}  # resamples of one length are ranked and fitted together
-    for row in picks:
-        index = np.concatenate([members[i] for i in row])
-        by_length.setdefault(len(index), []).append(index)
+    resamples, weights, exact_interval = cluster_resamples(len(names), n_boot, seed)
+    # resamples of one length are ranked and fitted together
+    by_length: dict[int, tuple[list[np.ndarray], list[int]]] = {}
+    for row, weight in zip(resamples, weights):
+        if len(set(row)) >= min_clusters:
+            index = np.concatenate([members[i] for i in row])
+            rows, kept = by_length.setdefault(len(index), ([], []))
+            rows.append(index)
+            kept.append(weight)
     draws = np.concatenate(
         [np.empty(0)]
         + [
-            _partial_given(
-                rankdata(x[index], axis=1),
-                rankdata(y[index], axis=1),
-                np.stack([rankdata(col[index], axis=1) for col in c.T], axis=-1),
+            np.repeat(
+                _partial_given(
+                    rankdata(x[index], axis=1),
+                    rankdata(y[index], axis=1),
+                    np.stack([rankdata(col[index], axis=1) for col in c.T], axis=-1),
+                ),
+                kept,
             )
-            for index in map(np.array, by_length.values())
+            for index, kept in ((np.array(rows), kept) for rows, kept in by_length.values())
         ]
     )
     low, high = widened_interval(draws[np.isfinite(draws)], rho, level)
@@ -166,7 +198,7 @@ def clustered_partial(
     perms, exact = within_permutations(labels, seed=seed)
     p_within = _freedman_lane_p(ex, ey, residual, perms) if np.isfinite(rho_within) else float("nan")
     return ClusteredPartial(
-        rho, (float(low), float(high)), rho_within, p_within, n, len(names), len(perms), exact
+        rho, (float(low), float(high)), rho_within, p_within, n, len(names), len(perms), exact, exact_interval
     )
 
 

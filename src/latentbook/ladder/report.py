@@ -393,6 +393,7 @@ def _add_clustered(m: dict, out: dict, capability: np.ndarray, log_parameters: n
             "n_clusters": r.n_clusters,
             "n_permutations": r.n_permutations,
             "exact": r.exact,
+            "exact_interval": r.exact_interval,
             "verdict": word,
             "reason": reason,
         }
