@@ -117,11 +117,11 @@ def test_exact_interval_is_the_percentile_of_every_draw_and_ignores_the_models_o
     rng = np.random.default_rng(3)
     size = np.repeat(rng.normal(size=4), 2)
     x, y = size + rng.normal(size=8), size + rng.normal(size=8)
-    r = clustered.clustered_partial(x, y, size, labels, min_clusters=2)
+    r = clustered.clustered_partial(x, y, size, labels, min_clusters=3)
     members = [np.flatnonzero(labels == name) for name in "abcd"]
     draws = []
     for row in product(range(4), repeat=4):
-        if len(set(row)) >= 2:
+        if len(set(row)) >= 3:
             i = np.concatenate([members[k] for k in row])
             ranks = [rankdata(v[i])[None] for v in (x, y, size)]
             draws.append(clustered._partial_given(ranks[0], ranks[1], ranks[2][..., None])[0])
@@ -129,8 +129,21 @@ def test_exact_interval_is_the_percentile_of_every_draw_and_ignores_the_models_o
     assert r.exact_interval
     assert np.allclose(r.ci, widened_interval(draws[np.isfinite(draws)], r.rho, 0.95), atol=1e-12)
     order = rng.permutation(8)
-    again = clustered.clustered_partial(x[order], y[order], size[order], labels[order], min_clusters=2)
-    assert again.ci == r.ci and again.rho == pytest.approx(r.rho, abs=1e-12)
+    again = clustered.clustered_partial(x[order], y[order], size[order], labels[order], min_clusters=3)
+    assert np.allclose(again.ci, r.ci, rtol=0, atol=1e-12) and again.rho == pytest.approx(r.rho, abs=1e-12)
+
+
+def test_a_drawn_interval_ignores_the_models_order_too():
+    """Nine architectures (C(17, 9) resamples: drawn at random): the clusters are drawn by name, not in the
+    order the models come in, so shuffling the models gives the same interval."""
+    labels = np.repeat([f"a{i}" for i in range(9)], 2)
+    rng = np.random.default_rng(4)
+    size = np.repeat(rng.normal(size=9), 2)
+    x, y = size + rng.normal(size=18), size + rng.normal(size=18)
+    r = clustered.clustered_partial(x, y, size, labels, n_boot=200)
+    order = rng.permutation(18)
+    again = clustered.clustered_partial(x[order], y[order], size[order], labels[order], n_boot=200)
+    assert not r.exact_interval and np.allclose(again.ci, r.ci, rtol=0, atol=1e-12)
 
 
 def test_clustered_verdict_words():
