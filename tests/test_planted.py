@@ -251,6 +251,9 @@ def test_holds_carrying_counts_the_nuisances_of_the_models_a_row_holds_on():
     assert planted_calibration.held_layers(records, "f", "erank") == [12, 24]
     assert planted_calibration.held_layers(records, "f", "pr") == [12]
     assert planted_calibration.held_layers(records, "h", "erank") == []
+    # the records of a family, of one row where it is named
+    assert planted_calibration.family_records(records, "f").index.tolist() == [0, 1, 2, 3]
+    assert planted_calibration.family_records(records, "f", "erank").index.tolist() == [0, 1, 2]
     for bad in ("+massive", (), ("sink", "rogue")):
         with pytest.raises(InvalidInputError, match="nuisance must be"):
             planted_calibration.holds_carrying(records, "f", "erank", bad)

@@ -457,9 +457,8 @@ def beside_cleaned(raw: tuple[str, str], cleaned: tuple[str, str]) -> tuple[str,
     verdict stands."""
     if raw[0] != "holds" or cleaned[0] == "holds":
         return raw
-    return cleaned[
-        0
-    ], f"{raw[1]}; but once cleaned, {cleaned[1]}: the fall is a few coordinates', not the tokens'"
+    word, reason = cleaned
+    return word, f"{raw[1]}; but once cleaned, {reason}: the fall is a few coordinates', not the tokens'"
 
 
 def judge_spikes(contrast, twin=None) -> tuple[str, str]:

@@ -167,28 +167,18 @@ def clustered_partial(
 
     members = [np.flatnonzero(labels == name) for name in names]
     resamples, weights, exact_interval = cluster_resamples(len(names), n_boot, seed)
-    # resamples of one length are ranked and fitted together
-    by_length: dict[int, tuple[list[np.ndarray], list[int]]] = {}
+    by_length: dict[int, list[tuple[np.ndarray, int]]] = {}  # resamples of one length are fitted together
     for row, weight in zip(resamples, weights):
         if len(set(row)) >= min_clusters:
             index = np.concatenate([members[i] for i in row])
-            rows, kept = by_length.setdefault(len(index), ([], []))
-            rows.append(index)
-            kept.append(weight)
-    draws = np.concatenate(
-        [np.empty(0)]
-        + [
-            np.repeat(
-                _partial_given(
-                    rankdata(x[index], axis=1),
-                    rankdata(y[index], axis=1),
-                    np.stack([rankdata(col[index], axis=1) for col in c.T], axis=-1),
-                ),
-                kept,
-            )
-            for index, kept in ((np.array(rows), kept) for rows, kept in by_length.values())
-        ]
-    )
+            by_length.setdefault(len(index), []).append((index, weight))
+    draws = [np.empty(0)]
+    for group in by_length.values():
+        index = np.array([i for i, _ in group])
+        ranked = [rankdata(v[index], axis=1) for v in (x, y, *c.T)]
+        statistic = _partial_given(ranked[0], ranked[1], np.stack(ranked[2:], axis=-1))
+        draws.append(np.repeat(statistic, [w for _, w in group]))  # each as often as the draws give it
+    draws = np.concatenate(draws)
     low, high = widened_interval(draws[np.isfinite(draws)], rho, level)
 
     indicators = (labels[:, None] == np.array(names)[None, :]).astype(float)

@@ -627,8 +627,15 @@ def held_layers(records: pd.DataFrame, family: str, claim: str) -> list[int]:
     return sorted(int(layers) for layers in held["model"].str.extract(r"-L(\d+)-", expand=False))
 
 
+def family_records(records: pd.DataFrame, family: str, claim: str | None = None) -> pd.DataFrame:
+    """The records (``PlantedTable.records``) of ``family``, of the row ``claim`` only where one is given."""
+    chosen = records["family"] == family
+    if claim is not None:
+        chosen &= records["claim"] == claim
+    return records[chosen]
+
+
 def _held(records: pd.DataFrame, family: str, claim: str) -> pd.DataFrame:
     """The records of ``family`` on which the row ``claim`` holds."""
-    return records[
-        (records["family"] == family) & (records["claim"] == claim) & (records["verdict"] == "holds")
-    ]
+    chosen = family_records(records, family, claim)
+    return chosen[chosen["verdict"] == "holds"]
