@@ -2850,3 +2850,75 @@ def test_plan_columns_hold_numbers_of_any_magnitude(tmp_path, capsys):
     assert len(table) >= 10 and any("TiB" in line for line in table)
     for line in table:  # a label, then four cells each set off by at least two spaces
         assert len(re.split(r"\s{2,}", line.strip())) == 5, line
+
+
+# --- untrusted paths and concurrent runs (issue 53) --------------------------------------------------------------
+
+
+def test_a_lock_planted_as_a_symlink_is_refused_and_its_target_untouched(tmp_path):
+    """A symbolic link at ``.X.safetensors.lock`` pointing at a file the user cares about: the lock is never opened
+    through it (it would be truncated and overwritten), and the error names the link and the fix."""
+    from latentbook.errors import UnsafePathError
+
+    precious = tmp_path / "thesis.tex"
+    precious.write_text("years of work\n")
+    lock = tmp_path / ".x.safetensors.lock"
+    lock.symlink_to(precious)
+    with pytest.raises(UnsafePathError, match="symbolic link"):
+        with exclusive_lock(lock, what="--out x.safetensors", fix="wait"):
+            pass
+    assert precious.read_text() == "years of work\n" and lock.is_symlink()
+    folder = tmp_path / ".y.lock"
+    folder.mkdir()
+    with pytest.raises(UnsafePathError, match="is a folder"):
+        with exclusive_lock(folder, what="--out y", fix="wait"):
+            pass
+
+
+def test_capture_out_refuses_a_planted_lock_link_before_any_work(tmp_path, capsys):
+    precious = tmp_path / "notes.txt"
+    precious.write_text("keep me\n")
+    (tmp_path / ".x.safetensors.lock").symlink_to(precious)
+    code = main(
+        ["capture", "random:llama-tiny", "--max-prompts", "2", "--out", str(tmp_path / "x.safetensors")]
+    )
+    assert code == 2 and "symbolic link" in capsys.readouterr().err
+    assert precious.read_text() == "keep me\n" and not (tmp_path / "x.safetensors").exists()
+
+
+def test_a_file_that_appears_during_the_work_is_never_overwritten_without_force(tmp_path):
+    """Two runs check ``--csv same.csv`` before their work and write it after: the second finds the first's file and
+    refuses, instead of both reporting success over one file."""
+    from latentbook.errors import OutputExistsError
+
+    out = tmp_path / "same.csv"
+    out.write_text("the first run's rows\n")  # written while the second worked
+    with pytest.raises(OutputExistsError, match="appeared while this run worked"):
+        atomic_write(out, lambda tmp: tmp.write_text("the second run's rows\n"), replace=False)
+    assert out.read_text() == "the first run's rows\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["same.csv"]  # no temporary left behind
+    atomic_write(tmp_path / "new.csv", lambda tmp: tmp.write_text("rows\n"), replace=False)
+    assert (tmp_path / "new.csv").read_text() == "rows\n"
+    atomic_write(out, lambda tmp: tmp.write_text("forced\n"))  # --force replaces, as asked
+    assert out.read_text() == "forced\n"
+
+
+def test_two_verdict_runs_on_one_csv_lose_no_rows(tmp_path, monkeypatch, capsys):
+    """The second ``latentbook verdict --csv`` to finish refuses to write over the first's table (exit 2) instead of
+    replacing it, simulated by the first run's file appearing while the second computes its verdict."""
+    import latentbook.study.verdict_table as verdict_table
+
+    out = tmp_path / "same.csv"
+    real = verdict_table.verdict_table
+
+    def slow_verdict(*args, **kwargs):
+        table = real(*args, **kwargs)
+        out.write_text("claim,model,run,estimate,ci_low,ci_high,verdict,scope,reason\nfirst,run\n")
+        return table
+
+    monkeypatch.setattr(verdict_table, "verdict_table", slow_verdict)
+    results = tmp_path / "results"
+    results.mkdir()
+    code = main(["verdict", "--no-book", "--results", str(results), "--csv", str(out)])
+    assert code == 2 and "appeared while this run worked" in capsys.readouterr().err
+    assert out.read_text().endswith("first,run\n")

@@ -9,12 +9,13 @@ import fcntl
 import hashlib
 import os
 import re
+import stat
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .errors import InvalidInputError, LockedError, UnsafePathError
+from .errors import InvalidInputError, LockedError, OutputExistsError, UnsafePathError
 
 # mkstemp's random part: ``atomic_write`` names its temporary ``.NAME.XXXXXXXX.tmp``.
 TEMPORARY_SUFFIX = ".XXXXXXXX.tmp"
@@ -105,11 +106,13 @@ def inside(root: Path, *parts: str) -> Path:
     return candidate
 
 
-def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
+def atomic_write(path: str | Path, write: Callable[[Path], None], replace: bool = True) -> Path:
     """Call ``write(tmp)`` on a temporary file beside ``path``, fsync it, then rename it onto ``path``.
 
     At no moment is a half-written file readable under its final name. The file gets the mode a plain ``open``
     would give it (the umask's, or the mode of the file it replaces), not the temporary file's private 0600.
+    With ``replace=False`` it is published only if nothing has taken the name meanwhile (``publish_new``): a file
+    that appeared while the work ran (another run's) is left as it is, and ``OutputExistsError`` says so.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -122,12 +125,36 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
         os.chmod(tmp, mode)
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        if replace:
+            os.replace(tmp, path)
+        else:
+            publish_new(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
     return path
+
+
+def publish_new(tmp: Path, path: Path) -> None:
+    """Give the finished file ``tmp`` the name ``path`` only if no file has it: a hard link, which the kernel refuses
+    when the name exists (two runs checking a path before their work and writing it after cannot both win), then
+    ``tmp`` removed. On a file system without hard links, a check then a rename (a small window remains)."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise OutputExistsError(
+            f"{path} appeared while this run worked (another run wrote it): it was left as it is and this run's "
+            "result was not written. Choose another path, or pass --force to replace it."
+        ) from None
+    except OSError:  # no hard links here (some network and FAT file systems)
+        if os.path.lexists(path):
+            raise OutputExistsError(
+                f"{path} appeared while this run worked: it was left as it is. Choose another path, or pass --force."
+            ) from None
+        os.replace(tmp, path)
+        return
+    tmp.unlink()
 
 
 def _umask_mode() -> int:
@@ -176,9 +203,30 @@ def computing(entry: Path) -> Iterator[None]:
         yield
 
 
+def _open_lock(lock_file: Path, what: str) -> int:
+    """Open (or create) ``lock_file`` for the lock, never through a symbolic link (the lock file is truncated and
+    written, so a link planted there would overwrite its target) and never anything but a regular file."""
+    fix = "remove it, or choose another output path"
+    try:
+        fd = os.open(lock_file, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePathError(
+                f"{lock_file}, where {what} keeps its lock, is a symbolic link: latentbook never writes through one. "
+                f"{fix[0].upper()}{fix[1:]}."
+            ) from None
+        if exc.errno == errno.EISDIR:
+            raise UnsafePathError(f"{lock_file}, where {what} keeps its lock, is a folder: {fix}.") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnsafePathError(f"{lock_file}, where {what} keeps its lock, is not a regular file: {fix}.")
+    return fd
+
+
 def _acquire(lock_file: Path, what: str, fix: str, wait: bool) -> int:
     while True:
-        fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = _open_lock(lock_file, what)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:

@@ -8,6 +8,7 @@ printed on its own indented lines under each row. Numbers are right-aligned, tex
 from __future__ import annotations
 
 import textwrap
+import unicodedata
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -16,6 +17,19 @@ if TYPE_CHECKING:
 WIDTH = 100  # the command line's output fits this many columns
 MIN_WRAP = 24  # narrowest column a wrapped text may get before it moves to its own line
 GAP = "  "
+
+
+def printable(text: str) -> str:
+    """``text`` safe for a terminal: every control or format character (Unicode categories Cc and Cf: escape
+    sequences, carriage returns, bidirectional overrides) but the newline and the tab written as a visible escape
+    (``\\x1b``, ``\\u202e``), so a string read from a file can neither move the cursor, retitle the window nor
+    hide text."""
+    return "".join(
+        ch
+        if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf")
+        else ch.encode("unicode_escape").decode("ascii")
+        for ch in text
+    )
 
 
 def wrap(text: str, width: int = WIDTH, indent: int = 0) -> list[str]:

@@ -22,6 +22,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from ._text import printable
 from .cli_options import build_parser
 from .errors import InvalidInputError, LatentbookError, OutputExistsError
 
@@ -307,9 +308,11 @@ def _report(args: argparse.Namespace) -> None:
     if not args.no_verdict:
         print("measuring the claims (seconds to minutes, with the capture's size)", file=sys.stderr)
     report = capture_report(cap, results_label(cap, args.path.name), twin=twin, verdict=not args.no_verdict)
-    print(report.text())
+    print(
+        printable(report.text())
+    )  # a capture's strings come from a file: no escape sequence reaches the terminal
     if args.plot is not None:
-        print(f"figure -> {write_report_figure(report, args.plot)}")
+        print(f"figure -> {write_report_figure(report, args.plot, replace=args.force)}")
 
 
 def _plan(args: argparse.Namespace) -> None:
@@ -389,16 +392,17 @@ def _verdict(args: argparse.Namespace) -> None:
     for label in table.attrs["skipped"]:
         print(f"skipped {label}: not captured yet (pass --capture-missing)", file=sys.stderr)
     for problem in table.attrs["problems"]:
-        print(f"skipped {problem}", file=sys.stderr)
+        print(printable(f"skipped {problem}"), file=sys.stderr)
     frame = to_csv_frame(table)
     with_number = frame.assign(estimate=frame["estimate"].map(lambda v: f"{v:.3f}"))
-    print(with_number[["claim", "model", "estimate", "verdict"]].to_string(index=False))
+    print(printable(with_number[["claim", "model", "estimate", "verdict"]].to_string(index=False)))
     bad = interval_problems(table)
     if len(bad):
         print(f"warning: {len(bad)} rows have an estimate outside their interval", file=sys.stderr)
     if args.csv is not None:
         text = frame.to_csv(index=False)
-        atomic_write(args.csv, lambda tmp: tmp.write_text(text))
+        # never over a file that appeared while the verdict was computed (another run's), unless --force
+        atomic_write(args.csv, lambda tmp: tmp.write_text(text), replace=args.force)
         print(f"{len(frame)} rows -> {args.csv}")
 
 
@@ -518,7 +522,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "train-ladder":
             _train_ladder(args)
     except LatentbookError as exc:
-        print(f"latentbook: error: {exc}", file=sys.stderr)
+        print(printable(f"latentbook: error: {exc}"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"latentbook: interrupted. {_what_is_safe(args)}", file=sys.stderr)

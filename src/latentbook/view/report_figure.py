@@ -74,7 +74,8 @@ def report_figure(report: Report) -> Figure:
     return fig
 
 
-def write_report_figure(report: Report, path: Path) -> Path:
-    """Draw ``report_figure(report)`` and write it to ``path`` as a PNG, atomically."""
+def write_report_figure(report: Report, path: Path, replace: bool = True) -> Path:
+    """Draw ``report_figure(report)`` and write it to ``path`` as a PNG, atomically; with ``replace=False`` never
+    over a file that appeared meanwhile (``_files.atomic_write``)."""
     fig = report_figure(report)
-    return atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=DPI))
+    return atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=DPI), replace=replace)
