@@ -100,13 +100,13 @@ def test_the_verdict_reads_the_holm_adjusted_p_and_the_interval_side():
     assert at.along_training_verdict(flat, np.nan, 10, +1)[0] == "does not"
 
 
-def _entry(capability, stability):
+def _entry(capability, stability, control=0.75):
     return {
         "capability": {"mean": capability},
         "omega": {"rise": {"value": capability}, "bimodality": {"coefficient": 0.4}},
         "spikes": {"n_spikes": [0, 3]},
         "contraction": {"q": 1 - capability},
-        "tco": {"scores": {"stability": {"accuracy": stability}}},
+        "tco": {"scores": {"stability": {"accuracy": stability}, "control": {"accuracy": control}}},
     }
 
 
@@ -115,9 +115,12 @@ def _measurements(rng):
     for architecture in ("l4-d64", "l8-d64"):
         for seed in range(3):
             x, y, _, _ = _runs(rng, "tracks", n_runs=1)
-            checkpoints = {str(int(s)): _entry(a, b) for s, a, b in zip(STEPS[:-1], x[:-1], y[:-1])}
+            control = rng.uniform(0.5, 1.0, len(x))  # a positive control unrelated to capability here
+            checkpoints = {
+                str(int(s)): _entry(a, b, c) for s, a, b, c in zip(STEPS[:-1], x[:-1], y[:-1], control[:-1])
+            }
             models[f"{architecture}-s{seed}"] = {
-                "trained": _entry(x[-1], y[-1]),
+                "trained": _entry(x[-1], y[-1], control[-1]),
                 "train_steps": int(STEPS[-1]),
                 "checkpoints": checkpoints,
             }
@@ -207,3 +210,52 @@ def test_the_verdict_table_gets_one_row_per_architecture_and_diagnostic_along_tr
     flat = by["ladder:l8-d64", DIAGNOSTICS["bimodality"][0]]
     assert flat.verdict == "does not hold" and np.isnan(flat.value)
     assert ladder_rows.training_rows({"rungs": [], "models": {}}) == []
+
+
+def test_a_second_control_removes_what_the_diagnostic_shares_with_it():
+    """``y`` follows ``x`` only through ``c`` (a positive control that tracks capability): given the step alone the
+    partial rho is large, given the step and ``c`` it is near 0 and its interval holds 0; one control given as a
+    column is the one-control formula, and a constant second control changes nothing."""
+    from latentbook.ladder.rank_correlation import partial_spearman_ci
+
+    rng = np.random.default_rng(7)
+    n = 60
+    step = rng.permutation(n).astype(float)
+    c = rng.standard_normal(n)
+    x = c + 0.3 * rng.standard_normal(n)
+    y = c + 0.3 * rng.standard_normal(n)
+    alone = partial_spearman_ci(x, y, step, n_boot=300)
+    both = partial_spearman_ci(x, y, np.column_stack([step, c]), n_boot=300)
+    assert alone.rho > 0.6 and alone.p_value < 0.01
+    assert abs(both.rho) < 0.2 and both.ci[0] < 0 < both.ci[1] and both.p_value > 0.05
+    as_column = partial_spearman_ci(x, y, step[:, None], n_boot=300)
+    assert as_column.rho == pytest.approx(alone.rho) and as_column.ci == pytest.approx(alone.ci)
+    constant = partial_spearman_ci(x, y, np.column_stack([step, np.ones(n)]), n_boot=300)
+    assert constant.rho == pytest.approx(alone.rho, abs=1e-9)
+    # the residual form agrees with the formula where both apply
+    from latentbook.ladder.rank_correlation import _ranks, _residual_correlation
+
+    assert _residual_correlation(_ranks(x), _ranks(y), _ranks(step)[:, None]) == pytest.approx(alone.rho)
+
+
+def test_along_training_controls_tco_stability_for_its_positive_control():
+    """The checkpoints' TCO stability tracks capability given the step, but not once the change of its positive
+    control is removed too (issue 49: rho -0.04, p 0.85 on l4-d64); the reason names both controls."""
+    from latentbook.study.ladder_rows import ladder_measurements
+
+    m = ladder_measurements()
+    if m is None:
+        pytest.skip("no ladder measurements in results/")
+    stability = at.training_correlations(m, n_boot=400)["l4-d64"]["stability"]
+    assert stability["control"] == "training step and the positive control"
+    assert "given the step and the positive control" in stability["reason"]
+    assert stability["verdict"] == "inconclusive" and stability["ci"][0] < 0 < stability["ci"][1]
+    table = at.training_table(m)
+    x, y = (
+        table[table["architecture"] == "l4-d64"]
+        .sort_values(["run", "step"])[["capability", "stability"]]
+        .T.values
+    )
+    rows = table[table["architecture"] == "l4-d64"].sort_values(["run", "step"])
+    step_only = at.partial_along_training(x, y, rows["step"], rows["run"], n_boot=400)
+    assert step_only.rho > 0.4  # what the step alone leaves: the positive control's share

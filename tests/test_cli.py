@@ -101,6 +101,10 @@ def test_verdict_writes_a_csv_of_every_claim_with_intervals_that_hold_their_esti
     synthetic.as_capture(states, ids, np.tile(np.arange(1, 6), 60), name="planted").save(
         results / "p.safetensors"
     )
+    twin_states = rng.standard_normal((13, len(ids), 24))
+    synthetic.as_capture(twin_states, ids, np.tile(np.arange(1, 6), 60), name="random:planted").save(
+        results / "twin.safetensors"
+    )
     out = tmp_path / "verdict.csv"
     assert main(["verdict", "--no-book", "--results", str(results), "--csv", str(out)]) == 0
     table = pd.read_csv(out)
@@ -119,7 +123,16 @@ def test_verdict_writes_a_csv_of_every_claim_with_intervals_that_hold_their_esti
     # a 24-wide synthetic capture is far below 1.5B parameters: the large-model claims are out of the paper's range
     scopes = table.set_index(["claim", "model"])["scope"]
     assert scopes[("omega_jump", "planted (p.safetensors)")].startswith("below the paper's range")
-    assert scopes[("stays_liquid", "planted (p.safetensors)")] == "in the paper's range"
+    assert scopes[("stays_liquid", "planted (p.safetensors)")].startswith("below the paper's range")
+    measured = table[table["run"] != "not run"]  # the "not run" rows name the paper's 32B model
+    assert not (measured["scope"] == "in the paper's range").any()  # nothing measured here is of its size
+    # no trained "holds" whose twin holds the same claim: that row is "uninformative"
+    verdicts = table.set_index(["claim", "model"])["verdict"]
+    twin = "random:planted (twin.safetensors)"
+    for claim in table.loc[table["model"] == twin, "claim"]:
+        if verdicts[(claim, twin)] == "holds":
+            assert verdicts[(claim, "planted (p.safetensors)")] != "holds", claim
+    assert "uninformative" in set(table["verdict"])
     mine = table[table["model"] == "planted (p.safetensors)"]
     assert (mine["run"] == "results file").all() and len(mine) >= 8
     both = table.dropna(subset=["estimate", "ci_low", "ci_high"])
@@ -256,7 +269,7 @@ def test_report_text_prints_those_numbers_within_100_columns(planted_report):
         assert any(line.startswith(row.claim) and row.verdict in line for line in lines)
     # a small synthetic capture: its large-model claims are named as out of the paper's range
     scope = " ".join(report.text().split()).split("Scope: ")[1]
-    assert "omega_jump" in scope and "stays_liquid" not in scope and "not whether the paper holds" in scope
+    assert "omega_jump" in scope and "stays_liquid" in scope and "not whether the paper holds" in scope
 
 
 def _png_size(path):
@@ -323,3 +336,24 @@ def test_train_ladder_measures_the_rungs_by_name_so_each_architectures_seeds_sit
     ]
     assert main(args) == 0
     assert asked == [["l1-d64-s0", "l1-d64-s1", "l4-d64-s0", "l4-d64-s1"]]
+
+
+def test_report_never_sends_a_captures_escape_sequences_to_the_terminal(tmp_path, capsys):
+    """A model name read from a file holding terminal escapes (clear the screen, retitle the window, colour a fake
+    line) is printed with the escapes made visible, not obeyed; so is an error naming it."""
+    from latentbook.analysis import synthetic
+
+    evil = "m\x1b[2J\x1b]0;owned\x07\x1b[31mFAKE VERDICT: HOLDS\x1b[0m\u202e"
+    rng = np.random.default_rng(0)
+    ids = np.repeat(np.arange(40), 4)
+    cap = synthetic.as_capture(
+        rng.standard_normal((6, len(ids), 16)), ids, np.tile(np.arange(4), 40), name=evil
+    )
+    path = cap.save(tmp_path / "evil.safetensors")
+    assert main(["report", str(path), "--no-verdict"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    assert "\\x1b[2J" in out and "FAKE VERDICT" in out  # shown, harmless
+    from latentbook._text import printable
+
+    assert printable("line one\n\tline two é") == "line one\n\tline two é"  # text and layout untouched

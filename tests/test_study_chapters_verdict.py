@@ -6,14 +6,18 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import types  # noqa: E402
+
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
 
 from latentbook.analysis import verdict  # noqa: E402
-from latentbook.study.chapters.verdict_tables import count_glue  # noqa: E402
+from latentbook.study.chapters.verdict_tables import count_glue, first_screen  # noqa: E402
 from latentbook.view import plots  # noqa: E402
 
 
-def _row(claim, model, run, verdict_word, parameters, scope):
+def _row(claim, model, run, verdict_word, parameters, scope, reason="", value=float("nan")):
     return {
         "claim": claim,
         "model": model,
@@ -21,6 +25,8 @@ def _row(claim, model, run, verdict_word, parameters, scope):
         "verdict": verdict_word,
         "parameters": parameters,
         "scope": scope,
+        "reason": reason,
+        "value": value,
     }
 
 
@@ -71,6 +77,7 @@ def test_count_glue_counts_trained_runs_and_twins_apart_and_leaves_out_scaling_a
     )
     assert glued["largest_run_m"] == 7000.0 and glued["smallest_run_m"] == 135.0
     assert glued["holds_list"] == "attention_cooling (small); omega_jump (big)"
+    assert glued["holds_titles"] == "attention cools, small; Omega jumps (standardised), big"
     # by scope: a small model's large-model claim is never counted in range (the ladder's scaling row is)
     assert glued["scope_in_range"] == "3 holds, 1 inconclusive"
     assert glued["scope_below"] == "1 does not hold"
@@ -93,3 +100,71 @@ def test_the_heatmap_labels_each_cell_by_its_verdict_and_a_disagreeing_cell_mixe
     texts = sorted(t.get_text() for t in fig.axes[0].texts)
     assert texts == ["holds", "mixed", "n/t", "no"]
     matplotlib.pyplot.close(fig)
+    fig = plots.verdict_heatmap(pd.DataFrame({"small": ["uninformative", "holds"]}, index=["a", "b"]))
+    assert sorted(t.get_text() for t in fig.axes[0].texts) == ["holds", "twin too"]
+    matplotlib.pyplot.close(fig)
+
+
+def test_count_glue_counts_the_uninformative_the_weighed_and_what_is_in_range():
+    table = pd.concat(
+        [
+            TABLE,
+            pd.DataFrame(
+                [
+                    _row("stays_liquid", "small", "trained", "uninformative", 135e6, verdict.BELOW_RANGE),
+                    _row(
+                        "omega_jump_cleaned",
+                        "small",
+                        "trained",
+                        "inconclusive",
+                        135e6,
+                        verdict.BELOW_RANGE,
+                        reason="jump ...; but the judge's power ... (below 80%): no evidence of absence",
+                    ),
+                    _row("stays_liquid", "enc", "trained", "holds", 23e6, verdict.OTHER_KIND),
+                ]
+            ),
+        ]
+    )
+    glued = count_glue(table)
+    assert glued["trained_uninformative"] == 1 and glued["n_weighed_by_power"] == 1
+    assert glued["n_in_range"] == 1  # the 7B results file's omega_jump
+    assert glued["scope_other"] == "1 holds"
+    assert glued["trained_inconclusive"] == 2
+
+
+def _gemma(m: np.ndarray, d: int = 640):
+    return types.SimpleNamespace(omega_mean=lambda: m, gamma=np.arange(len(m)) / (len(m) - 1), d_model=d)
+
+
+def _landmarks(found):
+    return types.SimpleNamespace(found=lambda: found)
+
+
+E2E = pd.DataFrame({"meets": [True, True, False], "n": [74, 80, 74]})
+
+
+def test_first_screen_reads_where_raw_m_first_turns_solid_away_from_the_edges():
+    solid = verdict.solid_threshold(640)
+    m = np.full(19, 0.3)
+    m[1] = solid + 0.05  # the first block's output: an edge depth, not read
+    m[2:] = solid + 0.1
+    m[2] = solid + 0.2
+    table = pd.DataFrame(
+        [
+            _row("stays_liquid_cleaned", "gemma3-270m", "trained", "holds", 268e6, "", value=0.55),
+            _row("omega_jump", "smollm2-135m", "trained", "holds", 135e6, ""),
+        ]
+    )
+    onset = [("ID peak (TwoNN)", 0.5, (0.4, 0.6)), ("massive onset", 1 / 18, (0.0, 0.1))]
+    screen = first_screen(table, _gemma(m), _landmarks(onset), E2E)
+    assert screen["gemma_cross_gamma"] == pytest.approx(2 / 18)
+    assert screen["gemma_cross_m"] == pytest.approx(solid + 0.2) and screen["gemma_solid"] == solid
+    assert screen["gemma_clean_m"] == 0.55 and screen["gemma_onset"] == pytest.approx(1 / 18)
+    assert screen["gemma_onset_words"].startswith("the depth where raw m rises most")
+    assert screen["below_factor"] == pytest.approx(1.5e9 / 268e6)
+    assert (screen["e2e_cells"], screen["e2e_cells_met"], screen["e2e_n"]) == (3, 2, 74)
+    far = [("massive onset", 0.5, (0.45, 0.55))]
+    assert first_screen(table, _gemma(m), _landmarks(far), E2E)["gemma_onset_words"].startswith("apart")
+    none = first_screen(table, _gemma(np.full(19, 0.3)), _landmarks([]), E2E)
+    assert np.isnan(none["gemma_cross_gamma"]) and none["gemma_onset_words"] == "no onset found"

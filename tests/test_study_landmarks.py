@@ -166,11 +166,16 @@ def test_landmark_calibration_reads_the_planted_families():
 
     records = lc.run_case(0) + lc.run_case(1)
     table = lc.confusion(records).set_index("family")
-    near, far, none = (f.name for f in lc.FAMILIES)
+    near, far, none, massive, both, code, sink = (f.name for f in lc.FAMILIES)
     assert table.loc[near, "holds"] == 2
     assert table.loc[far, "holds"] == 0 and table.loc[none, "holds"] == 0
     assert table.loc[none, "not testable"] == 2  # no jump: nothing to place
     assert not table.loc[far, "meets target"]  # 0 of 2 cannot show a 5 % rate
+    # the massive-step row: raw m's step is the massive onset where one is planted in every token, never where a
+    # code makes the step and the massive coordinate is absent or elsewhere
+    assert table.loc[massive, "holds"] == table.loc[both, "holds"] == 2
+    assert table.loc[code, "does not hold"] == table.loc[sink, "does not hold"] == 2
+    assert set(table.loc[[massive, both, code, sink], "claim"]) == {"massive_step"}
 
 
 def test_landmark_calibration_file_round_trip(tmp_path):
@@ -185,7 +190,7 @@ def test_landmark_calibration_file_round_trip(tmp_path):
     records = [{"family": f.name, "case": 0, "verdict": "holds", "reason": ""} for f in lc.FAMILIES]
     path.write_text(json.dumps({"provenance": {"source_hash": lc.source_hash()}, "records": records}))
     loaded = lc.load_record(tmp_path)
-    assert loaded.current and loaded.table["holds"].tolist() == [1, 1, 1]
+    assert loaded.current and loaded.table["holds"].tolist() == [1] * len(lc.FAMILIES)
     path.write_text(json.dumps({"provenance": {"source_hash": "old"}, "records": records}))
     assert not lc.load_record(tmp_path).current
 
@@ -228,3 +233,44 @@ def test_the_calibration_script_never_replaces_a_file_that_is_not_its_record(tmp
     )
     assert done.returncode != 0 and "not a calibration record" in done.stderr
     assert foreign.read_bytes() == b"not a calibration record"
+
+
+def test_raw_step_finds_the_largest_one_layer_rise_and_its_intervals():
+    from latentbook.analysis import landmarks
+
+    gamma = np.arange(13) / 12
+    m = np.full(13, 0.3)
+    m[1] = 0.4  # an edge rise of 0.1
+    m[5:] = 0.65  # the largest rise, at depth 5
+    m[6:] = 0.7
+    rng = np.random.default_rng(0)
+    draws = m + 0.005 * rng.standard_normal((200, 13))
+    step = landmarks.raw_step(gamma, m, draws)
+    assert step.gamma == pytest.approx(5 / 12) and step.size == pytest.approx(0.35)
+    assert step.ci == pytest.approx((5 / 12, 5 / 12))  # every draw finds the same depth
+    assert step.size_ci[0] < 0.35 < step.size_ci[1] and step.size_ci[1] - step.size_ci[0] < 0.05
+    # two rises of nearly one size: the depth's interval spans both, and holds the estimate
+    m2 = m.copy()
+    m2[9:] = 0.7 + 0.349
+    noisy = landmarks.raw_step(gamma, m2, m2 + 0.01 * rng.standard_normal((200, 13)))
+    assert noisy.ci[0] <= noisy.gamma <= noisy.ci[1] and noisy.ci[1] - noisy.ci[0] >= 4 / 12 - 1e-9
+    with pytest.raises(InvalidInputError, match="finite"):
+        landmarks.raw_step(gamma, np.where(gamma > 0.5, np.nan, m), draws)
+    with pytest.raises(InvalidInputError, match="one value per depth"):
+        landmarks.raw_step(gamma, m[:-1], draws)
+
+
+def test_judge_massive_step_cases():
+    from latentbook.analysis import landmarks, verdict
+
+    step = landmarks.RawStep(0.42, (0.40, 0.44), 0.3, (0.28, 0.32))
+    assert verdict.judge_massive_step(step, 0.42, True)[0] == "holds"
+    assert verdict.judge_massive_step(step, 0.46, True)[0] == "holds"  # within the tolerance of both
+    assert verdict.judge_massive_step(step, 0.42, False)[0] == "does not hold"  # no onset at all
+    assert verdict.judge_massive_step(step, 0.83, True)[0] == "does not hold"  # far from the step
+    wide = landmarks.RawStep(0.42, (0.30, 0.70), 0.3, (0.28, 0.32))
+    assert verdict.judge_massive_step(wide, 0.60, True)[0] == "inconclusive"  # inside the interval, not near
+    small = landmarks.RawStep(0.42, (0.40, 0.44), 0.04, (0.03, 0.05))
+    assert verdict.judge_massive_step(small, 0.42, True)[0] == "not testable here"  # no step to explain
+    nan = landmarks.RawStep(0.42, (0.40, 0.44), 0.3, (float("nan"), 0.32))
+    assert verdict.judge_massive_step(nan, 0.42, True)[0] == "not testable here"  # NaN is no step

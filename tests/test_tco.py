@@ -128,9 +128,9 @@ def test_the_judge_says_holds_does_not_hold_and_inconclusive_where_planted():
     assert word == "holds" and "within the query step" in reason
     word, reason = _judged("per step")  # decodable within a step, a new code at every step
     assert word == "does not hold" and "stability does not clear" in reason
-    word, reason = _judged("bag")  # only the bag of values: the positive control fails
-    assert word == "inconclusive" and "positive control fails" in reason
-    assert _judged("first value")[0] == "inconclusive"  # the positional shortcut is balanced away
+    word, reason = _judged("bag")  # only the bag of values: the positive control is at chance
+    assert word == "not testable here" and "positive control is at chance" in reason
+    assert _judged("first value")[0] == "not testable here"  # the positional shortcut is balanced away
     word, reason = _judged("stable", twin_code="stable")
     assert word == "does not hold" and "twin" in reason
 
@@ -153,7 +153,7 @@ def test_the_tco_calibration_families_run_and_separate():
     assert (table.loc[table["planted"] == "absent", "holds"] == 0).all()
     assert (table.loc[table["planted"] == "present", "holds"] == 1).all()
     bag = table[table["family"] == "only the bag of values"].iloc[0]
-    assert bag["inconclusive"] == 1.0
+    assert bag["not testable here"] == 1.0
 
 
 def test_the_ladder_figure_draws_both_numbers_by_depth():
@@ -315,3 +315,28 @@ def test_with_fewer_tokens_than_dimensions_a_real_signal_gets_the_held_out_best_
         chosen = np.mean((probe.scores(x_new) - np.eye(k)[y_new]) ** 2)
         assert chosen <= 1.1 * errors.min(), seed
         assert errors[0] >= 1.1 * chosen, seed
+
+
+def test_a_control_above_chance_but_not_above_the_baselines_is_inconclusive():
+    """Between the two: the control is read above chance, but no better than a decoder that binds nothing."""
+    from types import SimpleNamespace
+
+    def score(accuracy, ci):
+        return SimpleNamespace(accuracy=accuracy, ci=ci, n=96)
+
+    summary = SimpleNamespace(
+        control=score(0.62, (0.55, 0.69)),
+        control_bag=score(0.6, (0.5, 0.7)),
+        control_first=score(0.5, (0.4, 0.6)),
+        stability=score(0.9, (0.85, 0.95)),
+        stability_bag=score(0.5, (0.4, 0.6)),
+        stability_first=score(0.5, (0.4, 0.6)),
+        control_bar=0.6,
+        stability_bar=0.5,
+    )
+    word, reason = verdict.judge_tco(summary)
+    assert word == "inconclusive" and "positive control fails" in reason
+    summary.control = score(0.9, (0.86, 0.94))  # above the bar + margin: stability is read
+    assert verdict.judge_tco(summary)[0] == "holds"
+    summary.control = score(0.55, (0.49, 0.61))  # its interval reaches chance
+    assert verdict.judge_tco(summary)[0] == "not testable here"

@@ -253,7 +253,9 @@ def test_tco_criterion_on_persistent_and_transient_classes():
     assert kept.stability.accuracy > 0.85 and verdict.judge_tco(kept)[0] == "holds"
     assert lost.control.accuracy > 0.85 and lost.stability.accuracy == pytest.approx(0.5, abs=0.08)
     assert verdict.judge_tco(lost)[0] == "does not hold"
-    assert verdict.judge_tco(bag)[0] == "inconclusive"  # no within-step decoding: the positive control fails
+    assert (
+        verdict.judge_tco(bag)[0] == "not testable here"
+    )  # no within-step decoding: the control is at chance
     assert verdict.judge_tco(kept, twin=kept)[0] == "does not hold"
     assert verdict.judge_tco(kept, twin=bag)[0] == "holds"
 
@@ -481,20 +483,30 @@ def test_tco_rows_read_the_positive_control_and_the_twin():
         rows.tco_row(null, "null: random weights", twin),
     )
     assert row.claim == "tco" and row.verdict == "holds" and row.value == kept.stability.accuracy
-    assert twin_row.verdict == "inconclusive" and "positive control fails" in twin_row.reason
+    assert twin_row.verdict == "not testable here" and "positive control is at chance" in twin_row.reason
     for r in (row, twin_row):
         assert r.ci_low <= r.value <= r.ci_high
     assert rows.tco_row(run, "trained", kept, kept).verdict == "does not hold"  # the twin is as stable
 
 
 def test_scope_of_a_verdict_follows_the_papers_range():
+    """The paper's range is the sizes it analysed (1.5B-30B+): below it every sized claim is out of range, the
+    small-model claims included (its small models are the bottom of that suite); an encoder is another kind."""
     assert verdict.scope_of("omega_jump", 135e6) == verdict.BELOW_RANGE
     assert verdict.scope_of("omega_jump", 7.6e9) == verdict.IN_RANGE
     assert verdict.scope_of("critical_depth", verdict.SMALL_MODEL) == verdict.IN_RANGE  # 1.5B is in range
-    assert verdict.scope_of("stays_liquid", 135e6) == verdict.IN_RANGE
+    assert verdict.scope_of("critical_depth", 0.999 * verdict.SMALL_MODEL) == verdict.BELOW_RANGE
+    assert verdict.scope_of("stays_liquid", 135e6) == verdict.BELOW_RANGE
+    assert verdict.scope_of("stays_liquid_cleaned", 268e6) == verdict.BELOW_RANGE
+    assert verdict.scope_of("stays_liquid", 1.5e9) == verdict.IN_RANGE
+    assert verdict.scope_of("stays_liquid", 0.999 * verdict.SMALL_END) == verdict.IN_RANGE
+    assert verdict.scope_of("stays_liquid", verdict.SMALL_END) == verdict.ABOVE_RANGE
     assert (
         verdict.scope_of("stays_liquid", 32e9) == verdict.ABOVE_RANGE
     )  # a small-model claim on a large model
+    assert verdict.scope_of("omega_jump", 7.6e9, encoder=True) == verdict.OTHER_KIND
+    assert verdict.scope_of("stays_liquid", 23e6, encoder=True) == verdict.OTHER_KIND
+    assert verdict.scope_of("attention_cooling", 23e6, encoder=True) == verdict.ANY_SIZE
     assert verdict.scope_of("attention_cooling", 135e6) == verdict.ANY_SIZE
     assert verdict.scope_of("mp_spikes", float("nan")) == verdict.SIZE_UNKNOWN
     row = verdict.Row("omega_jump", "m", "trained", 135e6, "", 0.0, 0.0, 0.0, "", "does not hold", "", "")

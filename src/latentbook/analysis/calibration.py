@@ -2,7 +2,8 @@
 
 Usage: ``table = calibrate_statistics(n_cases=40, seed=0)`` (one row per claim and family: how often the judge said
 "holds", "does not hold", "inconclusive"), ``meets_targets(table)`` (per claim: at most ``MAX_FALSE_HOLDS`` of
-"holds" on every planted-absent family, at least ``MIN_FOUND`` on every planted-present one).
+"holds" on every planted-absent family, at least ``MIN_FOUND`` on every planted-present one, by the rate) and
+``meets_by_wilson(table)`` (per family: the same by the Wilson bound of the rate, which 40 cases cannot reach).
 
 The families carry the nuisances of the real models of chapter 3, so that a judge that only works on textbook
 data fails here: a rise out of the embedding over two layers and a last-layer change (edge depths), a smooth
@@ -556,3 +557,14 @@ def meets_targets(table: pd.DataFrame) -> pd.Series:
         table["holds"] <= MAX_FALSE_HOLDS
     )
     return ok.groupby(table["claim"]).all()
+
+
+def meets_by_wilson(table: pd.DataFrame) -> pd.Series:
+    """Per family (``table``'s rows): does the family meet its target by the Wilson 95 % bound of its rate, not only
+    by the rate? An absent family's upper bound at most ``MAX_FALSE_HOLDS`` (no false "holds" needs 74 cases for
+    that), a present family's lower bound at least ``MIN_FOUND``; the end-to-end record's standard
+    (``study.planted_calibration``)."""
+    present = table["planted"] == "present"
+    return (present & (table["holds_ci_low"] >= MIN_FOUND)) | (
+        ~present & (table["holds_ci_high"] <= MAX_FALSE_HOLDS)
+    )

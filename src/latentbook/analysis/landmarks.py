@@ -19,6 +19,11 @@
   when the peak is interior (not the first or last depth read) and its interval lies above both ends'
   (``study.run_landmarks``).
 
+- **the step of raw m** (``raw_step``): the depth reached by the largest one-layer rise of the paper's own
+  ``m(gamma)`` (raw token vectors, every depth, the edges included: that step can be the first block's), with
+  the interval of that depth and of the rise over prompt-bootstrap draws; ``verdict.judge_massive_step`` asks
+  whether it is the massive-activation onset.
+
 ``near(gamma, centre, tolerance)`` says whether an interval reaches ``centre +- tolerance``.
 Introduced in: chapter 9 (other clocks of depth).
 """
@@ -46,6 +51,44 @@ class Onset:
     rise: float  # max_i A_i(l) / max_i A_i(l - 1) at that depth
     ratio: float  # max_i A_i / median_i A_i there
     found: bool  # rise >= MIN_RISE and ratio >= MIN_RATIO
+
+
+@dataclass(frozen=True)
+class RawStep:
+    """The largest one-layer rise of ``m(gamma)``: the depth it reaches, its size, and their intervals."""
+
+    gamma: float
+    ci: tuple[
+        float, float
+    ]  # the depth of the largest rise over the draws (percentile, widened to hold gamma)
+    size: float  # m(gamma) - m(the depth before)
+    size_ci: tuple[float, float]  # that rise, at that depth, over the draws
+
+
+def raw_step(gamma: np.ndarray, m: np.ndarray, draws: np.ndarray, level: float = 0.95) -> RawStep:
+    """The depth ``l >= 1`` of the largest ``m_l - m_(l-1)``, that rise, and intervals from ``draws``
+    (``(n_boot, n_depths)`` prompt-bootstrap draws of ``m``, paired across depths): the depth of each draw's
+    largest rise, and each draw's rise at the estimate's depth."""
+    gamma, m, draws = (np.asarray(a, dtype=np.float64) for a in (gamma, m, draws))
+    if not (gamma.shape == m.shape and draws.ndim == 2 and draws.shape[1] == len(m) and len(m) >= 2):
+        raise InvalidInputError(
+            f"gamma and m need one value per depth (at least two) and draws one row per draw of every depth, got "
+            f"{gamma.shape}, {m.shape}, {draws.shape}."
+        )
+    if not (np.all(np.isfinite(m)) and np.all(np.isfinite(draws))):
+        raise InvalidInputError("m and its draws must be finite: a NaN profile has no step.")
+    at = int(np.argmax(np.diff(m))) + 1
+    steps = np.diff(draws, axis=1)
+    where = gamma[np.argmax(steps, axis=1) + 1]
+    low, high = percentile_interval(where, level)
+    size_low, size_high = percentile_interval(steps[:, at - 1], level)
+    size = float(m[at] - m[at - 1])
+    return RawStep(
+        float(gamma[at]),
+        (float(min(low, gamma[at])), float(max(high, gamma[at]))),
+        size,
+        (float(min(size_low, size)), float(max(size_high, size))),
+    )
 
 
 @dataclass(frozen=True)

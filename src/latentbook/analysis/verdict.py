@@ -10,10 +10,13 @@ Columns of a row: ``claim``, ``model``, ``run`` ("trained", "null: random weight
 large-model claim measured below 1.5B parameters is "below the paper's range: not predicted at this size", so a
 small model's "does not hold" is never counted against the paper).
 
-Verdicts (``VERDICTS``): "holds", "does not hold", "inconclusive", "not testable here", "not yet run".
-"Twin" below is the random-weight model of the same architecture; a trained model's effect counts only when it
-beats the twin's (a diagnostic the null model also passes is not evidence of learning). Nulls are judged by the
-same criterion without a twin, so the table shows whether the null passes too.
+Verdicts (``VERDICTS``, defined once in ``VERDICT_MEANINGS``): "holds", "uninformative", "does not hold",
+"inconclusive", "not testable here", "not yet run". "Twin" below is the random-weight model of the same
+architecture; a trained model's effect counts only when it beats the twin's (a diagnostic the null model also
+passes is not evidence of learning): a trained "holds" whose twin holds the same claim is "uninformative"
+(``uninformative``). A "does not hold" that only failed to find the effect stands only where the judge's power
+at the run's own noise reaches ``MIN_POWER`` for the paper's effect size (``jump_power``, ``judge_power``); else
+"inconclusive". Nulls are judged by the same criterion without a twin, so the table shows whether the null passes.
 
 Criteria (``split`` = the paper's ``gamma_c`` 0.42; "interior" = depths other than the embedding and the last;
 each judge's docstring says its rule in full):
@@ -56,7 +59,7 @@ from ..errors import InvalidInputError
 from . import bimodality, omega, transition
 from .paper import PAPER_GAMMA_C
 from .resampling import wilson_interval as wilson_interval  # re-exported: calibration reads it from here
-from .tco import TCOScores
+from .tco import TWO_WAY_CHANCE, TCOScores
 
 GAMMA_C_TOLERANCE = 0.10
 LANDMARK_TOLERANCE = 0.05  # a landmark within this of gamma_c (intervals overlapping) is the same depth
@@ -64,12 +67,26 @@ PAPER_M_LIQUID, PAPER_M_SOLID = 0.69, 0.90  # at the paper's width, omega.PAPER_
 SOLID_THRESHOLD = (PAPER_M_LIQUID + PAPER_M_SOLID) / 2
 MIN_JUMP = (PAPER_M_SOLID - PAPER_M_LIQUID) / 2
 MIN_TRANSITION = (PAPER_M_SOLID - PAPER_M_LIQUID) / 4  # smaller steps are not the claimed transition
-SMALL_MODEL = 1.5e9
+SMALL_MODEL = 1.5e9  # the smallest size the paper analysed (1.5B-30B+): its range starts here
+SMALL_END = (
+    4e9  # the paper names no size between its small and medium models: the book takes 1.5B to under 4B
+)
+MIN_POWER = 0.80  # a "does not hold" that found no effect needs this power at the paper's effect size
 MAX_CONCENTRATION = 0.9  # PR or effective rank after / before: a fall of at least 10 % (no size in the paper)
 TCO_MARGIN = 0.05  # how far a TCO interval's lower end must clear the strongest baseline that binds nothing
 K_MASSIVE = 4  # coordinates removed as massive activations in the cleaned rows (chapter 3)
 MIN_DEPTHS = transition.MIN_FITTED + sum(transition.SKIP)
-VERDICTS = ("holds", "does not hold", "inconclusive", "not testable here", "not yet run")
+VERDICT_MEANINGS = {
+    "holds": "the criterion is met, beyond the random twin where the claim is about what training adds",
+    "uninformative": "the criterion is met, but the random twin (untrained weights) meets it too: no evidence",
+    "does not hold": "the data exclude the claimed effect, or the judge could have seen it (power of 80 % or more) "
+    "and did not",
+    "inconclusive": "the interval straddles the criterion's bar, or the judge had too little power to see it",
+    "not testable here": "this machine cannot measure it (a model too large, a measurement not taken)",
+    "not yet run": "a measurement that exists but has not been run",
+}
+VERDICTS = tuple(VERDICT_MEANINGS)
+UNINFORMATIVE = "uninformative"
 # What the paper predicts at which size (book/paper.md, claims 1-3 and 6: the transition, its jump, bimodality and the
 # spectral anomalies in large models of 1.5B-30B+; small models stay liquid). Claims of a theorem or of the
 # framework (contraction, cooling, class stability, diagnostics across a ladder) carry no size.
@@ -88,14 +105,15 @@ LARGE_MODEL_CLAIMS = frozenset(
     }
 )
 SMALL_MODEL_CLAIMS = frozenset({"stays_liquid", "stays_liquid_cleaned"})
-IN_RANGE, BELOW_RANGE, ABOVE_RANGE, ANY_SIZE, SIZE_UNKNOWN = (
+IN_RANGE, BELOW_RANGE, ABOVE_RANGE, OTHER_KIND, ANY_SIZE, SIZE_UNKNOWN = (
     "in the paper's range",
-    "below the paper's range: not predicted at this size",
+    "below the paper's range (1.5B-30B+): not predicted at this size",
     "above the small models' range: not predicted at this size",
+    "another kind of model (an encoder): the paper analysed decoders",
     "any size",
     "size unknown",
 )
-SCOPES = (IN_RANGE, BELOW_RANGE, ABOVE_RANGE, ANY_SIZE, SIZE_UNKNOWN)
+SCOPES = (IN_RANGE, BELOW_RANGE, ABOVE_RANGE, OTHER_KIND, ANY_SIZE, SIZE_UNKNOWN)
 
 
 @dataclass(frozen=True)
@@ -181,6 +199,12 @@ CLAIMS: dict[str, Claim] = {
             "(intrinsic-dimension peak, massive-activation onset, logit-lens convergence; chapter 9)",
             "(the paper presents gamma_c as new)",
         ),
+        Claim(
+            "massive_step",
+            "a referee's question, not the paper's claim: the largest step of the paper's raw m(gamma) is the onset "
+            "of massive activations (chapter 3's confound), not a phase of the token cloud",
+            "(the paper reads raw m as its order parameter)",
+        ),
         Claim("scaling", "the amplitude of the transition grows with model size", "grows with size"),
         Claim(
             "reasoning_diagnostics",
@@ -188,6 +212,27 @@ CLAIMS: dict[str, Claim] = {
             "diagnostics track capability",
         ),
     ]
+}
+# the claims in a reader's words, for the grid of chapter 8 (the keys stay the table's and the CSV's)
+CLAIM_TITLES = {
+    "critical_depth": "a transition at 42 % of depth",
+    "omega_jump": "Omega jumps (standardised)",
+    "omega_jump_cleaned": "Omega jumps (cleaned)",
+    "stays_liquid": "small models stay liquid (raw m)",
+    "stays_liquid_cleaned": "small models stay liquid (cleaned m)",
+    "bimodality": "Omega becomes bimodal",
+    "spectral_concentration": "participation ratio falls",
+    "spectral_concentration_cleaned": "participation ratio falls (cleaned)",
+    "effective_rank": "effective rank falls",
+    "effective_rank_cleaned": "effective rank falls (cleaned)",
+    "mp_spikes": "spikes leave the MP bulk",
+    "transverse_contraction": "transverse directions contract",
+    "attention_cooling": "attention cools",
+    "tco": "class objects persist across steps",
+    "landmark_coincidence": "gamma_c is a known landmark",
+    "massive_step": "raw m's step is massive activations",
+    "scaling": "the jump grows with size",
+    "reasoning_diagnostics": "diagnostics track capability",
 }
 COLUMNS = (
     "claim",
@@ -206,19 +251,24 @@ COLUMNS = (
 )
 
 
-def scope_of(claim: str, parameters: float) -> str:
-    """Where a verdict stands against the paper's range: a large-model claim (``LARGE_MODEL_CLAIMS``) measured on
-    a model below ``SMALL_MODEL`` parameters is ``BELOW_RANGE`` (the paper does not predict it there: a "does not
-    hold" is no evidence against it); a small-model claim on a model of ``SMALL_MODEL`` or more is
-    ``ABOVE_RANGE``; claims without a size are ``ANY_SIZE``."""
+def scope_of(claim: str, parameters: float, encoder: bool = False) -> str:
+    """Where a verdict stands against the paper's range, the sizes it analysed (``SMALL_MODEL`` = 1.5B to 30B+).
+
+    A claim with a size (``LARGE_MODEL_CLAIMS``, and ``SMALL_MODEL_CLAIMS``: the paper's small models are the
+    bottom of its suite) measured below ``SMALL_MODEL`` is ``BELOW_RANGE`` (not predicted there: neither a
+    "holds" nor a "does not hold" bears on the paper); a small-model claim on a model of ``SMALL_END`` or more is
+    ``ABOVE_RANGE``; on an ``encoder`` any sized claim is ``OTHER_KIND``; claims without a size are ``ANY_SIZE``."""
     if claim not in LARGE_MODEL_CLAIMS | SMALL_MODEL_CLAIMS:
         return ANY_SIZE
+    if encoder:
+        return OTHER_KIND
     if not np.isfinite(parameters):
         return SIZE_UNKNOWN
-    large = parameters >= SMALL_MODEL
-    if large == (claim in LARGE_MODEL_CLAIMS):
-        return IN_RANGE
-    return BELOW_RANGE if claim in LARGE_MODEL_CLAIMS else ABOVE_RANGE
+    if parameters < SMALL_MODEL:
+        return BELOW_RANGE
+    if claim in SMALL_MODEL_CLAIMS and parameters >= SMALL_END:
+        return ABOVE_RANGE
+    return IN_RANGE
 
 
 @dataclass(frozen=True)
@@ -248,6 +298,85 @@ class Row:
             object.__setattr__(self, "scope", scope_of(self.claim, self.parameters))
         if self.scope not in SCOPES:
             raise InvalidInputError(f"scope must be one of {SCOPES}, got {self.scope!r}.")
+
+
+def uninformative(verdict_reason: tuple[str, str], twin_verdict: str | None) -> tuple[str, str]:
+    """A trained model's verdict read beside its random twin's on the same claim: a "holds" that the twin
+    (untrained weights) holds too is ``UNINFORMATIVE`` (the criterion is met without training, so meeting it says
+    nothing about what the model learned); every other verdict stands."""
+    verdict, reason = verdict_reason
+    if verdict != "holds" or twin_verdict != "holds":
+        return verdict_reason
+    return UNINFORMATIVE, f"{reason}; the random twin holds it too, so it is no evidence"
+
+
+def paper_jump(d: int) -> float:
+    """The paper's jump (0.69 -> 0.90 at d = 5120) at width ``d``, same Hoyer sparseness: twice ``min_jump``."""
+    return 2 * min_jump(d)
+
+
+def jump_power(trans, twin_trans, effect: float, bar: float) -> float:
+    """The power of ``judge_jump(trans, twin_trans, bar)`` if the true jump were ``effect``, at the run's own noise.
+
+    The jump's estimate is taken as normal with the standard error of its interval,
+    ``se = (high - low) / (2 z)`` (``z = 1.96``), and the judge needs its lower end ``b - z se`` to clear
+    ``bar + max(u_twin, 0)`` (``u_twin`` the upper end of the twin's jump interval, 0 without a twin):
+    ``power = Phi((effect - bar - max(u_twin, 0)) / se - z)``. NaN where there is no fit or no finite interval.
+    """
+    from scipy.stats import norm
+
+    if trans is None:
+        return math.nan
+    low, high = trans.amplitude_ci
+    twin_high = twin_trans.amplitude_ci[1] if twin_trans is not None else 0.0
+    if not np.isfinite([low, high, twin_high]).all():
+        return math.nan
+    z = norm.ppf(0.975)
+    se = max((high - low) / (2 * z), 1e-12)
+    return float(norm.cdf((effect - bar - max(twin_high, 0.0)) / se - z))
+
+
+# the reasons of judge_jump and judge_critical_depth that say an effect was not found (not that it was excluded)
+NOT_FOUND = ("no transition", "is not above", "does not exceed the random twin", "no finite lower end")
+
+
+def largest_jump(trans) -> float:
+    """The largest jump the run's own interval allows: its upper end, before anything is taken away for the twin (a
+    twin whose interval lies above 0 by chance would otherwise exclude the paper's jump for it); NaN without a
+    fit."""
+    if trans is None:
+        return math.nan
+    return float(trans.amplitude_ci[1])
+
+
+def judge_power(
+    verdict_reason: tuple[str, str], power: float, effect: float, largest: float, bar: float
+) -> tuple[str, str]:
+    """A jump row's "does not hold" that only failed to find the effect (``NOT_FOUND``) stands where the judge
+    could have seen the paper's ``effect`` (``power``, from ``jump_power``, reaches ``MIN_POWER``) and the run's own
+    interval excludes even the judge's ``bar``, the smallest jump it calls one (``largest``, from ``largest_jump``,
+    lies below it: an equivalence test, which a smooth rise the step fit reads as a smaller jump cannot pass by
+    accident); otherwise, or where either is unknown (NaN), it is "inconclusive": no evidence of absence. A "does
+    not hold" that excludes the claim in itself (a transition outside the window, a twin sharing its depth) and
+    every other verdict stand."""
+    verdict, reason = verdict_reason
+    if verdict != "does not hold" or not any(words in reason for words in NOT_FOUND):
+        return verdict_reason
+    shown = f"{power:.0%}" if np.isfinite(power) else "unknown"
+    if np.isfinite(power) and power >= MIN_POWER and largest < bar:
+        return verdict, (
+            f"{reason}; the jump is at most {largest:.3f}, below the bar of {bar:.3f}, and the judge had the power "
+            f"to see the paper's {effect:.3f} ({shown})"
+        )
+    if not (np.isfinite(largest) and largest < bar):
+        return "inconclusive", (
+            f"{reason}; but its interval allows a jump of {largest:.3f}, not below the bar of {bar:.3f} (power "
+            f"for the paper's {effect:.3f}: {shown}): no evidence of absence"
+        )
+    return "inconclusive", (
+        f"{reason}; but the judge's power for the paper's jump of {effect:.3f} at this run's noise is {shown} "
+        f"(below {MIN_POWER:.0%}): no evidence of absence"
+    )
 
 
 def _fmt_ci(low: float, high: float) -> str:
@@ -348,6 +477,29 @@ def judge_landmark(trans, landmarks, n_depths: int) -> tuple[str, str]:
         where = ", ".join(f"{name} {g:.2f}" for name, g, _ in landmarks)
         return "does not hold", f"{found}; every landmark's interval lies apart ({where})"
     return "inconclusive", f"{found}: a landmark's interval overlaps it, more than {LANDMARK_TOLERANCE} away"
+
+
+def judge_massive_step(step, onset_gamma: float, onset_found: bool, min_step: float = MIN_TRANSITION):
+    """Whether the largest one-layer step of raw ``m`` (``landmarks.RawStep``) is the massive-activation onset
+    (``landmarks.Onset``: one depth, a maximum over every token, no interval). Not testable where the step's
+    interval does not clear ``min_step`` (no step to explain); does not hold where no onset was found, or the onset
+    lies farther than ``LANDMARK_TOLERANCE`` beyond the step's interval; holds where it lies within
+    ``LANDMARK_TOLERANCE`` of the step and of its interval; else inconclusive. Returns (verdict, reason)."""
+    found = (
+        f"raw m's largest one-layer rise {step.size:+.3f} {_fmt_ci(*step.size_ci)} reaches gamma = "
+        f"{step.gamma:.2f} {_fmt_ci(*step.ci)}"
+    )
+    if not step.size_ci[0] >= min_step:
+        return "not testable here", f"{found}: no step of at least {min_step:.3f} to explain"
+    if not onset_found:
+        return "does not hold", f"{found}; no massive-activation onset, so the step is not theirs"
+    low, high = step.ci[0] - LANDMARK_TOLERANCE, step.ci[1] + LANDMARK_TOLERANCE
+    where = f"{found}; massive activations begin at gamma = {onset_gamma:.2f}"
+    if not low <= onset_gamma <= high:
+        return "does not hold", f"{where}, apart from it"
+    if abs(onset_gamma - step.gamma) <= LANDMARK_TOLERANCE:
+        return "holds", f"{where}: the paper's statistic steps where they begin"
+    return "inconclusive", f"{where}, inside the step's interval but more than {LANDMARK_TOLERANCE} away"
 
 
 def judge_jump(trans, twin_trans=None, min_jump: float = MIN_JUMP) -> tuple[str, str]:
@@ -504,8 +656,8 @@ def judge_contraction(fit, twin=None) -> tuple[str, str]:
 def judge_tco(summary: TCOSummary, twin: TCOSummary | None = None) -> tuple[str, str]:
     """The positive control, then stability (``analysis.tco``; two-way choice, chance 0.5).
 
-    Inconclusive when the control's interval (a probe fitted and tested at the query, cross-fitted by program)
-    does not clear ``control_bar + TCO_MARGIN`` (the bag-of-values and first-value decoders on the same pairs):
+    Not testable here when the control's interval (a probe fitted and tested at the query, cross-fitted by
+    program) reaches chance (``TWO_WAY_CHANCE``); inconclusive when it does not clear ``control_bar + TCO_MARGIN`` (the bag-of-values and first-value decoders on the same pairs):
     a model that cannot be read within a step says nothing about stability across steps. Does not hold when
     stability's interval (the query's probe at the hop tokens) does not clear ``stability_bar + TCO_MARGIN``, or
     lies at or below the top of the twin's stability interval. Holds otherwise.
@@ -517,6 +669,11 @@ def judge_tco(summary: TCOSummary, twin: TCOSummary | None = None) -> tuple[str,
         f"{summary.control_first.accuracy:.3f}; across steps (the query's probe at the hops) {s.accuracy:.3f} "
         f"{_fmt_ci(*s.ci)} against {summary.stability_bag.accuracy:.3f} and {summary.stability_first.accuracy:.3f}"
     )
+    if not c.ci[0] > TWO_WAY_CHANCE:
+        return "not testable here", found + (
+            ": the positive control is at chance (its interval reaches 0.5): this model's states cannot be read "
+            "within a step, so stability across steps cannot be asked of it"
+        )
     if not c.ci[0] > summary.control_bar + TCO_MARGIN:
         return "inconclusive", found + (
             f": the positive control fails (within-step decoding does not clear the baselines + {TCO_MARGIN}), "

@@ -25,7 +25,14 @@ import numpy as np
 from ..errors import InvalidInputError
 from .clustered import architecture_of
 from .rank_correlation import _spearman, partial_spearman_ci, signed_decision
-from .report import DIAGNOSTICS, capability_of, diagnostic_values, holm_family
+from .report import (
+    DIAGNOSTICS,
+    EXTRA_CONTROLS,
+    capability_of,
+    diagnostic_values,
+    extra_control_value,
+    holm_family,
+)
 
 
 @dataclass(frozen=True)
@@ -47,7 +54,9 @@ def _runs(run) -> list[np.ndarray]:
     return [np.flatnonzero(run == label) for label in dict.fromkeys(run.tolist())]
 
 
-def partial_along_training(x, y, step, run, n_boot: int = 4000, seed: int = 0) -> TrainingCorrelation:
+def partial_along_training(
+    x, y, step, run, n_boot: int = 4000, seed: int = 0, extra=None
+) -> TrainingCorrelation:
     """Do ``y`` (a diagnostic) and ``x`` (capability) change together along training, beyond when it happens?
 
     ``x``, ``y``, ``step`` and ``run`` have one entry per checkpoint; within each run the entries follow the
@@ -57,9 +66,14 @@ def partial_along_training(x, y, step, run, n_boot: int = 4000, seed: int = 0) -
     one run are a smooth series, so two quantities that only grow with training time correlate, and their
     residuals stay autocorrelated (a permutation test on them rejects 9-11% of the time at 0.05 on planted
     drifts); changes are close to independent and the step absorbs when in training they are large.
-    Needs at least 3 checkpoints per run and 5 changes in all.
+    Needs at least 3 checkpoints per run and 5 changes in all. ``extra`` (one value per checkpoint, such as a
+    positive control that tracks capability itself): its changes are controlled for too, beside the step.
     """
     x, y, step = (np.asarray(v, dtype=float) for v in (x, y, step))
+    if extra is not None:
+        extra = np.asarray(extra, dtype=float)
+        if extra.shape != x.shape or not np.all(np.isfinite(extra)):
+            raise InvalidInputError(f"extra needs one finite value per checkpoint, got shape {extra.shape}.")
     run = np.asarray(run)
     if not (x.shape == y.shape == step.shape == run.shape) or x.ndim != 1:
         raise InvalidInputError(
@@ -79,13 +93,20 @@ def partial_along_training(x, y, step, run, n_boot: int = 4000, seed: int = 0) -
     dx = np.concatenate([np.diff(x[b]) for b in blocks])
     dy = np.concatenate([np.diff(y[b]) for b in blocks])
     at = np.concatenate([step[b][1:] for b in blocks])
+    if extra is not None:
+        at = np.column_stack([at, np.concatenate([np.diff(extra[b]) for b in blocks])])
     r = partial_spearman_ci(dx, dy, at, n_boot=n_boot, seed=seed)
     per_run = tuple(_spearman(x[b], y[b]) for b in blocks)
     return TrainingCorrelation(r.rho, r.ci, r.p_value, r.n, len(blocks), per_run)
 
 
 def along_training_verdict(
-    r: TrainingCorrelation, p_holm: float, n_tests: int, expected_sign: int, alpha: float = 0.05
+    r: TrainingCorrelation,
+    p_holm: float,
+    n_tests: int,
+    expected_sign: int,
+    alpha: float = 0.05,
+    controls: str = "the step",
 ) -> tuple[str, str]:
     """("tracks capability" | "does not" | "inconclusive", reason) along the training of one architecture.
 
@@ -99,7 +120,7 @@ def along_training_verdict(
             "once the training step is removed, nothing of the diagnostic (or of capability) is left",
         )
     text = (
-        f"changes together: partial Spearman rho given the step = {r.rho:+.2f}, 95% CI [{r.ci[0]:+.2f}, {r.ci[1]:+.2f}], "
+        f"changes together: partial Spearman rho given {controls} = {r.rho:+.2f}, 95% CI [{r.ci[0]:+.2f}, {r.ci[1]:+.2f}], "
         f"permutation p = {r.p_value:.3f}, Holm-adjusted over {n_tests} tests p = {p_holm:.3f}, {r.n} changes "
         f"between checkpoints of {r.n_runs} runs (plain rho of the levels within each run: "
         + ", ".join(f"{v:+.2f}" for v in r.per_run)
@@ -115,7 +136,8 @@ def along_training_verdict(
 
 def training_table(m: dict):
     """One row per measured checkpoint of ``measurements.json`` (the final model is the last one): its
-    architecture, run (the model's name), seed, step, capability and every diagnostic (``report.diagnostic_values``)."""
+    architecture, run (the model's name), seed, step, capability, every diagnostic (``report.diagnostic_values``)
+    and every extra control (``report.EXTRA_CONTROLS``, as ``"control: <diagnostic>"``)."""
     import pandas as pd
 
     rows = []
@@ -131,13 +153,15 @@ def training_table(m: dict):
                 {"architecture": architecture, "run": name, "seed": seed, "step": step}
                 | {"capability": capability_of(measured[step])}
                 | diagnostic_values(measured[step])
+                | {f"control: {key}": extra_control_value(measured[step], key) for key in EXTRA_CONTROLS}
             )
     return pd.DataFrame(rows)
 
 
 def training_correlations(m: dict, n_boot: int = 4000) -> dict:
     """``{architecture: {diagnostic: {...}}}``: ``partial_along_training`` of capability and each diagnostic of
-    ``report.DIAGNOSTICS`` given the step, over the runs of each checkpointed architecture, Holm-adjusted across
+    ``report.DIAGNOSTICS`` given the step (and the diagnostic's ``report.EXTRA_CONTROLS``: TCO stability given its
+    positive control too, as across the ladder), over the runs of each checkpointed architecture, Holm-adjusted across
     every (architecture, diagnostic) test, with ``along_training_verdict``. ``{}`` without checkpoints."""
     table = training_table(m)
     if table.empty:
@@ -146,16 +170,21 @@ def training_correlations(m: dict, n_boot: int = 4000) -> dict:
     for architecture, rows in table.groupby("architecture", sort=True):
         rows = rows.sort_values(["run", "step"])
         for name in DIAGNOSTICS:
+            extra = rows[f"control: {name}"] if name in EXTRA_CONTROLS else None
             tests[architecture, name] = partial_along_training(
-                rows["capability"], rows[name], rows["step"], rows["run"], n_boot=n_boot
+                rows["capability"], rows[name], rows["step"], rows["run"], n_boot=n_boot, extra=extra
             )
     adjusted = holm_family([r.p_value for r in tests.values()])
     out: dict = {}
     for ((architecture, name), r), p_holm in zip(tests.items(), adjusted):
-        word, reason = along_training_verdict(r, float(p_holm), len(tests), DIAGNOSTICS[name][1])
+        controls = "the step" + (f" and {EXTRA_CONTROLS[name][0]}" if name in EXTRA_CONTROLS else "")
+        word, reason = along_training_verdict(
+            r, float(p_holm), len(tests), DIAGNOSTICS[name][1], controls=controls
+        )
         out.setdefault(architecture, {})[name] = {
             "label": DIAGNOSTICS[name][0],
-            "control": "training step",
+            "control": "training step"
+            + (f" and {EXTRA_CONTROLS[name][0]}" if name in EXTRA_CONTROLS else ""),
             "rho": r.rho,
             "ci": r.ci,
             "p_value": r.p_value,

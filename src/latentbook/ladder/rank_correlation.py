@@ -114,7 +114,8 @@ def _partial_rows(rx: np.ndarray, ry: np.ndarray, rz: np.ndarray) -> np.ndarray:
 def partial_spearman_ci(
     x, y, z, n_boot: int = 4000, seed: int = 0, level: float = 0.95, min_distinct: int = 4
 ) -> PartialRankCorrelation:
-    """Partial Spearman ``rho`` of ``x`` and ``y`` given ``z`` (one value each per rung).
+    """Partial Spearman ``rho`` of ``x`` and ``y`` given ``z`` (one value each per rung, or one row of several
+    controls per rung: then the correlation of the residuals of the ranks on every control's ranks).
 
     ``rho_xy.z = (r_xy - r_xz r_yz) / sqrt((1 - r_xz^2)(1 - r_yz^2))`` on the ranks: the correlation of the
     ranks of ``x`` and of ``y`` once each has had its least-squares line on the ranks of ``z`` removed.
@@ -135,22 +136,37 @@ def partial_spearman_ci(
     over five diagnostics.
     """
     x, y, z = (np.asarray(v, dtype=float) for v in (x, y, z))
-    if not (x.shape == y.shape == z.shape) or x.ndim != 1 or len(x) < 4:
+    if z.ndim == 2 and z.shape[1] == 1:
+        z = z[:, 0]
+    if not (x.shape == y.shape == z.shape[:1]) or x.ndim != 1 or z.ndim > 2 or len(x) < 4:
         raise InvalidInputError(
-            f"x, y and z need the same 1-d shape with >= 4 rungs, got {x.shape}, {y.shape}, {z.shape}."
+            f"x and y need the same 1-d shape with >= 4 rungs and z one row (or one value) per rung, got "
+            f"{x.shape}, {y.shape}, {z.shape}."
         )
     from scipy.stats import rankdata
 
     n = len(x)
-    rx, ry, rz = _ranks(x), _ranks(y), _ranks(z)
-    rho = float(_partial_rows(rx, ry, rz))
     rng = np.random.default_rng(seed)
     pick = rng.integers(0, n, (n_boot, n))
     distinct = np.array([len(np.unique(row)) for row in pick]) >= min_distinct
-    draws = _partial_rows(*(rankdata(v[pick[distinct]], axis=1) for v in (x, y, z)))
+    rx, ry = _ranks(x), _ranks(y)
+    if z.ndim == 1:
+        rz = _ranks(z)
+        rho = float(_partial_rows(rx, ry, rz))
+        draws = _partial_rows(*(rankdata(v[pick[distinct]], axis=1) for v in (x, y, z)))
+        design = np.column_stack([np.ones(n), rz]) if np.ptp(rz) > 0 else np.ones((n, 1))
+    else:  # several controls: the correlation of the residuals of the ranks on every control's ranks
+        rz = np.column_stack([_ranks(column) for column in z.T])
+        rho = _residual_correlation(rx, ry, rz)
+        draws = np.array(
+            [
+                _residual_correlation(*(rankdata(v[rows], axis=0) for v in (x, y, z)))
+                for rows in pick[distinct]
+            ]
+        )
+        design = _design(rz)
     draws = draws[np.isfinite(draws)]
     low, high = percentile_interval(draws, level) if len(draws) else (np.nan, np.nan)
-    design = np.column_stack([np.ones(n), rz]) if np.ptp(rz) > 0 else np.ones((n, 1))
     residual = np.eye(n) - design @ np.linalg.pinv(design)  # removes the line on z's ranks
     ex = residual @ rx
     perms = (
@@ -162,9 +178,26 @@ def partial_spearman_ci(
     floor = float("nan")  # over the n! rank orders of y (without ties): how small p can get on these rungs
     if n <= 7 and np.linalg.norm(ex) > 1e-9:
         floor = min(_freedman_lane_p(ex, residual @ (order + 1.0), residual, perms) for order in perms)
+    first = z if z.ndim == 1 else z[:, 0]  # the first control, as the plain correlations report it
     return PartialRankCorrelation(
-        rho, (float(low), float(high)), p, n, _spearman(x, z), _spearman(y, z), floor
+        rho, (float(low), float(high)), p, n, _spearman(x, first), _spearman(y, first), floor
     )
+
+
+def _design(rz: np.ndarray) -> np.ndarray:
+    """An intercept and every column of ``rz`` that varies (a constant control controls for nothing)."""
+    varying = [column for column in np.atleast_2d(rz.T) if np.ptp(column) > 0]
+    return np.column_stack([np.ones(len(rz)), *varying])
+
+
+def _residual_correlation(rx: np.ndarray, ry: np.ndarray, rz: np.ndarray) -> float:
+    """The correlation of ``rx`` and ``ry`` once each has had its least-squares fit on ``_design(rz)`` removed: the
+    partial correlation given several controls; NaN where either residual vanishes."""
+    design = _design(rz)
+    residual = np.eye(len(rx)) - design @ np.linalg.pinv(design)
+    ex, ey = residual @ rx, residual @ ry
+    norm = np.linalg.norm(ex) * np.linalg.norm(ey)
+    return float(ex @ ey / norm) if norm > 1e-9 else float("nan")
 
 
 def _freedman_lane_p(ex: np.ndarray, ey: np.ndarray, residual: np.ndarray, perms: np.ndarray) -> float:

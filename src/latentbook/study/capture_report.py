@@ -29,8 +29,9 @@ from .._text import WIDTH, text_table, wrap
 from ..analysis import bulk_fit, layer_spectra, omega, omega_profiles, ranks
 from ..analysis import verdict as judged
 from ..errors import InvalidInputError
+from .evidence import is_encoder, weigh
 from .measure import Measurements, measure, n_parameters
-from .rows import capture_command, claim_rows, landmark_row
+from .rows import capture_command, claim_rows, landmark_row, massive_step_row
 from .run_landmarks import depth_landmarks
 
 if TYPE_CHECKING:
@@ -223,15 +224,24 @@ def verdict_rows(
     """
     measured, missing = _measure(cap, label, seed)
     twin_measured = _measure(twin, f"random twin of {label}", seed)[0] if twin is not None else None
-    rows = claim_rows(measured, twin_measured, run="results file")
+    twin_rows = claim_rows(twin_measured, run="null: random weights") if twin_measured is not None else None
+    rows = weigh(
+        claim_rows(measured, twin_measured, run="results file"),
+        measured,
+        twin_measured,
+        twin_rows,
+        encoder=is_encoder(cap.model_name, cap.provenance.get("model_family")),
+    )
     if missing:
         gap = [_untestable(claim, measured, missing) for claim in SPECTRAL_CLAIMS]
         rows = rows[:-1] + gap + rows[-1:]  # claim_rows' order: ... bimodality, spectra, cooling
     try:
         found = landmarks if landmarks is not None else depth_landmarks(cap, label, seed=seed)
         rows.append(landmark_row(measured, found, run="results file"))
-    except InvalidInputError as exc:  # too few sampled tokens for the landmarks: the row says so
+        rows.append(massive_step_row(measured, found, run="results file"))
+    except InvalidInputError as exc:  # too few sampled tokens for the landmarks: the rows say so
         rows.append(_untestable("landmark_coincidence", measured, str(exc)))
+        rows.append(_untestable("massive_step", measured, str(exc)))
     return rows
 
 
@@ -541,9 +551,16 @@ def _render_verdict(r: Report, width: int) -> list[str]:
     if below:
         size = float(r.rows["parameters"].iloc[0]) / 1e6
         out += wrap(
-            f"Scope: this model has {size:.1f}M parameters, and the paper predicts {', '.join(below)} only for "
-            f"models of {judged.SMALL_MODEL / 1e9:g}B and more; those verdicts say how a smaller model behaves, "
-            "not whether the paper holds (analysis.verdict.scope_of).",
+            f"Scope: this model has {size:.1f}M parameters, and the paper analysed models of "
+            f"{judged.SMALL_MODEL / 1e9:g}B to 30B and more: {', '.join(below)} are below its range, so those "
+            "verdicts say how a smaller model behaves, not whether the paper holds (analysis.verdict.scope_of).",
+            width,
+        )
+    other = r.rows.loc[r.rows["scope"] == judged.OTHER_KIND, "claim"].tolist()
+    if other:
+        out += wrap(
+            f"Scope: this model is an encoder, and the paper analysed decoders: {', '.join(other)} are measured "
+            "on another kind of model, so they do not bear on the paper (analysis.verdict.scope_of).",
             width,
         )
     return out

@@ -4,7 +4,10 @@ accumulators (``synthetic.as_capture``) and read by the same ``study.run_landmar
 ``analysis.verdict.judge_landmark`` as a model's capture.
 
 Families (``FAMILIES``): the landmarks at the planted jump ("near": the judge should say holds), far from it
-("far": it must not), and no jump at all with a landmark at 0.42 ("no jump": nothing to place, never holds).
+("far": it must not), and no jump at all with a landmark at 0.42 ("no jump": nothing to place, never holds); and
+for the massive-step row (``verdict.judge_massive_step``, ``Family.claim``): a massive coordinate in every token
+from 0.42, alone or with a code at the same depth (raw m's step is the massive onset: holds), and a code at 0.42
+with no massive coordinate or with a massive sink from 0.83 (raw m's step is the code's: never holds).
 The intrinsic dimension rises with depth in every family, so its peak is at an end and no landmark.
 ``tools/calibrate_landmarks.py`` runs ``calibrate`` and keeps the records in ``results/`` (``FILE``) with
 their provenance; ``load_record`` reads them back with ``confusion``'s table. The 5 % target for false holds needs at least 59 cases per absent
@@ -40,19 +43,28 @@ TARGET_POWER, TARGET_FALSE = 0.8, 0.05
 
 @dataclass(frozen=True)
 class Family:
-    """Where the Omega jump (None: none planted), the massive onset and the lens convergence lie, as depths."""
+    """Where the Omega jump (None: none planted), the massive onset (None: none) and the lens convergence lie, as
+    depths; the row it calibrates (``claim``) and whether the massive coordinate is in every token or in the sink."""
 
     name: str
     jump: int | None
-    onset: int
+    onset: int | None
     lens: int
     expect: str  # "holds" or "not holds"
+    claim: str = "landmark_coincidence"
+    every_token: bool = False
 
 
 FAMILIES = (
     Family("near: onset and lens at the jump", 5, 5, 5, "holds"),
     Family("far: onset and lens away from the jump", 5, 10, 11, "not holds"),
     Family("no jump, onset at 0.42", None, 5, 9, "not holds"),
+    # the massive-step row: is raw m's largest step the massive onset? (a massive coordinate in every token moves
+    # raw m by itself; a code moves it as much as an object would)
+    Family("massive in every token at 0.42", None, 5, 9, "holds", "massive_step", True),
+    Family("a code and massive in every token, both at 0.42", 5, 5, 9, "holds", "massive_step", True),
+    Family("a code at 0.42, no massive coordinate", 5, None, 9, "not holds", "massive_step"),
+    Family("a code at 0.42, a massive sink at 0.83", 5, 10, 9, "not holds", "massive_step"),
 )
 
 
@@ -72,8 +84,8 @@ def planted_case(family: Family, seed: int) -> tuple:
         cloud = cloud.x / cloud.x.std()
         if family.jump is not None and depth >= family.jump:
             cloud = cloud + code
-        if depth >= family.onset:
-            cloud[sink, 0] = 3000.0
+        if family.onset is not None and depth >= family.onset:
+            cloud[slice(None) if family.every_token else sink, 0] = 3000.0
         states.append(cloud)
     positions = np.tile(np.arange(PER_PROMPT), N_PROMPTS)
     prompts = np.repeat(np.arange(N_PROMPTS), PER_PROMPT)
@@ -88,12 +100,17 @@ def planted_case(family: Family, seed: int) -> tuple:
 
 
 def run_case(case: int, seed: int = 0) -> list[dict]:
-    """The landmark verdict of case ``case`` of every family, one record each."""
+    """The verdict of its row (``Family.claim``) on case ``case`` of every family, one record each."""
     records = []
     for family in FAMILIES:
         cap, lens = planted_case(family, seed * 100_000 + case)
-        verdict, reason = depth_landmarks(cap, lens=lens, n_boot=N_BOOT, seed=case).verdict()
-        records.append({"family": family.name, "case": case, "verdict": verdict, "reason": reason})
+        found = depth_landmarks(cap, lens=lens, n_boot=N_BOOT, seed=case)
+        verdict, reason = (
+            found.verdict() if family.claim == "landmark_coincidence" else found.massive_step_verdict()
+        )
+        records.append(
+            {"family": family.name, "claim": family.claim, "case": case, "verdict": verdict, "reason": reason}
+        )
     return records
 
 
@@ -122,6 +139,7 @@ def confusion(records: list[dict]) -> pd.DataFrame:
         meets = holds / n >= TARGET_POWER if family.expect == "holds" else high <= TARGET_FALSE
         rows.append(
             {
+                "claim": family.claim,
                 "family": family.name,
                 "expected": family.expect,
                 "cases": n,
@@ -164,6 +182,7 @@ def source_hash() -> str:
         run_landmarks,
         verdict.judge_landmark,
         verdict.coincides,
+        verdict.judge_massive_step,
         Family,
         planted_case,
         run_case,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from ..analysis.cooling import judge_cooling
 from ..analysis.verdict import (
     CLAIMS,
+    SMALL_END,
     SMALL_MODEL,
     Row,
     TCOSummary,
@@ -130,7 +131,7 @@ def claim_rows(
             "cleaned m_z",
         ),
     ]
-    if m.parameters < SMALL_MODEL:
+    if m.parameters < SMALL_END:
         for claim, peak, ci, gamma in (
             ("stays_liquid", m.m_peak, m.m_peak_ci, m.m_peak_gamma),
             ("stays_liquid_cleaned", m.m_peak_clean, m.m_peak_clean_ci, m.m_peak_clean_gamma),
@@ -320,6 +321,26 @@ def landmark_row(m: Measurements, landmarks: DepthLandmarks, run: str | None = N
         jump.gamma_c if placed else math.nan,
         jump.ci if placed else (math.nan, math.nan),
         landmarks.verdict(),
+        capture_command(m.model_name),
+    )
+
+
+def massive_step_row(m: Measurements, landmarks: DepthLandmarks, run: str | None = None) -> Row:
+    """The ``massive_step`` row of a run (``DepthLandmarks.massive_step_verdict``: is the largest one-layer step of
+    raw m the massive-activation onset?); its value is the step's depth."""
+    step = landmarks.raw_step
+    nan2 = (math.nan, math.nan)
+    return _row(
+        "massive_step",
+        m,
+        run or run_kind(m.label),
+        f"raw m steps by {step.size:+.3f} at gamma = {step.gamma:.2f}; massive onset "
+        + (f"at {landmarks.onset.gamma:.2f}" if landmarks.onset.found else "none")
+        if step is not None
+        else "not measured",
+        step.gamma if step is not None else math.nan,
+        step.ci if step is not None else nan2,
+        landmarks.massive_step_verdict(),
         capture_command(m.model_name),
     )
 

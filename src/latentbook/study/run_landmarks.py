@@ -4,7 +4,8 @@ landmark row and ``latentbook report``.
 ``depth_landmarks(cap, lens=...)`` reads from the capture alone (no forward pass): the intrinsic-dimension
 profile of its token sample (TwoNN, and Gride at ``ID_SCALE``, past the few tokens a prompt contributes), the
 massive-activation onset (every token's largest coordinates), the relative update norms, and the Omega
-transition of the standardised profile ``m_z`` (the verdict's). The logit lens needs the model's final norm and
+transition of the standardised profile ``m_z`` (the verdict's), and the largest one-layer step of raw ``m``
+(``landmarks.raw_step``: the massive-step row asks whether it is the massive onset). The logit lens needs the model's final norm and
 unembedding: ``lens_of(cap, loaded)`` computes it on ``LENS_TOKENS`` of the sampled tokens, and
 ``book_lens(run)`` caches it beside the run's capture. The first position (the attention sink) is left out
 everywhere, and depth 0 (the embedding, where repeated words are one point) is not read for the ID peak.
@@ -63,6 +64,7 @@ class DepthLandmarks:
     lens_convergence: landmarks.Convergence | None
     omega_jump: transition.Transition | None
     lens_note: str = ""  # why ``lens`` is None
+    raw_step: landmarks.RawStep | None = None  # the largest one-layer step of raw m (None: not measured)
 
     def found(self) -> list[tuple[str, float, tuple[float, float]]]:
         """``(name, gamma, interval)`` of every landmark found, the Omega jump left out."""
@@ -77,6 +79,14 @@ class DepthLandmarks:
         from ..analysis.verdict import judge_landmark
 
         return judge_landmark(self.omega_jump, self.found(), self.n_layers + 1)
+
+    def massive_step_verdict(self) -> tuple[str, str]:
+        """``analysis.verdict.judge_massive_step``: is raw m's largest step the massive-activation onset?"""
+        from ..analysis.verdict import judge_massive_step
+
+        if self.raw_step is None:
+            return "not testable here", "raw m's step was not measured for this run"
+        return judge_massive_step(self.raw_step, self.onset.gamma, self.onset.found)
 
     def table(self) -> list[dict]:
         """One row per landmark: where it lies (``gamma`` with its interval, NaN when absent), whether it is found,
@@ -226,6 +236,8 @@ def depth_landmarks(
             cap, n_boot=200, seed=seed, drop_first=True, drop_top_dims=K_MASSIVE
         )
         jump = transition.critical_depth(m_z.gamma, m_z.m, draws=m_z.draws, n_boot=200, seed=seed)
+    raw = omega_profiles.profile(cap, n_boot=max(n_boot, 100), seed=seed)
+    step = landmarks.raw_step(raw.gamma, raw.m, raw.draws)
     return DepthLandmarks(
         label or cap.model_name,
         cap.n_layers,
@@ -237,6 +249,7 @@ def depth_landmarks(
         convergence,
         jump,
         lens_note or ("" if lens is not None else NOT_COMPUTED),
+        step,
     )
 
 

@@ -29,10 +29,18 @@ from typing import TYPE_CHECKING
 from ..analysis.verdict import CLAIMS, COLUMNS, Row, TCOSummary
 from ..errors import CaptureFileError, InvalidInputError, LatentbookError
 from .capture_report import results_label
+from .evidence import is_encoder, weigh
 from .ladder_rows import ladder_rows
 from .measure import Measurements, measure
 from .paths import find_results_dir
-from .rows import claim_rows, landmark_row, not_testable_rows, run_kind, scaling_row
+from .rows import (
+    claim_rows,
+    landmark_row,
+    massive_step_row,
+    not_testable_rows,
+    run_kind,
+    scaling_row,
+)
 from .run_landmarks import DepthLandmarks, book_landmarks, depth_landmarks
 from .runs import book_runs
 
@@ -124,15 +132,27 @@ def runs_table(
             continue
         kinds[label] = "results file"
     tco = tco or {}
-    rows: list[Row] = []
+    judged: dict[str, list[Row]] = {}
     for label, m in runs.items():
         twin = _twin_of(label, runs)
         twin_tco = tco.get(twin.label) if twin is not None else None
-        rows += claim_rows(
+        judged[label] = claim_rows(
             m, twin, tco.get(label), twin_tco, run=kinds[label], shuffled=_shuffled_of(label, runs)
+        )
+    rows: list[Row] = []
+    for label, m in runs.items():
+        twin = _twin_of(label, runs)
+        family = results[label].provenance.get("model_family") if label in results else None
+        rows += weigh(
+            judged[label],
+            m,
+            twin,
+            judged.get(twin.label) if twin is not None else None,
+            encoder=is_encoder(m.model_name, family),
         )
         if label in landmarks:
             rows.append(landmark_row(m, landmarks[label], run=kinds[label]))
+            rows.append(massive_step_row(m, landmarks[label], run=kinds[label]))
     rows.append(scaling_row({k: v for k, v in runs.items() if kinds[k] in ("trained", "results file")}))
     trained_sizes = [m.parameters for k, m in runs.items() if kinds[k] in ("trained", "results file")]
     rows += not_testable_rows(max(trained_sizes, default=0.0))

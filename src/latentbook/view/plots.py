@@ -229,9 +229,17 @@ def free_energy_curves(
     return ax
 
 
-VERDICT_CODES = {"holds": 3, "inconclusive": 2, "does not hold": 1, "not testable here": 0, "not yet run": 0}
+VERDICT_CODES = {
+    "holds": 4,
+    "uninformative": 3,
+    "inconclusive": 2,
+    "does not hold": 1,
+    "not testable here": 0,
+    "not yet run": 0,
+}
 VERDICT_SHORT = {
     "holds": "holds",
+    "uninformative": "twin too",
     "does not hold": "no",
     "inconclusive": "?",
     "not testable here": "n/t",
@@ -255,9 +263,9 @@ def verdict_heatmap(glance: pd.DataFrame) -> plt.Figure:
         numbers,
         annot=labels.to_numpy(),
         fmt="",
-        cmap=sns.color_palette(["#d9d9d9", "#e34a33", "#fdbb84", "#31a354"]),
+        cmap=sns.color_palette(["#d9d9d9", "#e34a33", "#fdbb84", "#9ecae1", "#31a354"]),
         vmin=-0.5,
-        vmax=3.5,
+        vmax=4.5,
         cbar=False,
         linewidths=0.5,
         linecolor="white",
@@ -267,7 +275,7 @@ def verdict_heatmap(glance: pd.DataFrame) -> plt.Figure:
     ax.set(
         xlabel="model run",
         ylabel="claim",
-        title="holds / no = does not hold / ? = inconclusive / n/t = not testable / mixed = its rows disagree",
+        title="holds / twin too = uninformative / no = does not hold / ? = inconclusive / n/t = not testable",
     )
     ax.title.set_fontsize(9)
     ax.tick_params(labelsize=7)

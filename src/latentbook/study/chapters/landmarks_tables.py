@@ -132,9 +132,10 @@ def id_at_scales(
 
 
 def calibration_glue(calibration: PlantedTable) -> dict[str, object]:
-    """The landmark judge's calibration (``landmark_calibration.load_record``): power on the "near" family, the largest
-    upper end of the false-hold intervals on the others, how many families meet their target, and provenance."""
-    table = calibration.table
+    """The landmark judge's calibration (``landmark_calibration.load_record``, its ``landmark_coincidence`` families):
+    power on the "near" family, the largest upper end of the false-hold intervals on the others, how many families
+    meet their target, and provenance."""
+    table = calibration.table[calibration.table["claim"] == "landmark_coincidence"]
     near = table[table["expected"] == "holds"].iloc[0]
     absent = table[table["expected"] != "holds"]
     return {
