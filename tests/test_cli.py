@@ -336,24 +336,3 @@ def test_train_ladder_measures_the_rungs_by_name_so_each_architectures_seeds_sit
     ]
     assert main(args) == 0
     assert asked == [["l1-d64-s0", "l1-d64-s1", "l4-d64-s0", "l4-d64-s1"]]
-
-
-def test_report_never_sends_a_captures_escape_sequences_to_the_terminal(tmp_path, capsys):
-    """A model name read from a file holding terminal escapes (clear the screen, retitle the window, colour a fake
-    line) is printed with the escapes made visible, not obeyed; so is an error naming it."""
-    from latentbook.analysis import synthetic
-
-    evil = "m\x1b[2J\x1b]0;owned\x07\x1b[31mFAKE VERDICT: HOLDS\x1b[0m\u202e"
-    rng = np.random.default_rng(0)
-    ids = np.repeat(np.arange(40), 4)
-    cap = synthetic.as_capture(
-        rng.standard_normal((6, len(ids), 16)), ids, np.tile(np.arange(4), 40), name=evil
-    )
-    path = cap.save(tmp_path / "evil.safetensors")
-    assert main(["report", str(path), "--no-verdict"]) == 0
-    out = capsys.readouterr().out
-    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
-    assert "\\x1b[2J" in out and "FAKE VERDICT" in out  # shown, harmless
-    from latentbook._text import printable
-
-    assert printable("line one\n\tline two é") == "line one\n\tline two é"  # text and layout untouched

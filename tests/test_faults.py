@@ -2855,26 +2855,44 @@ def test_plan_columns_hold_numbers_of_any_magnitude(tmp_path, capsys):
 # --- untrusted paths and concurrent runs (issue 53) --------------------------------------------------------------
 
 
-def test_a_lock_planted_as_a_symlink_is_refused_and_its_target_untouched(tmp_path):
-    """A symbolic link at ``.X.safetensors.lock`` pointing at a file the user cares about: the lock is never opened
-    through it (it would be truncated and overwritten), and the error names the link and the fix."""
-    from latentbook.errors import UnsafePathError
-
+@fault(
+    "Security",
+    "A symbolic link planted where a run keeps its lock (`.X.safetensors.lock` -> a file of the user's)",
+    error=UnsafePathError,
+    says="is a symbolic link: latentbook never writes through one",
+)
+def test_a_lock_planted_as_a_symlink_is_refused_and_its_target_untouched(raises, tmp_path):
+    """The lock is never opened through the link (it would be truncated and overwritten)."""
     precious = tmp_path / "thesis.tex"
     precious.write_text("years of work\n")
     lock = tmp_path / ".x.safetensors.lock"
     lock.symlink_to(precious)
-    with pytest.raises(UnsafePathError, match="symbolic link"):
+    with raises():
         with exclusive_lock(lock, what="--out x.safetensors", fix="wait"):
             pass
     assert precious.read_text() == "years of work\n" and lock.is_symlink()
+
+
+@fault(
+    "Outputs and locks",
+    "A lock path that is a folder",
+    error=UnsafePathError,
+    says="keeps its lock, is a folder",
+)
+def test_a_lock_path_that_is_a_folder_is_refused(raises, tmp_path):
     folder = tmp_path / ".y.lock"
     folder.mkdir()
-    with pytest.raises(UnsafePathError, match="is a folder"):
+    with raises():
         with exclusive_lock(folder, what="--out y", fix="wait"):
             pass
+    assert folder.is_dir()
 
 
+@fault(
+    "Security",
+    "`latentbook capture --out X` with a symbolic link planted at X's lock",
+    outcome="exit 2 before the model loads, naming the link; its target byte-identical",
+)
 def test_capture_out_refuses_a_planted_lock_link_before_any_work(tmp_path, capsys):
     precious = tmp_path / "notes.txt"
     precious.write_text("keep me\n")
@@ -2886,14 +2904,18 @@ def test_capture_out_refuses_a_planted_lock_link_before_any_work(tmp_path, capsy
     assert precious.read_text() == "keep me\n" and not (tmp_path / "x.safetensors").exists()
 
 
-def test_a_file_that_appears_during_the_work_is_never_overwritten_without_force(tmp_path):
+@fault(
+    "Outputs and locks",
+    "An output file that appears while the work runs (another run wrote it), without `--force`",
+    error=OutputExistsError,
+    says="appeared while this run worked",
+)
+def test_a_file_that_appears_during_the_work_is_never_overwritten_without_force(raises, tmp_path):
     """Two runs check ``--csv same.csv`` before their work and write it after: the second finds the first's file and
     refuses, instead of both reporting success over one file."""
-    from latentbook.errors import OutputExistsError
-
     out = tmp_path / "same.csv"
     out.write_text("the first run's rows\n")  # written while the second worked
-    with pytest.raises(OutputExistsError, match="appeared while this run worked"):
+    with raises():
         atomic_write(out, lambda tmp: tmp.write_text("the second run's rows\n"), replace=False)
     assert out.read_text() == "the first run's rows\n"
     assert [p.name for p in tmp_path.iterdir()] == ["same.csv"]  # no temporary left behind
@@ -2903,9 +2925,13 @@ def test_a_file_that_appears_during_the_work_is_never_overwritten_without_force(
     assert out.read_text() == "forced\n"
 
 
+@fault(
+    "Outputs and locks",
+    "Two `latentbook verdict --csv X` runs at once on one path",
+    outcome="the second to finish exits 2 and the first's table stays whole (was: both said '44 rows -> X')",
+)
 def test_two_verdict_runs_on_one_csv_lose_no_rows(tmp_path, monkeypatch, capsys):
-    """The second ``latentbook verdict --csv`` to finish refuses to write over the first's table (exit 2) instead of
-    replacing it, simulated by the first run's file appearing while the second computes its verdict."""
+    """Simulated by the first run's file appearing while the second computes its verdict."""
     import latentbook.study.verdict_table as verdict_table
 
     out = tmp_path / "same.csv"
@@ -2922,3 +2948,82 @@ def test_two_verdict_runs_on_one_csv_lose_no_rows(tmp_path, monkeypatch, capsys)
     code = main(["verdict", "--no-book", "--results", str(results), "--csv", str(out)])
     assert code == 2 and "appeared while this run worked" in capsys.readouterr().err
     assert out.read_text().endswith("first,run\n")
+
+
+@fault(
+    "Bad input",
+    "`--prompts general` where the working folder also holds a file called `general`",
+    error=InvalidInputError,
+    says="names both a shipped prompt set and the file",
+)
+def test_a_shipped_set_name_that_is_also_a_file_here_is_refused_as_ambiguous(raises, tmp_path, monkeypatch):
+    from latentbook.cli import read_prompts
+
+    monkeypatch.chdir(tmp_path)
+    assert read_prompts("general", 2) == lb.prompts.load("general", 2)  # no such file: the shipped set
+    (tmp_path / "general").write_text("my own prompt\n")
+    with raises():
+        read_prompts("general")
+    assert read_prompts("./general") == ["my own prompt"]  # the file, said plainly
+
+
+@fault(
+    "Security",
+    "A capture whose model name holds terminal escape sequences (clear screen, retitle, a red fake verdict)",
+    outcome="`report` prints the escapes as visible text (\\x1b[2J), never sends them to the terminal",
+)
+def test_report_never_sends_a_captures_escape_sequences_to_the_terminal(tmp_path, capsys):
+    from latentbook._text import printable
+    from latentbook.analysis import synthetic
+
+    evil = "m\x1b[2J\x1b]0;owned\x07\x1b[31mFAKE VERDICT: HOLDS\x1b[0m\u202e"
+    rng = np.random.default_rng(0)
+    ids = np.repeat(np.arange(40), 4)
+    cap = synthetic.as_capture(
+        rng.standard_normal((6, len(ids), 16)), ids, np.tile(np.arange(4), 40), name=evil
+    )
+    path = cap.save(tmp_path / "evil.safetensors")
+    assert main(["report", str(path), "--no-verdict"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    assert "\\x1b[2J" in out and "FAKE VERDICT" in out  # shown, harmless
+    assert printable("line one\n\tline two é") == "line one\n\tline two é"  # text and layout untouched
+
+
+@fault(
+    "Bad input",
+    "A prompt file with old-Mac line ends (a lone CR), or in UTF-16 with or without its byte-order mark",
+    outcome="read as the prompts it holds, one per line (was: one prompt, or NULs between the letters)",
+)
+def test_prompt_files_with_cr_line_ends_or_in_utf16_read_as_their_prompts(tmp_path):
+    from latentbook.prompts.files import read_prompt_file
+
+    wanted = ["first prompt", "second, é"]
+    files = {
+        "mac.txt": "first prompt\rsecond, é\r".encode(),
+        "windows.txt": "first prompt\r\nsecond, é\r\n".encode(),
+        "le.txt": "first prompt\nsecond, é\n".encode("utf-16-le"),
+        "be.txt": "first prompt\nsecond, é\n".encode("utf-16-be"),
+        "bom.txt": "first prompt\nsecond, é\n".encode("utf-16"),
+        "lines.jsonl": '{"text": "first prompt"}\r{"text": "second, é"}\r'.encode("utf-16-le"),
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+        assert read_prompt_file(tmp_path / name) == wanted, name
+
+
+@fault(
+    "Bad input",
+    "A prompt file of NUL bytes (binary data)",
+    error=InvalidInputError,
+    says="holds a NUL character",
+)
+def test_a_prompt_file_of_nul_bytes_is_refused(raises, tmp_path):
+    from latentbook.prompts.files import read_prompt_file
+
+    (tmp_path / "zeros.txt").write_bytes(b"\0" * 3000)
+    with raises():
+        read_prompt_file(tmp_path / "zeros.txt")
+    (tmp_path / "half.txt").write_bytes(b"a fine prompt\nthen\0garbage\n")
+    with raises():
+        read_prompt_file(tmp_path / "half.txt")

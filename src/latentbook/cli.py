@@ -53,14 +53,20 @@ def read_prompts(spec: str, limit: int | None = None) -> list[str]:
     Raises
     ------
     InvalidInputError
-        For a ``limit`` that is not a positive integer, a ``spec`` that is neither a shipped set nor a file, or
-        a file that is malformed in its format (``prompts.files.read_prompt_file`` says where).
+        For a ``limit`` that is not a positive integer, a ``spec`` that is neither a shipped set nor a file, a
+        ``spec`` that is both (a file of a shipped set's name in the working folder: ambiguous), or a file that is
+        malformed in its format (``prompts.files.read_prompt_file`` says where).
     """
     from . import prompts as prompt_sets
     from .prompts.files import read_prompt_file
 
     prompt_sets.check_limit(limit, "--max-prompts")
     if spec in prompt_sets.names():
+        if Path(spec).exists():  # the user may mean either: refuse to guess
+            raise InvalidInputError(
+                f"--prompts {spec!r} names both a shipped prompt set and the file {Path(spec).resolve()}: write "
+                f"--prompts ./{spec} for the file, or run from another folder for the shipped set."
+            )
         return prompt_sets.load(spec, limit)
     path = Path(spec)
     if not path.is_file():

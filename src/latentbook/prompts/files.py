@@ -5,9 +5,10 @@
 - **a JSON array** (``.json``, any case, or content that parses as one): strings, or ``{"text": ...}`` objects;
 - **text** (anything else): one prompt per line.
 
-Lines end at ``\\n`` only (a trailing ``\\r`` is dropped), never at the form feeds, NEL or U+2028 that
-``str.splitlines`` also splits on, so one prompt stays one prompt; a UTF-8 byte-order mark is dropped; blank lines
-are skipped, and errors name the file's physical line.
+Lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (old Mac files), never at the form feeds, NEL or U+2028 that
+``str.splitlines`` also splits on, so one prompt stays one prompt; a UTF-8 byte-order mark is dropped and UTF-16
+(with its mark, or without one, told by its zero bytes) is read as such; a NUL character is refused (it is no
+text); blank lines are skipped, and errors name the file's physical line.
 Introduced in: the CLI (appendix on the command line).
 """
 
@@ -21,23 +22,46 @@ from ..errors import InvalidInputError
 BOM = "\ufeff"
 
 
+def _utf16(data: bytes) -> str | None:
+    """The codec of UTF-16 ``data``: by its byte-order mark, else by the zero bytes that ASCII letters leave in every
+    other byte (little or big endian); None for anything else."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "utf-16"
+    if len(data) >= 4 and len(data) % 2 == 0:
+        even, odd = data[0::2], data[1::2]
+        if odd.count(0) > 0.4 * len(odd) and even.count(0) == 0:
+            return "utf-16-le"
+        if even.count(0) > 0.4 * len(even) and odd.count(0) == 0:
+            return "utf-16-be"
+    return None
+
+
 def utf8_text(path: Path) -> str:
-    """The file's text, decoded as UTF-8 without its byte-order mark, or an error naming the line to fix."""
+    """The file's text, decoded as UTF-8 without its byte-order mark (or as UTF-16, ``_utf16``), or an error naming
+    the line to fix; a NUL character, which no text holds, is refused."""
     data = path.read_bytes()
+    codec = _utf16(data)
     try:
-        text = data.decode("utf-8")
+        text = data.decode(codec or "utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise InvalidInputError(
             f"{path} is not UTF-8 text (byte {exc.start}, line {line}: {exc.reason}). Save it as UTF-8, e.g. "
             f"iconv -f latin1 -t utf-8 {path.name} > fixed{path.suffix}."
         ) from exc
-    return text.removeprefix(BOM)
+    text = text.removeprefix(BOM)
+    if "\0" in text:
+        line = text[: text.index("\0")].count("\n") + 1
+        raise InvalidInputError(
+            f"{path} holds a NUL character (line {line}): it is binary data, not prompts. Give a text file: one prompt "
+            "per line, JSON lines or a JSON array."
+        )
+    return text
 
 
 def physical_lines(text: str) -> list[tuple[int, str]]:
-    """``(line number, line)`` of every non-blank line, split at ``\\n`` only, a trailing ``\\r`` dropped."""
-    lines = (line.removesuffix("\r") for line in text.split("\n"))
+    """``(line number, line)`` of every non-blank line, split at ``\\n``, ``\\r\\n`` or a lone ``\\r``."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     return [(number, line) for number, line in enumerate(lines, start=1) if line.strip()]
 
 
