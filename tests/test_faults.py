@@ -3027,3 +3027,152 @@ def test_a_prompt_file_of_nul_bytes_is_refused(raises, tmp_path):
     (tmp_path / "half.txt").write_bytes(b"a fine prompt\nthen\0garbage\n")
     with raises():
         read_prompt_file(tmp_path / "half.txt")
+
+
+@fault(
+    "Bad input",
+    "`LATENTBOOK_RESULTS` naming a folder that does not exist, for `latentbook verdict`",
+    error=InvalidInputError,
+    says="does not exist: give a folder of captures",
+)
+def test_a_missing_results_folder_from_the_environment_is_refused_before_any_measuring(
+    raises, tmp_path, monkeypatch
+):
+    from latentbook.study import verdict_table
+
+    monkeypatch.setenv("LATENTBOOK_RESULTS", str(tmp_path / "nonexistent"))
+    measured = []
+    monkeypatch.setattr(verdict_table, "measured_runs", lambda *a, **k: measured.append(1) or ({}, []))
+    with raises():
+        verdict_table.verdict_table()
+    assert not measured  # refused before the book's runs are measured
+
+
+@fault(
+    "Bad input",
+    "`latentbook verdict --no-book` run inside another project, or outside any",
+    error=InvalidInputError,
+    says="Nothing to judge",
+)
+def test_verdict_without_the_book_finds_no_other_projects_results(raises, tmp_path, monkeypatch):
+    from latentbook.study import paths, verdict_table
+
+    other = tmp_path / "their-project"
+    (other / "results").mkdir(parents=True)
+    (other / "pyproject.toml").write_text("[project]\nname = 'theirs'\n")
+    (other / "results" / "their-data.safetensors").write_bytes(b"not ours")
+    monkeypatch.delenv("LATENTBOOK_RESULTS", raising=False)
+    monkeypatch.chdir(other)
+    assert paths.find_results_dir() is None  # a results/ beside pyproject.toml is not the book's
+    with raises():
+        verdict_table.verdict_table(book=False)
+    (other / "_toc.yml").write_text("format: jb-book\n")  # a book's root: its results/ are captures
+    assert paths.find_results_dir() == other / "results"
+
+
+def _synthetic_capture(name: str, depths: int = 6, width: int = 16, **provenance):
+    from latentbook.analysis import synthetic
+
+    rng = np.random.default_rng(0)
+    ids = np.repeat(np.arange(30), 4)
+    cap = synthetic.as_capture(
+        rng.standard_normal((depths, len(ids), width)), ids, np.tile(np.arange(4), 30), name=name
+    )
+    cap.provenance.update(provenance)
+    return cap
+
+
+@fault(
+    "Bad input",
+    "`report --twin T` where T is another architecture, or was captured on other prompts or at another max length",
+    error=InvalidInputError,
+    says="cannot be compared with",
+)
+def test_a_twin_that_differs_in_what_it_must_share_is_refused_naming_each_difference(raises):
+    from latentbook.study.capture_report import check_twin
+
+    cap = _synthetic_capture("m", model_family="llama", prompt_set_sha256="a", max_length=128)
+    check_twin(
+        cap, _synthetic_capture("random:m", model_family="llama", prompt_set_sha256="a", max_length=128)
+    )
+    encoder = _synthetic_capture("random:e", model_family="bert", prompt_set_sha256="b", max_length=64)
+    with raises():
+        check_twin(cap, encoder)
+    with pytest.raises(InvalidInputError) as caught:
+        check_twin(cap, encoder)
+    for what in ("architecture 'bert'", "prompts 'b'", "max length 64"):
+        assert what in str(caught.value)
+    with raises():
+        check_twin(cap, _synthetic_capture("random:m", depths=7, model_family="llama"))
+
+
+@fault(
+    "Bad input",
+    "`report R --twin R`: a capture given as its own twin",
+    error=InvalidInputError,
+    says="itself (the same weights): it compares nothing",
+)
+def test_a_capture_given_as_its_own_twin_is_refused(raises):
+    from latentbook.study.capture_report import capture_report
+
+    cap = _synthetic_capture("m", model_sha256="abc", model_family="llama")
+    with raises():
+        capture_report(cap, twin=cap, verdict=False)
+
+
+def _forgeries() -> dict:
+    """Edits of a capture's statistics no capture can have (issue 53's forged files), by what each breaks."""
+
+    def zero_tokens(state):
+        for key in [k for k in state if k.endswith("moments.n")]:
+            state[key] = torch.zeros_like(state[key])
+        return state
+
+    def asymmetric(state):
+        state["layers.1.moments.m2"][0, 1] += 1000.0
+        return state
+
+    def beyond_cauchy_schwarz(state):
+        m2 = state["layers.1.moments.m2"]
+        m2[0, 1] = m2[1, 0] = 10 * float(torch.sqrt(m2[0, 0] * m2[1, 1])) + 1.0
+        return state
+
+    def negative_maximum(state):
+        state["layers.1.abs.max"][2] = -1.0
+        return state
+
+    def impossible_power_sums(state):
+        state["layers.1.omega.power_sums"][2] = 10 * float(state["layers.1.omega.power_sums"][1]) + 1.0
+        return state
+
+    def zero_sample(state):
+        state["vectors.values"] = torch.zeros_like(state["vectors.values"])
+        return state
+
+    return {
+        "0 tokens": zero_tokens,
+        "an asymmetric second moment": asymmetric,
+        "a covariance beyond Cauchy-Schwarz": beyond_cauchy_schwarz,
+        "a negative absolute value": negative_maximum,
+        "Omega's power sums are not those of values in [0, 1]": impossible_power_sums,
+        "a token sample of zeros only": zero_sample,
+    }
+
+
+@fault(
+    "Wrong results refused",
+    "A capture whose statistics no capture can have, checksum recomputed (0 tokens, an asymmetric or impossible "
+    "second moment, a negative maximum, impossible Omega power sums, an all-zero sample)",
+    error=CaptureFileError,
+    says="holds statistics no capture can have",
+)
+def test_forged_impossible_statistics_are_refused_at_load_naming_the_check(raises, saved_capture, tmp_path):
+    lb.load_capture(saved_capture)  # the genuine file passes every check
+    for what, forge in _forgeries().items():
+        path = tmp_path / f"{len(what)}.safetensors"
+        shutil.copy(saved_capture, path)
+        _rewrite(path, edit_state=forge)
+        with raises():
+            lb.load_capture(path)
+        with pytest.raises(CaptureFileError, match=re.escape(what)):
+            lb.load_capture(path)

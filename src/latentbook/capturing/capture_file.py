@@ -188,3 +188,61 @@ def check_tensors(path: Path, state: dict[str, torch.Tensor], header: dict) -> N
             f"{path} counts {sorted(counts)} tokens at its depths; every depth must see the same tokens. "
             "Capture again."
         )
+    check_statistics(path, state, header)
+
+
+STAT_TOLERANCE = 1e-6  # relative slack for float64 sums that were accumulated in another order
+
+
+def check_statistics(path: Path, state: dict[str, torch.Tensor], header: dict) -> None:
+    """Every statistic is one a capture can hold (a forged file with a recomputed checksum passes the checksum):
+    at least one token; at each depth a centred scatter that is symmetric, with a non-negative diagonal and every
+    entry within Cauchy-Schwarz of its diagonal (``|M2_ij| <= sqrt(M2_ii M2_jj)``); absolute sums and maxima that
+    are non-negative, the maxima at most the sums; Omega's power sums (Omega lies in [0, 1]) non-increasing in the
+    power and within Cauchy-Schwarz (``s1^2 <= s0 s2``), with as many tokens as its histogram; a token sample that
+    is not all zero; prompt ids in ``0 .. n_prompts - 1``. The error names the file, the depth and the check."""
+    tol = STAT_TOLERANCE
+
+    def refuse(depth, what: str) -> None:
+        raise CaptureFileError(
+            f"{path} holds statistics no capture can have ({what}{'' if depth is None else f' at depth {depth}'}): an "
+            "edited or forged file. Capture again."
+        )
+
+    depths = header_depths(header)
+    n = int(state[f"layers.{depths[0]}.moments.n"])
+    if n < 1:
+        refuse(None, f"{n} tokens")
+    for depth in depths:
+        prefix = f"layers.{depth}."
+        m2 = state[prefix + "moments.m2"]
+        scale = float(m2.abs().max()) or 1.0
+        if float((m2 - m2.T).abs().max()) > tol * scale:
+            refuse(depth, "an asymmetric second moment")
+        diagonal = torch.diagonal(m2)
+        if float(diagonal.min()) < -tol * scale:
+            refuse(depth, "a negative variance")
+        bound = torch.sqrt(torch.clamp(diagonal, min=0.0))
+        if bool((m2.abs() > torch.outer(bound, bound) * (1 + tol) + tol * scale).any()):
+            refuse(depth, "a covariance beyond Cauchy-Schwarz")
+        abs_sum, abs_max = state[prefix + "abs.sum"], state[prefix + "abs.max"].to(torch.float64)
+        if float(abs_sum.min()) < 0 or float(abs_max.min()) < 0:
+            refuse(depth, "a negative absolute value")
+        if bool((abs_max > abs_sum * (1 + tol) + tol).any()):
+            refuse(depth, "a largest absolute value above the sum of them")
+        p = state[prefix + "omega.power_sums"]
+        hist = float(state[prefix + "omega.counts"].sum())
+        if not (float(p[0]) >= 1 and abs(hist - float(p[0])) <= tol * float(p[0]) + 0.5):
+            refuse(depth, f"Omega over {float(p[0]):g} tokens with a histogram of {hist:g}")
+        if float(p.min()) < 0 or bool((p[1:] > p[:-1] * (1 + tol) + tol).any()):
+            refuse(depth, "Omega's power sums are not those of values in [0, 1]")
+        if float(p[1]) ** 2 > float(p[0]) * float(p[2]) * (1 + tol) + tol:
+            refuse(depth, "Omega's power sums beyond Cauchy-Schwarz")
+    vectors = state["vectors.values"]
+    if vectors.numel() and not bool(vectors.abs().gt(0).any()):
+        refuse(None, "a token sample of zeros only")
+    prompts = header.get("provenance", {}).get("n_prompts")
+    for name in ("vectors.prompt_ids", "omega_sample.prompt_ids"):
+        ids = state[name]
+        if ids.numel() and (int(ids.min()) < 0 or (prompts is not None and int(ids.max()) >= int(prompts))):
+            refuse(None, f"{name} outside 0 .. {prompts} - 1")

@@ -146,15 +146,12 @@ def capture_report(
     Raises
     ------
     InvalidInputError
-        For a ``twin`` with other layers or another width than ``cap``.
+        For a ``twin`` that cannot be compared with ``cap`` (``check_twin``).
     """
     import pandas as pd
 
-    if twin is not None and (twin.n_layers, twin.d_model) != (cap.n_layers, cap.d_model):
-        raise InvalidInputError(
-            f"--twin {twin.model_name} has {twin.n_layers} layers and d = {twin.d_model}, the capture "
-            f"{cap.n_layers} layers and d = {cap.d_model}: a twin is the same architecture with random weights."
-        )
+    if twin is not None:
+        check_twin(cap, twin)
     label = label or cap.model_name
     one_prompt = len(np.unique(cap.omega_sample.prompt_ids)) < 2
     # one prompt has no prompts to resample: its tokens are, and the text says the interval is optimistic
@@ -189,6 +186,41 @@ def capture_report(
         landmarks_note=landmarks_note,
         extra={"capture": cap},
     )
+
+
+# what a twin must share with the capture it is the null of: (what, how to read it from a capture)
+TWIN_KEYS = (
+    ("architecture", lambda c: c.provenance.get("model_family")),
+    ("layers", lambda c: c.n_layers),
+    ("width", lambda c: c.d_model),
+    ("prompts", lambda c: c.provenance.get("prompt_set_sha256")),
+    ("max length", lambda c: c.provenance.get("max_length")),
+)
+
+
+def check_twin(cap: Capture, twin: Capture) -> None:
+    """Refuse a ``twin`` that is no null of ``cap``: naming every difference of ``TWIN_KEYS`` (another architecture,
+    depth or width, other prompts or another max length: the comparison would measure that, not training; a key
+    neither file records is not compared), or the capture's own model (the same weights: it compares nothing)."""
+    differ = [
+        f"{what} {read(twin)!r} against {read(cap)!r}"
+        for what, read in TWIN_KEYS
+        if read(cap) is not None and read(twin) is not None and read(cap) != read(twin)
+    ]
+    if differ:
+        raise InvalidInputError(
+            f"--twin {twin.model_name} cannot be compared with {cap.model_name}: "
+            + "; ".join(differ)
+            + ". A twin is "
+            "the same architecture with random weights, captured on the same prompts at the same max length "
+            "(latentbook capture random:MODEL with the capture's --prompts and --max-length)."
+        )
+    same = cap.provenance.get("model_sha256")
+    if same is not None and same == twin.provenance.get("model_sha256") and cap.model_name == twin.model_name:
+        raise InvalidInputError(
+            f"--twin is a capture of {cap.model_name} itself (the same weights): it compares nothing. Capture its "
+            f"random twin: latentbook capture random:{cap.model_name}."
+        )
 
 
 def verdict_rows(

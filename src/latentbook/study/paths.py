@@ -15,9 +15,12 @@ from .._files import repository_root
 
 
 def find_results_dir(start: str | Path | None = None) -> Path | None:
-    """``$LATENTBOOK_RESULTS`` if set, else the ``results/`` folder of the repository above ``start`` (the
-    working directory by default: chapters run inside ``book/``), or None when it has none."""
+    """``$LATENTBOOK_RESULTS`` if set, else the ``results/`` folder of the book's repository above ``start`` (the
+    working directory by default: chapters run inside ``book/``), or None when there is none. Only a book's root
+    (a ``_toc.yml`` beside ``results/``) counts: another project's ``results/`` is not a folder of captures."""
     if os.environ.get("LATENTBOOK_RESULTS"):
         return Path(os.environ["LATENTBOOK_RESULTS"])
     root = repository_root(start)
-    return root / "results" if root is not None and (root / "results").is_dir() else None
+    if root is None or not (root / "_toc.yml").is_file():
+        return None
+    return root / "results" if (root / "results").is_dir() else None

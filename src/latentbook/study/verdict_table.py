@@ -191,13 +191,19 @@ def verdict_table(
     progress: Callable[[str], None] | None = None,
 ) -> pd.DataFrame:
     """The verdict table of the book's runs (``book``; only cached captures unless ``capture_missing``) and of
-    every capture in ``results_dir`` (default: the repository's ``results/``). ``table.attrs["skipped"]`` lists
-    the book runs left out because they were not cached."""
-    if results_dir is not None:
-        check_results_folder(results_dir)  # before the book's runs are measured
+    every capture in ``results_dir`` (default: ``paths.find_results_dir``; a folder that is not one is refused before
+    anything is measured, and without the book's runs a missing one too). ``table.attrs["skipped"]`` lists the book
+    runs left out because they were not cached."""
+    folder = results_dir if results_dir is not None else find_results_dir()
+    if folder is not None:
+        check_results_folder(folder)  # before the book's runs are measured, whether given or from the environment
+    elif not book:
+        raise InvalidInputError(
+            "Nothing to judge: the book's runs are left out and no results folder was found (no LATENTBOOK_RESULTS, "
+            "and the working folder is not inside the book's repository). Pass --results FOLDER."
+        )
     runs, skipped = measured_runs(capture_missing, progress) if book else ({}, [])
     landmarks = {run.label: book_landmarks(run) for run in book_runs() if run.label in runs}
-    folder = results_dir if results_dir is not None else find_results_dir()
     table = runs_table(runs, results_dir=folder, ladder=ladder, landmarks=landmarks)
     table.attrs["skipped"] = skipped
     return table
