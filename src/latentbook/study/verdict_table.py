@@ -196,7 +196,9 @@ def verdict_table(
     runs left out because they were not cached."""
     folder = results_dir if results_dir is not None else find_results_dir()
     if folder is not None:
-        check_results_folder(folder)  # before the book's runs are measured, whether given or from the environment
+        check_results_folder(
+            folder
+        )  # before the book's runs are measured, whether given or from the environment
     elif not book:
         raise InvalidInputError(
             "Nothing to judge: the book's runs are left out and no results folder was found (no LATENTBOOK_RESULTS, "
