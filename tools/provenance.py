@@ -48,6 +48,53 @@ def run_provenance(source_hash: str, n_cases: int, seed: int, seconds: float, **
     }
 
 
+def table_main(
+    description: str,
+    script: str,
+    out: Path,
+    default_cases: int,
+    source_hash,
+    fresh_hash_code: str,
+    make_table,
+    **settings,
+) -> None:
+    """The command line of a script that keeps one table in ``results/``: ``--n-cases``, ``--seed``, ``--out``;
+    ``make_table(n_cases, seed)`` run on the code whose hash ``source_hash()`` gives, refused if that code changed
+    while it ran (``fresh_hash_code`` printed again in a fresh interpreter), then the table and its provenance
+    (``run_provenance``, ``settings`` included) written atomically to ``--out`` and printed."""
+    import argparse
+    import json
+    import time
+
+    from latentbook._files import atomic_write
+
+    parser = argparse.ArgumentParser(description=description.splitlines()[0])
+    parser.add_argument(
+        "--n-cases",
+        type=int,
+        default=default_cases,
+        help=f"planted cases per cell (default: {default_cases})",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the planted cases (default: 0)")
+    parser.add_argument(
+        "--out", type=Path, default=out, help=f"where to write (default: {out.relative_to(ROOT)})"
+    )
+    args = parser.parse_args()
+    start = time.perf_counter()
+    ran_on = source_hash()  # of the code just imported: the code that runs
+    table = make_table(args.n_cases, args.seed)
+    if fresh_value(fresh_hash_code) != ran_on:
+        raise SystemExit(
+            "The code changed while the table ran, so it belongs to no version of it: nothing written to "
+            f"{args.out}. Rerun tools/{script} once the code has settled."
+        )
+    provenance = run_provenance(ran_on, args.n_cases, args.seed, time.perf_counter() - start, **settings)
+    text = json.dumps({"provenance": provenance, "table": table.to_dict(orient="records")}, indent=1) + "\n"
+    atomic_write(args.out, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    print(table.to_string(index=False))
+    print(f"written: {args.out}")
+
+
 def calibration_main(module, script: str, description: str, **settings) -> None:
     """The command line of a calibration script: run ``module.iter_cases(cases, seed=, jobs=)``, keep each finished
     case in a checkpoint beside the output (``checkpoint_path``; a rerun with the same code, seed and settings
