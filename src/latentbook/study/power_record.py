@@ -8,32 +8,21 @@ Usage: ``power = load_power_record(results_dir)``; ``power.table`` (one row per 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..analysis import jump_power, transition, verdict
-from ..errors import InvalidInputError
-
-if TYPE_CHECKING:
-    import pandas as pd
+from .table_record import TableRecord, load_table_record
 
 POWER_FILE = Path("calibration") / "jump_power.json"
 PAPER_AMPLITUDE = 2.0  # the paper's jump, in units of the judge's bar (half of it)
-NARROW, WIDE = (
-    0.1,
-    0.25,
-)  # a rise over at most a tenth of the depth is a jump; over a quarter or more, a slope
+# a rise over at most a tenth of the depth is a jump; over a quarter or more, a slope
+NARROW, WIDE = 0.1, 0.25
 
 
 @dataclass(frozen=True)
-class PowerRecord:
-    """The power table, its provenance and ``current``: the code is unchanged since."""
-
-    table: pd.DataFrame
-    provenance: dict
-    current: bool
+class PowerRecord(TableRecord):
+    """The power table (``jump_power.power_table``'s columns), its provenance and ``current``."""
 
     def summary(self) -> dict[str, object]:
         """The numbers the appendix glues (``power_*``): cases a cell, the date, whether current; at the paper's jump
@@ -74,15 +63,5 @@ class PowerRecord:
 def load_power_record(results_dir: str | Path) -> PowerRecord:
     """``results_dir / calibration / jump_power.json`` as a ``PowerRecord``; a missing file is refused, naming the
     script that makes it."""
-    import pandas as pd
-
-    path = Path(results_dir) / POWER_FILE
-    if not path.is_file():
-        raise InvalidInputError(f"{path} does not exist: run `python tools/jump_power.py` to make it.")
-    record = json.loads(path.read_text(encoding="utf-8"))
-    provenance = record["provenance"]
-    return PowerRecord(
-        table=pd.DataFrame(record["table"]),
-        provenance=provenance,
-        current=provenance.get("source_hash") == jump_power.source_hash(),
-    )
+    record = load_table_record(results_dir, POWER_FILE, jump_power.source_hash(), "jump_power.py")
+    return PowerRecord(record.table, record.provenance, record.current)
