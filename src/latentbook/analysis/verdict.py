@@ -79,8 +79,8 @@ MIN_DEPTHS = transition.MIN_FITTED + sum(transition.SKIP)
 VERDICT_MEANINGS = {
     "holds": "the criterion is met, beyond the random twin where the claim is about what training adds",
     "uninformative": "the criterion is met, but the random twin (untrained weights) meets it too: no evidence",
-    "does not hold": "the data exclude the claimed effect, or the judge could have seen it (power of 80 % or more) "
-    "and did not",
+    "does not hold": "the criterion is not met: the interval excludes the claimed effect (for the jump rows, only "
+    "where the judge had 80 % power to see the paper's jump)",
     "inconclusive": "the interval straddles the criterion's bar, or the judge had too little power to see it",
     "not testable here": "this machine cannot measure it (a model too large, a measurement not taken)",
     "not yet run": "a measurement that exists but has not been run",
