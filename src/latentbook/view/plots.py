@@ -237,26 +237,27 @@ VERDICT_CODES = {
     "not testable here": 0,
     "not yet run": 0,
 }
-VERDICT_SHORT = {
-    "holds": "holds",
-    "uninformative": "twin too",
+VERDICT_SHORT = {  # at most four characters: a cell of the grid is narrow with the ladder's columns beside
+    "holds": "yes",
+    "uninformative": "twin",
     "does not hold": "no",
     "inconclusive": "?",
     "not testable here": "n/t",
-    "not yet run": "not run",
+    "not yet run": "n/r",
 }
 
 
 def verdict_heatmap(glance: pd.DataFrame) -> plt.Figure:
     """Chapter 8's table at a glance (``study.verdict_table.summary``: claims as rows, runs as columns) as a heatmap
     coloured by verdict, each cell labelled in short; a cell whose rows disagree (``study.verdict_table.MIXED``) is
-    "mixed". Drawn at the content column's width (about 7 inches), so its labels stay legible."""
+    "mix". Drawn at the content column's width (about 7 inches), each label four characters at most
+    (``VERDICT_SHORT``), so that labels stay inside their cells beside the ladder's many columns."""
     from ..study.verdict_table import MIXED
 
     mixed = glance.apply(lambda col: col.astype(str).str.startswith(MIXED))
     numbers = glance.apply(lambda col: col.map(VERDICT_CODES)).astype(float).mask(mixed, 2.0)
     labels = (
-        glance.apply(lambda col: col.map(lambda v: VERDICT_SHORT.get(v, ""))).fillna("").mask(mixed, "mixed")
+        glance.apply(lambda col: col.map(lambda v: VERDICT_SHORT.get(v, ""))).fillna("").mask(mixed, "mix")
     )
     fig, ax = plt.subplots(figsize=(7.2, 0.32 * len(glance) + 2.2))
     sns.heatmap(
@@ -275,7 +276,8 @@ def verdict_heatmap(glance: pd.DataFrame) -> plt.Figure:
     ax.set(
         xlabel="model run",
         ylabel="claim",
-        title="holds / twin too = uninformative / no = does not hold / ? = inconclusive / n/t = not testable",
+        title="yes = holds, twin = uninformative (the twin holds too), no = does not hold,\n"
+        "? = inconclusive, n/t = not testable, n/r = not yet run, mix = its rows disagree",
     )
     ax.title.set_fontsize(9)
     ax.tick_params(labelsize=7)
