@@ -138,8 +138,12 @@ def _gemma(m: np.ndarray, d: int = 640):
     return types.SimpleNamespace(omega_mean=lambda: m, gamma=np.arange(len(m)) / (len(m) - 1), d_model=d)
 
 
-def _landmarks(found):
-    return types.SimpleNamespace(found=lambda: found)
+def _landmarks(found, m):
+    from latentbook.analysis import landmarks
+
+    gamma = np.arange(len(m)) / (len(m) - 1)
+    step = landmarks.raw_step(gamma, m, np.tile(m, (200, 1)))
+    return types.SimpleNamespace(found=lambda: found, raw_step=step)
 
 
 E2E = pd.DataFrame({"meets": [True, True, False], "n": [74, 80, 74]})
@@ -158,7 +162,7 @@ def test_first_screen_reads_where_raw_m_first_turns_solid_away_from_the_edges():
         ]
     )
     onset = [("ID peak (TwoNN)", 0.5, (0.4, 0.6)), ("massive onset", 1 / 18, (0.0, 0.1))]
-    screen = first_screen(table, _gemma(m), _landmarks(onset), E2E)
+    screen = first_screen(table, _gemma(m), _landmarks(onset, m), E2E)
     assert screen["gemma_cross_gamma"] == pytest.approx(2 / 18)
     assert screen["gemma_cross_m"] == pytest.approx(solid + 0.2) and screen["gemma_solid"] == solid
     assert screen["gemma_clean_m"] == 0.55 and screen["gemma_onset"] == pytest.approx(1 / 18)
@@ -166,6 +170,7 @@ def test_first_screen_reads_where_raw_m_first_turns_solid_away_from_the_edges():
     assert screen["below_factor"] == pytest.approx(1.5e9 / 268e6)
     assert (screen["e2e_cells"], screen["e2e_cells_met"], screen["e2e_n"]) == (3, 2, 74)
     far = [("massive onset", 0.5, (0.45, 0.55))]
-    assert first_screen(table, _gemma(m), _landmarks(far), E2E)["gemma_onset_words"].startswith("apart")
-    none = first_screen(table, _gemma(np.full(19, 0.3)), _landmarks([]), E2E)
+    assert first_screen(table, _gemma(m), _landmarks(far, m), E2E)["gemma_onset_words"].startswith("apart")
+    flat = np.full(19, 0.3)
+    none = first_screen(table, _gemma(flat), _landmarks([], flat), E2E)
     assert np.isnan(none["gemma_cross_gamma"]) and none["gemma_onset_words"] == "no onset found"

@@ -52,9 +52,12 @@ def power_case(rng: np.random.Generator, n_layers: int, amplitude: float, layers
     twin = planted_statistics.planted_profile(rng, n_layers, "flat", base=0.0)
     trans, twin_trans = _fit(p), _fit(twin)
     judged = verdict.judge_jump(trans, twin_trans, bar)
-    power = verdict.jump_power(trans, twin_trans, effect, bar)
-    weighed = verdict.judge_power(judged, power, effect, verdict.largest_jump(trans), bar)
-    return {"judged": judged[0], "weighed": weighed[0], "power": power}
+    weighed = verdict.weigh_jump(judged, trans, twin_trans, effect, bar)
+    return {
+        "judged": judged[0],
+        "weighed": weighed[0],
+        "power": verdict.jump_power(trans, twin_trans, effect, bar),
+    }
 
 
 def power_table(n_cases: int = 20, seed: int = 0) -> pd.DataFrame:
@@ -100,6 +103,7 @@ def source_hash() -> str:
             verdict.jump_power,
             verdict.judge_power,
             verdict.largest_jump,
+            verdict.weigh_jump,
             verdict.min_jump,
             verdict.paper_jump,
         ),

@@ -6,9 +6,9 @@ files, the ladder, the table) is the study wing's: ``study.measure``, ``study.ro
 
 Columns of a row: ``claim``, ``model``, ``run`` ("trained", "null: random weights", "null: shuffled words",
 "results file", "not run"), ``parameters``, ``measured`` (in words), ``value``, ``ci_low``, ``ci_high`` (95 %),
-``paper`` (the paper's number or statement), ``verdict``, ``reason``, ``command`` and ``scope`` (``scope_of``: a
-large-model claim measured below 1.5B parameters is "below the paper's range: not predicted at this size", so a
-small model's "does not hold" is never counted against the paper).
+``paper`` (the paper's number or statement), ``verdict``, ``reason``, ``command`` and ``scope`` (``scope_of``: any
+claim with a size measured below 1.5B parameters is "below the paper's range", so a small model's verdict is never
+counted for or against the paper).
 
 Verdicts (``VERDICTS``, defined once in ``VERDICT_MEANINGS``): "holds", "uninformative", "does not hold",
 "inconclusive", "not testable here", "not yet run". "Twin" below is the random-weight model of the same
@@ -68,9 +68,8 @@ SOLID_THRESHOLD = (PAPER_M_LIQUID + PAPER_M_SOLID) / 2
 MIN_JUMP = (PAPER_M_SOLID - PAPER_M_LIQUID) / 2
 MIN_TRANSITION = (PAPER_M_SOLID - PAPER_M_LIQUID) / 4  # smaller steps are not the claimed transition
 SMALL_MODEL = 1.5e9  # the smallest size the paper analysed (1.5B-30B+): its range starts here
-SMALL_END = (
-    4e9  # the paper names no size between its small and medium models: the book takes 1.5B to under 4B
-)
+# the paper names no size between its small and medium models: the book takes 1.5B to under 4B
+SMALL_END = 4e9
 MIN_POWER = 0.80  # a "does not hold" that found no effect needs this power at the paper's effect size
 MAX_CONCENTRATION = 0.9  # PR or effective rank after / before: a fall of at least 10 % (no size in the paper)
 TCO_MARGIN = 0.05  # how far a TCO interval's lower end must clear the strongest baseline that binds nothing
@@ -377,6 +376,16 @@ def judge_power(
         f"{reason}; but the judge's power for the paper's jump of {effect:.3f} at this run's noise is {shown} "
         f"(below {MIN_POWER:.0%}): no evidence of absence"
     )
+
+
+def weigh_jump(
+    verdict_reason: tuple[str, str], trans, twin_trans, effect: float, bar: float
+) -> tuple[str, str]:
+    """``judge_power`` of a jump row's verdict, with its power (``jump_power``) and largest jump (``largest_jump``)
+    read from the run's fit ``trans`` and its twin's ``twin_trans``: the one call the verdict table and the power
+    table both make."""
+    power = jump_power(trans, twin_trans, effect, bar)
+    return judge_power(verdict_reason, power, effect, largest_jump(trans), bar)
 
 
 def _fmt_ci(low: float, high: float) -> str:

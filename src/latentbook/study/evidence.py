@@ -25,13 +25,11 @@ from ..analysis.verdict import (
     MIN_TRANSITION,
     OTHER_KIND,
     Row,
-    judge_power,
-    jump_power,
-    largest_jump,
     min_jump,
     paper_jump,
     scope_of,
     uninformative,
+    weigh_jump,
 )
 from .measure import Measurements
 
@@ -63,9 +61,8 @@ def with_power(row: Row, m: Measurements, twin: Measurements | None) -> Row:
         return row
     bar = MIN_TRANSITION if row.claim == "critical_depth" else min_jump(m.d_model)
     effect = paper_jump(m.d_model)
-    fit, twin_fit = _fits(m, row.claim), _fits(twin, row.claim) if twin is not None else None
-    power, largest = jump_power(fit, twin_fit, effect, bar), largest_jump(fit)
-    verdict, reason = judge_power((row.verdict, row.reason), power, effect, largest, bar)
+    twin_fit = _fits(twin, row.claim) if twin is not None else None
+    verdict, reason = weigh_jump((row.verdict, row.reason), _fits(m, row.claim), twin_fit, effect, bar)
     return replace(row, verdict=verdict, reason=reason)
 
 

@@ -74,7 +74,7 @@ def first_screen(
     (``below_factor``), where Gemma 3's raw ``m`` (``Capture.omega_mean``, the paper's statistic) first reaches the
     solid level at its width (``gemma_cross_gamma``, ``gemma_cross_m``, ``gemma_solid``; NaN where it never does),
     its cleaned row's highest ``m`` (``gemma_clean_m``), its massive-activation onset (``gemma_onset``) and whether
-    that onset is the depth where raw ``m`` rises most (``gemma_onset_words``), and the end-to-end calibration's
+    that onset is the depth where raw ``m`` rises most (``gemma_onset_words``, from ``landmarks.raw_step``), and the end-to-end calibration's
     cells (``e2e_cells_met`` of ``e2e_cells``, ``e2e_n`` cases each: ``planted_calibration.load_record(...).table``)."""
     import numpy as np
 
@@ -85,14 +85,16 @@ def first_screen(
     interior = np.arange(transition.SKIP[0], len(m) - transition.SKIP[1])
     crossing = interior[m[interior] >= solid]
     first = int(crossing[0]) if len(crossing) else None
-    steepest = int(np.argmax(np.diff(m))) + 1  # the depth reached by the largest rise of raw m
+    step = (
+        landmarks.raw_step
+    )  # the largest rise of raw m (landmarks.raw_step), as the massive-step row reads it
     onset = next((g for name, g, _ in landmarks.found() if name == "massive onset"), float("nan"))
     if not np.isfinite(onset):
         onset_words = "no onset found"
-    elif abs(onset - gamma[steepest]) <= verdict.LANDMARK_TOLERANCE:
-        onset_words = f"the depth where raw m rises most, {m[steepest - 1]:.3f} -> {m[steepest]:.3f}"
+    elif abs(onset - step.gamma) <= verdict.LANDMARK_TOLERANCE:
+        onset_words = f"the depth where raw m rises most, by {step.size:+.3f}"
     else:
-        onset_words = f"apart from the depth where raw m rises most, gamma = {gamma[steepest]:.2f}"
+        onset_words = f"apart from the depth where raw m rises most, gamma = {step.gamma:.2f}"
     cleaned = trained[(trained["claim"] == "stays_liquid_cleaned") & (trained["model"] == "gemma3-270m")]
     return {
         "below_factor": verdict.SMALL_MODEL / largest,
