@@ -94,3 +94,23 @@ def test_the_committed_record_is_current_and_shows_the_papers_jump_found():
     assert len(record.table) == len(jump_power.AMPLITUDES) * len(jump_power.WIDTHS) * len(jump_power.LAYERS)
     steps = record.table[(record.table["amplitude"] == 2.0) & (record.table["layers_wide"] == 0)]
     assert (steps["found"] >= 0.8).all()
+
+
+@pytest.mark.parametrize("script", ["jump_power.py", "calibrate_slow.py"])
+def test_the_table_scripts_never_replace_a_file_that_is_not_their_record(tmp_path, script):
+    """``tools/provenance.table_main`` refuses, before any work, an ``--out`` that is not a table record."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    foreign = tmp_path / "notes.json"
+    foreign.write_text('{"my": "notes"}')
+    done = subprocess.run(
+        [sys.executable, str(root / "tools" / script), "--n-cases", "1", "--out", str(foreign)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode != 0 and "would be lost" in done.stderr
+    assert foreign.read_text() == '{"my": "notes"}'

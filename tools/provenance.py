@@ -80,6 +80,11 @@ def table_main(
         "--out", type=Path, default=out, help=f"where to write (default: {out.relative_to(ROOT)})"
     )
     args = parser.parse_args()
+    if args.out.exists() and not (args.out.is_file() and _is_calibration_record(args.out, "table")):
+        raise SystemExit(  # before the work: a file that is not this kind of record is never replaced
+            f"--out {args.out} is not a table record written by tools/{script}, and it would be lost: choose "
+            "another --out."
+        )
     start = time.perf_counter()
     ran_on = source_hash()  # of the code just imported: the code that runs
     table = make_table(args.n_cases, args.seed)
@@ -322,12 +327,13 @@ def read_checkpoint(path: Path, header: dict, script: str) -> tuple[dict[int, li
     return done, seconds
 
 
-def _is_calibration_record(path: Path) -> bool:
-    """Whether ``path`` holds what ``calibration_main`` writes (JSON with ``provenance`` and ``records``)."""
+def _is_calibration_record(path: Path, body: str = "records") -> bool:
+    """Whether ``path`` holds what ``calibration_main`` writes (JSON with ``provenance`` and ``records``), or with
+    ``body="table"`` what ``table_main`` writes."""
     import json
 
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return False
-    return isinstance(record, dict) and {"provenance", "records"} <= set(record)
+    return isinstance(record, dict) and {"provenance", body} <= set(record)
