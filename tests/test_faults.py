@@ -3176,3 +3176,521 @@ def test_forged_impossible_statistics_are_refused_at_load_naming_the_check(raise
             lb.load_capture(path)
         with pytest.raises(CaptureFileError, match=re.escape(what)):
             lb.load_capture(path)
+
+
+@fault(
+    "Wrong results refused",
+    "`a.merge(b)` where b's prompts overlap a's (prompts 0-3 of one list in both, the rest new)",
+    error=InvalidInputError,
+    says="prompt(s) are in both captures",
+)
+def test_a_merge_of_overlapping_prompts_is_refused_naming_them(raises, tiny):
+    first = lb.capture(tiny, SHORT_PROMPTS[:4], n_vectors=16, progress=False)
+    overlapping = lb.capture(tiny, SHORT_PROMPTS[2:], n_vectors=16, progress=False)
+    assert first.provenance["prompt_set_sha256"] != overlapping.provenance["prompt_set_sha256"]
+    with raises():
+        copy.deepcopy(first).merge(overlapping)
+    with pytest.raises(InvalidInputError, match=r"prompts \[0, 1\]"):
+        copy.deepcopy(first).merge(overlapping)
+    rest = lb.capture(tiny, SHORT_PROMPTS[4:], n_vectors=16, progress=False)
+    merged = copy.deepcopy(first)
+    merged.merge(rest)  # no overlap: merged in place, and every prompt's fingerprint kept
+    assert merged.provenance["prompt_sha256s"] == [
+        *first.provenance["prompt_sha256s"],
+        *rest.provenance["prompt_sha256s"],
+    ]
+    assert merged.provenance["n_prompts"] == len(SHORT_PROMPTS)
+    with raises():  # the merged capture still knows what it holds
+        copy.deepcopy(merged).merge(lb.capture(tiny, SHORT_PROMPTS[3:4], n_vectors=16, progress=False))
+
+
+@fault(
+    "Wrong results refused",
+    "A merge of captures written by other versions of the software or on other dates",
+    outcome="the merged provenance keeps every version and date (was: only the first capture's)",
+)
+def test_a_merge_keeps_the_versions_and_dates_of_both_parts(tiny):
+    from latentbook.study.capture_report import _facts
+
+    first = lb.capture(tiny, SHORT_PROMPTS[:2], n_vectors=16, progress=False)
+    second = lb.capture(tiny, SHORT_PROMPTS[2:], n_vectors=16, progress=False)
+    second.provenance["versions"] = {**second.provenance["versions"], "latentbook": "9.9.9"}
+    second.provenance["date"] = "2031-01-01T00:00:00+00:00"
+    merged = copy.deepcopy(first)
+    merged.merge(second)
+    assert merged.provenance["versions"] == [first.provenance["versions"], second.provenance["versions"]]
+    assert merged.provenance["date"] == [first.provenance["date"], "2031-01-01T00:00:00+00:00"]
+    same = copy.deepcopy(first)
+    same.merge(lb.capture(tiny, SHORT_PROMPTS[2:], n_vectors=16, progress=False))
+    assert same.provenance["versions"] == first.provenance["versions"]  # one version: kept as one
+    captured = dict(_facts(merged))["captured"]
+    assert "latentbook 9.9.9" in captured and "2031-01-01" in captured
+
+
+@fault(
+    "Bad input",
+    "`cap.mean(True)`: a boolean where a depth is expected (Python reads True as 1)",
+    error=InvalidInputError,
+    says="is a boolean, not a depth",
+)
+def test_a_boolean_layer_is_refused_not_read_as_depth_one(raises, small_capture):
+    for read in (small_capture.mean, small_capture.covariance, small_capture.token_vectors):
+        with raises():
+            read(True)
+    with raises():
+        small_capture.index_of(np.bool_(False))
+    assert np.allclose(small_capture.mean(1), small_capture.mean(np.int64(1)))
+
+
+def _twin_folder(tiny, tmp_path: Path, name: str, tokenizer: bool = True, **config_edits) -> Path:
+    """A user's model folder (config and tokenizer, no weights needed by ``random:``) with ``config_edits``."""
+    folder = tmp_path / name
+    folder.mkdir()
+    config = tiny.model.config.to_dict()
+    config.update(config_edits)
+    (folder / "config.json").write_text(json.dumps(config))
+    if tokenizer:
+        tiny.tokenizer.save_pretrained(folder)
+    return folder
+
+
+@fault(
+    "Bad input",
+    "`random:FOLDER` whose config has zero or negative heads, zero layers or an empty vocabulary",
+    error=InvalidInputError,
+    says="is not a size (a positive integer",
+)
+@pytest.mark.parametrize(
+    "edit",
+    [
+        dict(num_attention_heads=0),
+        dict(num_attention_heads=-4),
+        dict(num_hidden_layers=0),
+        dict(vocab_size=0),
+        dict(hidden_size=True),
+    ],
+    ids=str,
+)
+def test_a_random_twin_of_an_impossible_config_is_refused_naming_the_key(raises, tiny, tmp_path, edit):
+    folder = _twin_folder(tiny, tmp_path, "impossible", **edit)
+    with raises():
+        lb.load_model(f"random:{folder}")
+    with pytest.raises(InvalidInputError, match=re.escape(next(iter(edit)))):
+        lb.load_model(f"random:{folder}")
+
+
+@fault(
+    "Bad input",
+    "`random:FOLDER` whose config transformers cannot build (a width its heads do not divide)",
+    error=InvalidInputError,
+    says="describes no model transformers can build",
+)
+def test_a_random_twin_of_an_unbuildable_config_is_refused_in_one_line(raises, tiny, tmp_path):
+    folder = _twin_folder(tiny, tmp_path, "unbuildable", num_attention_heads=7, head_dim=None)
+    with raises():
+        lb.load_model(f"random:{folder}")
+
+
+@fault(
+    "Bad input",
+    "`random:FOLDER` whose tokenizer has more tokens than the config's vocabulary",
+    error=InvalidInputError,
+    says="token ids past the embedding cannot be read",
+)
+def test_a_random_twin_whose_tokenizer_outgrows_its_embedding_is_refused(raises, tiny, tmp_path):
+    folder = _twin_folder(tiny, tmp_path, "small-vocab", vocab_size=len(tiny.tokenizer) // 2)
+    with raises():
+        lb.load_model(f"random:{folder}")
+
+
+@fault(
+    "Bad input",
+    "`random:FOLDER` without a tokenizer",
+    error=ModelUnavailableError,
+    says="has no usable tokenizer",
+)
+def test_a_random_twin_of_a_folder_without_a_tokenizer_is_refused_naming_the_fix(raises, tiny, tmp_path):
+    folder = _twin_folder(tiny, tmp_path, "no-tokenizer", tokenizer=False)
+    with raises():
+        lb.load_model(f"random:{folder}")
+
+
+@fault(
+    "Bad input",
+    "`random:FOLDER` of a 69B-parameter config (its random weights would not fit in memory)",
+    error=InvalidInputError,
+    says="more than the",
+)
+def test_a_random_twin_too_large_for_memory_is_refused_before_allocating(raises, tiny, tmp_path, monkeypatch):
+    from latentbook.models import config_checks
+
+    folder = _twin_folder(
+        tiny,
+        tmp_path,
+        "huge",
+        hidden_size=8192,
+        intermediate_size=28672,
+        num_hidden_layers=80,
+        num_attention_heads=64,
+        num_key_value_heads=8,
+        head_dim=128,
+        vocab_size=128256,
+    )
+    built = []
+    original = config_checks.parameter_count
+    monkeypatch.setattr(config_checks, "parameter_count", lambda *a: built.append(original(*a)) or built[-1])
+    started = time.perf_counter()
+    with raises():
+        lb.load_model(f"random:{folder}")
+    assert built and built[0] > 6e10  # counted on the meta device ...
+    assert time.perf_counter() - started < 60  # ... and refused without allocating 280 GB
+    from transformers import AutoModelForCausalLM
+
+    n_tiny = sum(p.numel() for p in tiny.model.parameters())
+    assert (
+        config_checks.check_buildable(tiny.model.config, AutoModelForCausalLM, torch.float32, "t", 2**40)
+        == n_tiny
+    )
+    with raises():  # the same check, at the bytes it counts
+        config_checks.check_buildable(
+            tiny.model.config, AutoModelForCausalLM, torch.float32, "t", 4 * n_tiny - 1
+        )
+
+
+@fault(
+    "Model cache",
+    "An empty or relative `HOME`, or a relative `XDG_CACHE_HOME`, with no `LATENTBOOK_CACHE`",
+    outcome="the cache stays in the account's home (the XDG spec ignores a relative XDG_CACHE_HOME), never in "
+    "the working folder or at `/.cache`",
+)
+def test_the_default_cache_does_not_depend_on_the_working_folder_or_an_empty_home(tmp_path, monkeypatch):
+    import pwd
+
+    from latentbook._files import cache_dir
+
+    account = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    monkeypatch.delenv("LATENTBOOK_CACHE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(Path, "mkdir", lambda self, *a, **k: None)  # look, do not create
+    for home, xdg in [("", ""), ("relative/home", ""), ("/", ""), (str(account), "rel-cache")]:
+        monkeypatch.setenv("HOME", home)
+        monkeypatch.setenv("XDG_CACHE_HOME", xdg)
+        assert cache_dir() == account / ".cache" / "latentbook", (home, xdg)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "latentbook"  # an absolute XDG_CACHE_HOME is honoured
+
+
+@fault(
+    "Bad input",
+    "An error from another library (the OS, json, torch) reaching the command line",
+    outcome="one `latentbook: error:` line naming the error and its file (exit 2); the traceback only with "
+    "`--debug`",
+)
+def test_foreign_errors_are_one_line_with_the_traceback_behind_debug(tmp_path, monkeypatch, capsys):
+    import latentbook.cli as cli
+
+    path = _synthetic_capture("m").save(tmp_path / "m.safetensors")
+    for error in (
+        PermissionError(13, "Permission denied", "/data/results/x.safetensors"),
+        json.JSONDecodeError("Expecting value", "{", 1),
+        RuntimeError("CUDA error: an illegal memory access"),
+    ):
+
+        def fail(args, error=error):
+            raise error
+
+        monkeypatch.setattr(cli, "_report", fail)
+        assert main(["report", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("latentbook: error: ") and "Traceback" not in err
+        assert type(error).__name__ in err and "--debug" in err
+        with pytest.raises(type(error)):
+            main(["--debug", "report", str(path)])
+    assert "on /data/results/x.safetensors: Permission denied" in cli.foreign_error(
+        PermissionError(13, "Permission denied", "/data/results/x.safetensors")
+    )
+
+
+@fault(
+    "Checkpoints and resume",
+    "`latentbook capture OTHER --resume` from a checkpoint another model wrote (refused before the model loads)",
+    error=CheckpointMismatchError,
+    says="was written with other settings (model",
+)
+def test_a_resume_from_another_models_checkpoint_is_refused_before_the_model_loads(
+    raises, tiny, tmp_path, monkeypatch
+):
+    import latentbook.cli as cli
+
+    checkpoint = _interrupted_checkpoint(tiny, tmp_path / "run.ckpt")
+    out = tmp_path / "X.safetensors"
+    partial = out.with_name(out.name + ".partial")
+    shutil.copy(checkpoint, partial)
+    before = partial.read_bytes()
+    monkeypatch.setattr(cli, "read_prompts", lambda *a: list(SHORT_PROMPTS))
+    models = importlib.import_module("latentbook.models")
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("the model loaded first"))
+    args = _parser().parse_args(_cli(out, "--resume", "--batch-size", "1", model="random:llama-small"))
+    with raises():
+        cli._check_resume_early(args, list(SHORT_PROMPTS), partial)
+    assert partial.read_bytes() == before
+    args = _parser().parse_args(_cli(out, "--resume", "--batch-size", "1"))
+    cli._check_resume_early(args, list(SHORT_PROMPTS), partial)  # its own model: no complaint
+    from latentbook.models.zoo import run_name
+
+    folder = tmp_path / "my-model"
+    tiny.model.save_pretrained(folder)
+    tiny.tokenizer.save_pretrained(folder)
+    for name in ("random:llama-tiny", str(folder), f"random:{folder}"):
+        assert run_name(name) == lb.load_model(name).name, name  # the name a capture records, without loading
+    assert run_name("no-such-model") is None
+
+
+@fault(
+    "Checkpoints and resume",
+    "`latentbook capture --resume` from a truncated checkpoint (refused before the model loads)",
+    error=CaptureFileError,
+    says="is damaged or truncated. Delete it",
+)
+def test_a_resume_from_a_truncated_checkpoint_is_refused_before_the_model_loads(
+    raises, tiny, tmp_path, monkeypatch, capsys
+):
+    import latentbook.cli as cli
+
+    checkpoint = _interrupted_checkpoint(tiny, tmp_path / "run.ckpt")
+    out = tmp_path / "X.safetensors"
+    partial = out.with_name(out.name + ".partial")
+    partial.write_bytes(checkpoint.read_bytes()[: checkpoint.stat().st_size // 2])
+    monkeypatch.setattr(cli, "read_prompts", lambda *a: list(SHORT_PROMPTS))
+    models = importlib.import_module("latentbook.models")
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("the model loaded first"))
+    args = _parser().parse_args(_cli(out, "--resume", "--batch-size", "1"))
+    with raises():
+        cli._check_resume_early(args, list(SHORT_PROMPTS), partial)
+    assert main(_cli(out, "--resume", "--batch-size", "1")) == 2
+    assert "damaged or truncated" in capsys.readouterr().err
+
+
+@fault(
+    "Bad input",
+    'The Python API given a string where a flag belongs (`exclude_first="yes"`, `attention="no"`)',
+    error=InvalidInputError,
+    says="give True or False",
+)
+@pytest.mark.parametrize("flag", ["exclude_first", "attention", "strict", "progress", "distributed"])
+def test_a_flag_that_is_not_a_boolean_is_refused(raises, tiny, flag):
+    with raises():
+        lb.capture(tiny, SHORT_PROMPTS[:2], **{flag: "no"})
+
+
+@fault(
+    "Bad input",
+    "The Python API given a number where a path belongs (`lb.load_capture(5)`, `save(5)`, `checkpoint=5`)",
+    error=InvalidInputError,
+    says="must be a path (str or pathlib.Path)",
+)
+def test_a_path_that_is_not_a_path_is_refused(raises, tiny, small_capture):
+    with raises():
+        lb.load_capture(5)
+    with raises():
+        small_capture.save(5)
+    with raises():
+        lb.capture(tiny, SHORT_PROMPTS[:2], checkpoint=5, progress=False)
+
+
+@fault(
+    "Bad input",
+    "A capture named in non-ASCII letters (`modèle-ñ-日本`), reported on an ASCII terminal (`LC_ALL=C`)",
+    outcome="the name printed with backslash escapes (`mod\\xe8le`), exit 0 (was: UnicodeEncodeError)",
+)
+def test_a_non_ascii_name_prints_escaped_on_an_ascii_terminal(tmp_path):
+    path = _synthetic_capture("modèle-ñ-日本").save(tmp_path / "uni.safetensors")
+    done = subprocess.run(
+        [sys.executable, "-m", "latentbook", "report", str(path), "--no-verdict"],
+        capture_output=True,
+        env=_env(PYTHONIOENCODING="ascii", LC_ALL="C"),
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr.decode("ascii", "replace")
+    assert b"mod\\xe8le-\\xf1-\\u65e5\\u672c" in done.stdout
+
+
+@fault(
+    "Outputs and locks",
+    "`latentbook report --plot F` where F's disk has less space than the figure needs (refused before the work)",
+    error=InvalidInputError,
+    says="MiB free on its disk, and the output needs about",
+)
+def test_a_plot_onto_a_disk_without_room_is_refused_before_the_work(raises, tmp_path, monkeypatch, capsys):
+    import latentbook._files as files
+    from latentbook.view.report_figure import FIGURE_BYTES, check_plot_path
+
+    path = _synthetic_capture("m").save(tmp_path / "m.safetensors")
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(files.shutil, "disk_usage", lambda p: usage._replace(free=FIGURE_BYTES - 1))
+    with raises():
+        check_plot_path(tmp_path / "figure.png")
+    import latentbook.study.capture_report as capture_report
+
+    monkeypatch.setattr(capture_report, "capture_report", lambda *a, **k: pytest.fail("the report ran first"))
+    assert main(["report", str(path), "--plot", str(tmp_path / "figure.png")]) == 2
+    assert "needs about" in capsys.readouterr().err and not (tmp_path / "figure.png").exists()
+    monkeypatch.setattr(files.shutil, "disk_usage", lambda p: usage._replace(free=FIGURE_BYTES))
+    check_plot_path(tmp_path / "figure.png")  # room enough: accepted
+
+
+@fault(
+    "Outputs and locks",
+    "A full disk under the model cache (not under `--out`) while `latentbook capture` runs",
+    outcome="the one-line error names the file on the full disk, so it does not blame `--out`",
+)
+def test_a_full_disk_names_the_file_it_could_not_write(tmp_path, monkeypatch, capsys):
+    from latentbook.capturing import results
+
+    def no_space(self, path):
+        raise OSError(28, "No space left on device", "/home/u/.cache/latentbook/models/x.safetensors")
+
+    monkeypatch.setattr(results.Capture, "save", no_space)
+    assert main(_cli(tmp_path / "X.safetensors")) == 2
+    said = [line for line in capsys.readouterr().err.splitlines() if "latentbook: error:" in line]
+    assert said and "the disk holding /home/u/.cache/latentbook/models/x.safetensors is full" in said[0]
+
+
+@fault(
+    "Capture files",
+    "Ladder records of the wrong shape (a list, a rung without its measurements, `models` a string, not JSON)",
+    error=CaptureFileError,
+    says="Rerun `",
+)
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[1, 2, 3]",
+        '{"rungs": ["l1"], "models": "l1"}',
+        '{"rungs": ["l1"], "models": {"l2": {}}}',
+        '{"rungs": "l1", "models": {}}',
+        '{"rungs": ["l1"], "models": {"l1": {}',
+    ],
+    ids=["list", "models-string", "rung-missing", "rungs-string", "truncated"],
+)
+def test_ladder_records_of_the_wrong_shape_are_refused_naming_the_rerun(raises, tmp_path, text):
+    from latentbook.ladder.report import load_measurements, load_plateau
+
+    path = tmp_path / "measurements.json"
+    path.write_text(text)
+    with raises():
+        load_measurements(path)
+    if text.startswith("[") or text.endswith("{}"):
+        with raises():
+            load_plateau(path)
+    real = ROOT / "results" / "ladder-v2" / "measurements.json"
+    assert load_measurements(real)["rungs"]  # the real record reads
+
+
+@fault(
+    "Bad input",
+    "Every page of the book opened in JupyterLab (as a jupytext notebook) and saved, the plain pages included "
+    "(the paper, the bibliography, the API reference, the glossary, the course guide)",
+    outcome="each page byte-identical after the save (a plain page carries the notebook header a save would "
+    "add, with `execution_mode: 'off'`, so the book does not run it)",
+)
+def test_every_page_of_the_book_survives_a_jupyterlab_save(tmp_path):
+    import jupytext
+    import yaml
+    from ipykernel.kernelspec import get_kernel_dict
+    from jupytext.config import find_jupytext_configuration_file, load_jupytext_configuration_file
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    names = [toc["root"], *(c["file"] for part in toc["parts"] for c in part["chapters"])]
+    pages = [ROOT / f"{name}.md" for name in names if (ROOT / f"{name}.md").is_file()]
+    assert {"paper.md", "glossary.md", "api.md", "bibliography.md"} <= {p.name for p in pages}
+    changed = []
+    for path in pages:
+        config = load_jupytext_configuration_file(find_jupytext_configuration_file(str(path.parent)))
+        text = path.read_text(encoding="utf-8")
+        notebook = jupytext.reads(text, fmt="md:myst", config=config)
+        notebook.metadata["kernelspec"] = {
+            "display_name": get_kernel_dict()["display_name"],
+            "language": "python",
+            "name": "python3",
+        }
+        if jupytext.writes(notebook, fmt="md:myst", config=config) != text:
+            changed.append(str(path.relative_to(ROOT)))
+    assert changed == [], f"a JupyterLab save would rewrite: {changed}"
+
+
+@fault(
+    "Security",
+    "`import latentbook` where `fcntl` does not exist (Windows, a student's laptop)",
+    outcome="the package imports, and its locks go through filelock with the same refusals (a held lock, a "
+    "link or a folder planted at the lock)",
+)
+def test_the_package_imports_and_locks_without_fcntl(tmp_path, monkeypatch):
+    import latentbook._files as files
+
+    code = "import sys; sys.modules['fcntl'] = None; import latentbook; print(latentbook._files.fcntl)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "None", done.stderr[-2000:]
+    monkeypatch.setattr(files, "fcntl", None)
+    lock = tmp_path / ".X.lock"
+    with exclusive_lock(lock, what="X", fix="wait"):
+        with pytest.raises(LockedError, match="in use by another latentbook run"):
+            with exclusive_lock(lock, what="X", fix="wait"):
+                pass
+    with exclusive_lock(lock, what="X", fix="wait"):  # released: taken again
+        pass
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    (tmp_path / ".link.lock").symlink_to(target)
+    with pytest.raises(UnsafePathError, match="symbolic link"):
+        with exclusive_lock(tmp_path / ".link.lock", what="X", fix="wait"):
+            pass
+    (tmp_path / ".dir.lock").mkdir()
+    with pytest.raises(UnsafePathError, match="is a folder"):
+        with exclusive_lock(tmp_path / ".dir.lock", what="X", fix="wait"):
+            pass
+    assert target.read_text() == "keep me"
+
+
+@fault(
+    "Outputs and locks",
+    "`latentbook capture --out X` where X's disk cannot hold the capture and its checkpoint (refused before the "
+    "model loads)",
+    error=InvalidInputError,
+    says="MiB free on its disk, and the output needs about",
+)
+def test_a_capture_onto_a_disk_without_room_is_refused_before_the_model_loads(
+    raises, tiny, tmp_path, monkeypatch, capsys
+):
+    import latentbook._files as files
+    from latentbook.capturing.plan import make_plan
+
+    out = tmp_path / "X.safetensors"
+    file_bytes = lb.capture(tiny, SHORT_PROMPTS, progress=False).save(out).stat().st_size
+    out.unlink()
+    counted = make_plan("random:llama-tiny", gpus=0, gpu_mem_gib=64).accumulator_bytes()["host"]
+    assert file_bytes <= counted  # the plan counts the reservoirs full: an upper bound of the file
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(files.shutil, "disk_usage", lambda p: usage._replace(free=counted))
+    models = importlib.import_module("latentbook.models")
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("the model loaded first"))
+    assert main(_cli(out)) == 2
+    assert "needs about" in capsys.readouterr().err and not out.exists()
+
+
+@fault(
+    "Outputs and locks",
+    "`latentbook verdict --csv X` where X's disk is full (refused before the verdict is computed)",
+    error=InvalidInputError,
+    says="MiB free on its disk, and the output needs about",
+)
+def test_a_verdict_table_onto_a_full_disk_is_refused_before_the_work(raises, tmp_path, monkeypatch):
+    import latentbook._files as files
+    from latentbook.cli import CSV_BYTES, _check_csv_path
+
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(files.shutil, "disk_usage", lambda p: usage._replace(free=0))
+    with raises():
+        _check_csv_path(tmp_path / "verdict.csv", force=False)
+    monkeypatch.setattr(files.shutil, "disk_usage", lambda p: usage._replace(free=CSV_BYTES))
+    _check_csv_path(tmp_path / "verdict.csv", force=False)

@@ -41,8 +41,21 @@ def pages() -> list[Path]:
         for suffix in (".md", ".ipynb"):
             path = ROOT / f"{name}{suffix}"
             if path.is_file() and (suffix == ".ipynb" or "kernelspec:" in path.read_text()[:2000]):
-                found.append(path)
+                if not _never_executed(path):
+                    found.append(path)
     return found
+
+
+def _never_executed(path: Path) -> bool:
+    """Whether a MyST page's front matter says ``mystnb: execution_mode: 'off'`` (a page of prose that carries a
+    notebook header only so that JupyterLab saves it unchanged)."""
+    import yaml
+
+    text = path.read_text()
+    if path.suffix != ".md" or not text.startswith("---\n"):
+        return False
+    front = yaml.safe_load(text.split("\n---\n", 1)[0].removeprefix("---\n")) or {}
+    return (front.get("mystnb") or {}).get("execution_mode") == "off"
 
 
 @cache

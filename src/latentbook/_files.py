@@ -5,10 +5,10 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import errno
-import fcntl
 import hashlib
 import os
 import re
+import shutil
 import stat
 import tempfile
 import warnings
@@ -16,6 +16,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .errors import InvalidInputError, LockedError, OutputExistsError, UnsafePathError
+
+try:
+    import fcntl
+except ImportError:  # Windows: exclusive_lock goes through filelock, so `import latentbook` works everywhere
+    fcntl = None
 
 # mkstemp's random part: ``atomic_write`` names its temporary ``.NAME.XXXXXXXX.tmp``.
 TEMPORARY_SUFFIX = ".XXXXXXXX.tmp"
@@ -41,17 +46,34 @@ def repository_root(start: str | Path | None = None) -> Path | None:
 
 
 def cache_dir() -> Path:
-    """Root of latentbook's cache: ``$LATENTBOOK_CACHE``, else ``$XDG_CACHE_HOME/latentbook``, else ``~/.cache/latentbook``."""
+    """Root of latentbook's cache: ``$LATENTBOOK_CACHE``, else ``$XDG_CACHE_HOME/latentbook``, else
+    ``~/.cache/latentbook``. As the XDG spec says, a relative ``XDG_CACHE_HOME`` is ignored (it would make one cache
+    per working folder), and so is an empty or relative ``HOME`` (the account's home is used)."""
     root = os.environ.get("LATENTBOOK_CACHE")
     if not root:
-        xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        root = str(Path(xdg) / "latentbook")
+        xdg = os.environ.get("XDG_CACHE_HOME", "")
+        root = str(Path(xdg if os.path.isabs(xdg) else _home() / ".cache") / "latentbook")
     path = Path(root)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         return _fallback_cache(path, exc)
     return path
+
+
+def _home() -> Path:
+    """``$HOME`` when it is an absolute path, else the account's home from the password database, else the
+    temporary folder (never the working folder or ``/``)."""
+    home = os.environ.get("HOME", "")
+    if os.path.isabs(home) and home != "/":
+        return Path(home)
+    try:
+        import pwd
+
+        account = pwd.getpwuid(os.getuid()).pw_dir
+    except (ImportError, KeyError, OSError):  # no password database (Windows) or no entry for this user
+        account = ""
+    return Path(account) if os.path.isabs(account) and account != "/" else Path(tempfile.gettempdir())
 
 
 def _fallback_cache(wanted: Path, reason: OSError) -> Path:
@@ -183,6 +205,10 @@ def exclusive_lock(lock_file: Path, *, what: str, fix: str, wait: bool = False) 
     Without ``wait``, a lock held by another process raises ``LockedError`` naming it at once.
     """
     lock_file.parent.mkdir(parents=True, exist_ok=True)
+    if fcntl is None:
+        with _portable_lock(lock_file, what, fix, wait):
+            yield
+        return
     fd = _acquire(lock_file, what, fix, wait)
     try:
         os.ftruncate(fd, 0)
@@ -201,6 +227,30 @@ def computing(entry: Path) -> Iterator[None]:
     lock = entry.with_name(f".{entry.name}.lock")
     with exclusive_lock(lock, what=f"the cache entry {entry.name}", fix="wait for it", wait=True):
         yield
+
+
+@contextlib.contextmanager
+def _portable_lock(lock_file: Path, what: str, fix: str, wait: bool) -> Iterator[None]:
+    """``exclusive_lock`` where ``fcntl`` does not exist (Windows): ``filelock``'s lock on the same file, the
+    same refusals (a link or a folder at ``lock_file``, ``LockedError`` when held), without the holder's name."""
+    from filelock import FileLock, Timeout
+
+    if lock_file.is_symlink():
+        raise UnsafePathError(
+            f"{lock_file}, where {what} keeps its lock, is a symbolic link: latentbook never writes through one. "
+            "Remove it, or choose another output path."
+        )
+    if lock_file.is_dir():
+        raise UnsafePathError(f"{lock_file}, where {what} keeps its lock, is a folder: remove it.")
+    lock = FileLock(str(lock_file), timeout=-1 if wait else 0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise LockedError(f"{what} is in use by another latentbook run: {fix}") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _open_lock(lock_file: Path, what: str) -> int:
@@ -254,11 +304,25 @@ def remove_stale_temporaries(folder: Path, name_pattern: str) -> list[Path]:
     return removed
 
 
-def check_output_path(path: Path, longest_name: str, option: str = "--out") -> None:
+def check_room(path: Path, needed: int, option: str = "--out") -> None:
+    """Refuse an output whose disk (that of ``path``'s nearest existing folder) has fewer than ``needed`` bytes
+    free: an empty probe file fits a full disk, so the space is checked by what will be written."""
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    free = shutil.disk_usage(ancestor).free
+    if free < needed:
+        raise InvalidInputError(
+            f"{option} {path}: {free / 2**20:.1f} MiB free on its disk, and the output needs about "
+            f"{needed / 2**20:.1f} MiB. Free space first, or choose another {option}."
+        )
+
+
+def check_output_path(path: Path, longest_name: str, option: str = "--out", needed: int = 0) -> None:
     """Refuse, before any work, an output that could not be written when the work is done.
 
     ``path`` must not be a folder or an existing file that is not a regular one (a device, a pipe, a socket), its
-    nearest existing ancestor must be a writable folder, and the longest
+    nearest existing ancestor must be a writable folder with ``needed`` bytes free, and the longest
     temporary name written beside it (``.{longest_name}.XXXXXXXX.tmp``) must fit the file system.
     """
     if path.is_dir():
@@ -277,6 +341,7 @@ def check_output_path(path: Path, longest_name: str, option: str = "--out") -> N
         raise InvalidInputError(
             f"{option} {path} cannot be created: {ancestor} is a file, not a folder. Choose another {option}."
         )
+    check_room(path, needed, option)
     temporary = f".{longest_name}{TEMPORARY_SUFFIX}"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -121,6 +121,7 @@ def _capture(args: argparse.Namespace) -> None:
     depths = parse_depths(args.depths)
     if depths is not None:  # out-of-range depths are refused from the config, before the model loads
         _check_depths_from_config(args.model, depths)
+    _check_room_for_capture(args)
     rank, world = dist.rank_and_world() if args.distributed else (0, 1)
     partial = args.out.with_name(args.out.name + ".partial")
     own_partial = dist.rank_checkpoint(partial, rank, world)
@@ -151,22 +152,40 @@ def _capture(args: argparse.Namespace) -> None:
         print(f"Captured {result.n_tokens} tokens of {model.name} at {result.n_depths} depths -> {args.out}")
 
 
+def _check_room_for_capture(args: argparse.Namespace) -> None:
+    """Refuse, before the model loads, an ``--out`` whose disk cannot hold the capture and its checkpoint (twice
+    the host memory ``latentbook plan`` counts for the accumulators, which the file holds); a model the plan
+    cannot read from its config alone is checked by its load instead."""
+    from ._files import check_room
+    from .capturing.plan import make_plan
+
+    try:
+        plan = make_plan(args.model, gpus=0, gpu_mem_gib=2.0**20, depths=args.depths, attention=args.attention)
+    except LatentbookError:
+        return
+    check_room(args.out, 2 * plan.accumulator_bytes()["host"])
+
+
 def _check_resume_early(args: argparse.Namespace, texts: list[str], checkpoint: Path) -> None:
     """The settings of a checkpoint to ``--resume`` that are known before the model loads (the prompts, the
     weights' dtype, lengths, precision, attention) compared now, so a mismatch costs a second, not a model load;
     the model itself is compared once loaded (``capture``'s resume)."""
     from .capturing.capture import prompt_set_hash
     from .capturing.capture_file import capture_header
-    from .errors import CheckpointMismatchError
-    from .models.zoo import resolve_device, resolve_dtype
+    from .errors import CaptureFileError, CheckpointMismatchError
+    from .models.zoo import resolve_device, resolve_dtype, run_name
 
     if not (args.resume and checkpoint.exists()):
         return
     try:
         saved = (capture_header(checkpoint) or {}).get("provenance") or {}
-    except Exception:  # an unreadable checkpoint: the resume itself says what is wrong with it
-        return
+    except Exception as exc:  # safetensors refuses a truncated file or a damaged header
+        raise CaptureFileError(
+            f"The checkpoint {checkpoint} cannot be read ({' '.join(str(exc).split())[:200]}): it is damaged or "
+            "truncated. Delete it and capture again without --resume."
+        ) from exc
     wanted = {
+        "model": run_name(args.model),
         "prompt_set_sha256": prompt_set_hash(texts),
         "n_prompts": len(texts),
         "dtype": str(resolve_dtype(args.dtype, resolve_device(args.device))).removeprefix("torch."),
@@ -178,7 +197,7 @@ def _check_resume_early(args: argparse.Namespace, texts: list[str], checkpoint: 
     differing = [
         f"{key} {saved[key]!r} -> {value!r}"
         for key, value in wanted.items()
-        if saved.get(key, value) != value
+        if value is not None and saved.get(key, value) != value  # None: known only once the model loads
     ]
     if differing:
         raise CheckpointMismatchError(
@@ -255,6 +274,9 @@ def _holds_capture(path: Path) -> bool:
     return header is not None and header.get("format") == FORMAT
 
 
+CSV_BYTES = 2**20  # a verdict table of every claim on a hundred runs is under 200 KiB
+
+
 def _check_csv_path(path: Path, force: bool) -> None:
     """Refuse, before the verdict is computed, a ``--csv`` that would replace a file (a verdict table unless
     ``--force``; anything else, such as a capture, unless ``--force`` too, with what it would lose named) or that
@@ -276,7 +298,7 @@ def _check_csv_path(path: Path, force: bool) -> None:
             f"--csv {path} is a file that is not a verdict table, and it would be lost. Choose another --csv "
             "(or pass --force to replace it)."
         )
-    check_output_path(path, path.name, "--csv")
+    check_output_path(path, path.name, "--csv", needed=CSV_BYTES)
 
 
 def _report(args: argparse.Namespace) -> None:
@@ -505,6 +527,9 @@ def main(argv: list[str] | None = None) -> int:
     SystemExit
         From argparse: status 2 for unknown or missing arguments, status 0 after ``-h`` or ``--version``.
     """
+    for stream in (sys.stdout, sys.stderr):  # an ASCII terminal shows "mod\xe8le", not a UnicodeEncodeError
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     args = _parser().parse_args(argv)
     try:
         if args.command == "models":
@@ -542,14 +567,32 @@ def main(argv: list[str] | None = None) -> int:
             pass
         return 0
     except Exception as exc:  # a full disk (Python or safetensors); after BrokenPipeError, an OSError too
-        if not _disk_full(exc):
+        if _disk_full(exc):
+            which = f"holding {exc.filename} " if getattr(exc, "filename", None) else ""
+            print(
+                f"latentbook: error: the disk {which}is full ({exc}). {_what_is_safe(args)} Free space first.",
+                file=sys.stderr,
+            )
+            return 2
+        if args.debug:
             raise
-        print(
-            f"latentbook: error: the disk is full ({exc}). {_what_is_safe(args)} Free space first.",
-            file=sys.stderr,
-        )
+        print(printable(f"latentbook: error: {foreign_error(exc)}"), file=sys.stderr)
         return 2
     return 0
+
+
+def foreign_error(exc: BaseException) -> str:
+    """One line for an error raised by another library (torch, transformers, safetensors, json, the OS): what
+    failed, on which file when it names one, and how to see more (``--debug``)."""
+    what = " ".join(str(exc).split())[:300] or "no message"
+    where = ""
+    if isinstance(exc, OSError) and exc.filename:
+        where = f" on {exc.filename}"
+        what = exc.strerror or what
+    more = "rerun with --debug for the traceback"
+    if isinstance(exc, (OSError, ValueError, KeyError, TypeError)):  # what an input file or setting can cause
+        return f"{type(exc).__name__}{where}: {what}. Check the files and options given; {more}."
+    return f"{type(exc).__name__}{where}: {what}. This is not an error latentbook expected: {more} and report it."
 
 
 def _disk_full(exc: BaseException) -> bool:

@@ -27,6 +27,12 @@ def build_parser(summary: str) -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="latentbook", description=summary)
     parser.add_argument("--version", action="version", version=f"latentbook {__version__}")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="show the traceback of an error from another library (torch, transformers, json, the OS) "
+        "instead of its one-line summary",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     zoo = sub.add_parser("models", help="list the model zoo (fits 100 columns)")

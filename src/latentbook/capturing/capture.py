@@ -30,7 +30,7 @@ from .accumulators import LayerStats, TokenReservoir, settle_folds, token_keys
 from .attention import AttentionStats, attention_recorder
 from .hooks import residual_hooks, stopping
 from .results import Capture, load_capture
-from .settings import DEPTHS_RULE, check_settings, parse_depths, resolve_depths
+from .settings import DEPTHS_RULE, check_flags, check_path, check_settings, parse_depths, resolve_depths
 
 __all__ = [
     "DEPTHS_RULE",
@@ -51,6 +51,12 @@ def prompt_set_hash(prompts: Sequence[str]) -> str:
         data = text.encode("utf-8")
         digest.update(len(data).to_bytes(8, "little") + data)
     return digest.hexdigest()
+
+
+def prompt_fingerprints(prompts: Sequence[str]) -> list[str]:
+    """The first 16 hex digits of each prompt's sha256: what ``Capture.merge`` compares to refuse prompts that two
+    captures share (a shared prompt's tokens would count twice)."""
+    return [hashlib.sha256(text.encode("utf-8")).hexdigest()[:16] for text in prompts]
 
 
 def check_prompts(prompts) -> list[str]:
@@ -133,6 +139,7 @@ def run_settings(loaded: LoadedModel, prompts: list[str], **settings) -> dict:
         "model": loaded.name,
         "model_sha256": loaded.sha,
         "prompt_set_sha256": prompt_set_hash(prompts),
+        "prompt_sha256s": prompt_fingerprints(prompts),
         "n_prompts": len(prompts),
         "dtype": str(loaded.dtype).removeprefix("torch."),
         **settings,
@@ -318,6 +325,15 @@ def capture(
     """
     request = parse_depths(depths)
     prompts = check_prompts(prompts)
+    check_flags(
+        exclude_first=exclude_first,
+        strict=strict,
+        progress=progress,
+        attention=attention,
+        distributed=distributed,
+    )
+    if checkpoint is not None:
+        check_path(checkpoint, "checkpoint")
     checked = check_settings(
         max_length=max_length,
         batch_size=batch_size,

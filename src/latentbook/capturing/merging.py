@@ -89,7 +89,22 @@ def check_mergeable(mine: Mergeable, other: Mergeable, allow: Iterable[str] = ()
             "Cannot merge: both captures hold the same prompts (same prompt_set_sha256), so every token "
             "would count twice. Merge captures of other prompts, or pass allow=('prompt_set_sha256',)."
         )
+    overlap = shared_prompts(mine.provenance, other.provenance)
+    if overlap and "prompt_set_sha256" not in allow:
+        raise InvalidInputError(
+            f"Cannot merge: {len(overlap)} prompt(s) are in both captures (the other capture's prompts "
+            f"{overlap[:5]}{' ...' if len(overlap) > 5 else ''}, counting from 0), so their tokens would count "
+            "twice. Capture the other prompts without them, or pass allow=('prompt_set_sha256',) to count them "
+            "twice on purpose."
+        )
     return allow
+
+
+def shared_prompts(mine: dict, theirs: dict) -> list[int]:
+    """Positions in ``theirs``' prompts of the prompts ``mine`` holds too, by their ``prompt_sha256s``
+    fingerprints (empty when either capture predates them)."""
+    held = set(mine.get("prompt_sha256s") or ())
+    return [i for i, print_ in enumerate(theirs.get("prompt_sha256s") or ()) if print_ in held]
 
 
 def merge_provenance(mine: dict, theirs: dict, allow: set[str]) -> None:
@@ -97,6 +112,18 @@ def merge_provenance(mine: dict, theirs: dict, allow: set[str]) -> None:
     setting that differs kept as both values, and every device named."""
     if prompt_sets(mine) or prompt_sets(theirs):
         mine["merged_prompt_sets"] = prompt_sets(mine) + prompt_sets(theirs)
+    if mine.get("prompt_sha256s") and theirs.get("prompt_sha256s"):
+        # each prompt once: shards of one run (capturing.distributed) share their list
+        mine["prompt_sha256s"] = list(dict.fromkeys([*mine["prompt_sha256s"], *theirs["prompt_sha256s"]]))
+    else:  # a capture from before the fingerprints: later merges cannot check overlaps, so none is claimed
+        mine.pop("prompt_sha256s", None)
+    for key in ("versions", "date"):  # every software version and date that wrote a part, not only the first
+        values = [
+            v for p in (mine, theirs) for v in (p[key] if isinstance(p.get(key), list) else [p.get(key)])
+        ]
+        distinct = [v for i, v in enumerate(values) if v is not None and v not in values[:i]]
+        if len(distinct) > 1:
+            mine[key] = distinct
     for key in ("n_prompts", "prompts_done"):
         if isinstance(mine.get(key), int) and isinstance(theirs.get(key), int):
             mine[key] += theirs[key]

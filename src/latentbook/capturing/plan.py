@@ -41,6 +41,7 @@ from pathlib import Path
 import torch
 
 from ..errors import InvalidInputError, ModelUnavailableError
+from ..models.config_checks import check_sizes
 from .accumulators import OMEGA_BINS
 from .attention import MAX_FIELDS, SUM_FIELDS
 from .settings import check_settings, resolve_depths
@@ -102,51 +103,7 @@ def _read_json(path: Path) -> dict:
     return data
 
 
-LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
-WIDTH_KEYS = ("hidden_size", "n_embd", "d_model", "dim")
-SIZE_LIMITS = {  # beyond these a config describes no model that exists or could be planned for
-    "layers": 10_000,
-    "width": 1_000_000,
-    "other": 100_000_000,
-}
-SIZE_KEYS = (
-    LAYER_KEYS
-    + WIDTH_KEYS
-    + (
-        "intermediate_size",
-        "num_attention_heads",
-        "num_key_value_heads",
-        "head_dim",
-        "vocab_size",
-        "n_head",
-        "n_inner",
-    )
-)
 MAX_GPUS = 1024
-
-
-def check_sizes(data: dict, source: str) -> None:
-    """Refuse a config without its sizes (a layer count and a width, at the top or in ``text_config``: without
-    them transformers would fill in its defaults, a 7B model), or whose sizes are not positive integers within
-    ``SIZE_LIMITS``, before anything is built from it."""
-    scopes = [data] + ([data["text_config"]] if isinstance(data.get("text_config"), dict) else [])
-    for keys, what in ((LAYER_KEYS, "layer count"), (WIDTH_KEYS, "width")):
-        if not any(key in scope for scope in scopes for key in keys):
-            raise InvalidInputError(
-                f"{source} gives no {what} ({' or '.join(keys[:2])}): transformers would plan its defaults, "
-                "not your model. Give the model's full config.json."
-            )
-    for scope in scopes:
-        for key in SIZE_KEYS:
-            if key not in scope or scope[key] is None:
-                continue
-            value = scope[key]
-            limit = SIZE_LIMITS["layers" if key in LAYER_KEYS else "width" if key in WIDTH_KEYS else "other"]
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= limit:
-                raise InvalidInputError(
-                    f"{source}: {key} = {value!r} is not a size (a positive integer up to {limit:,}). Fix the "
-                    "config, or give the model's own config.json."
-                )
 
 
 def load_config(name: str):

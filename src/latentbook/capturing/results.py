@@ -113,6 +113,10 @@ class Capture:
             For a depth out of range or not held by this capture.
         """
         total = self.n_layers + 1
+        if isinstance(layer, (bool, np.bool_)):  # True is 1 to Python: cap.mean(True) read depth 1
+            raise InvalidInputError(
+                f"Layer {layer!r} is a boolean, not a depth: give an integer in 0..{self.n_layers} (or a negative one)."
+            )
         if not isinstance(layer, (int, np.integer)) or not -total <= layer < total:
             raise InvalidInputError(
                 f"Layer {layer!r} is out of range: this capture of {self.model_name} has depths 0..{self.n_layers} "
@@ -453,6 +457,9 @@ class Capture:
         """
         from safetensors.torch import save_file
 
+        from .settings import check_path
+
+        check_path(path, "path")
         state = self.state_dict()
         provenance = scrub(json.loads(json.dumps(self.provenance, default=str)))
         provenance.pop("depths", None)  # mirrors the header's depths (checked on load) when some were chosen
@@ -500,6 +507,9 @@ def load_capture(path: str | Path) -> Capture:
     """
     from safetensors.torch import load_file
 
+    from .settings import check_path
+
+    check_path(path, "path")
     path = Path(path)
     if path.is_dir():
         raise CaptureFileError(

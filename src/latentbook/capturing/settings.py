@@ -146,6 +146,27 @@ def _positive_int(name: str, value) -> int:
     return int(value)
 
 
+def check_flags(**flags) -> None:
+    """Each of ``flags`` a boolean (``True``/``False``, numpy's too): a string such as ``"no"`` is truthy to
+    Python and would switch the option on."""
+    wrong = {name: value for name, value in flags.items() if not isinstance(value, (bool, np.bool_))}
+    if wrong:
+        raise InvalidInputError(
+            f"{', '.join(f'{name}={value!r}' for name, value in wrong.items())}: give True or False "
+            "(a string such as 'no' would count as True)."
+        )
+
+
+def check_path(value, name: str) -> None:
+    """``value`` names a file: a ``str`` or ``os.PathLike`` (``Path``), not a number or an open file."""
+    import os
+
+    if isinstance(value, (bytes, bool)) or not isinstance(value, (str, os.PathLike)):
+        raise InvalidInputError(
+            f"{name} must be a path (str or pathlib.Path), got {type(value).__name__} {value!r}."
+        )
+
+
 def check_settings(
     *, max_length, batch_size, checkpoint_every, precision, n_vectors=512, n_omega_samples=4096
 ) -> dict[str, int | str]:

@@ -202,7 +202,33 @@ def load_measurements(path: str | Path | None = None) -> dict:
     path = Path(path) if path is not None else ladder_dir() / MEASUREMENTS
     if not path.is_file():
         raise CaptureFileError(f"No ladder measurements at {path}: run `{COMMAND}`.")
-    return json.loads(path.read_text())
+    record = read_record(path, COMMAND, models=dict, rungs=list)
+    wrong = [name for name in record["rungs"] if not isinstance(record["models"].get(name), dict)]
+    if wrong:
+        raise CaptureFileError(
+            f"{path} lists rungs {wrong[:5]} without their measurements: the record is damaged. Rerun `{COMMAND}`."
+        )
+    return record
+
+
+def read_record(path: Path, command: str, **shape: type) -> dict:
+    """A JSON record of the ladder: one object holding each key of ``shape`` with its type, or a
+    ``CaptureFileError`` naming the file, what is wrong and the command that writes it again."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CaptureFileError(f"{path} is not a readable JSON record ({exc}). Rerun `{command}`.") from exc
+    if not isinstance(record, dict):
+        raise CaptureFileError(
+            f"{path} holds a JSON {type(record).__name__}, not the object its writer makes. Rerun `{command}`."
+        )
+    wrong = {key: kind.__name__ for key, kind in shape.items() if not isinstance(record.get(key), kind)}
+    if wrong:
+        raise CaptureFileError(
+            f"{path} lacks {', '.join(f'{key!r} (a {kind})' for key, kind in wrong.items())}: it is not this "
+            f"kind of record, or it is damaged. Rerun `{command}`."
+        )
+    return record
 
 
 def select(m: dict, names: list[str]) -> dict:
@@ -217,7 +243,7 @@ def _load_bench(path: str | Path | None, default: Path, command: str) -> dict:
     path = Path(path) if path is not None else default
     if not path.is_file():
         raise CaptureFileError(f"No benchmark report at {path}: run `{command}`.")
-    return json.loads(path.read_text())
+    return read_record(path, command)
 
 
 def load_plateau(path: str | Path | None = None) -> dict:

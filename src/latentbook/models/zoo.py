@@ -29,8 +29,14 @@ from typing import Any
 import torch
 
 from .._files import sha256_file
-from ..errors import InvalidInputError, ModelUnavailableError, UnknownModelError, UnsafePathError
-from . import embedded, weights
+from ..errors import (
+    InvalidInputError,
+    LatentbookError,
+    ModelUnavailableError,
+    UnknownModelError,
+    UnsafePathError,
+)
+from . import config_checks, embedded, weights
 from .anatomy import Anatomy, anatomy_of
 
 RANDOM_FAMILIES = ("llama", "qwen2", "gemma")
@@ -416,15 +422,31 @@ def _with_random_weights(config, tokenizer, name: str, kind: str, dtype, device_
 def _load_random_folder(name, dtype, device_map, trust_remote_code) -> LoadedModel:
     """``random:<folder>``: the random twin of a user's model, its config and tokenizer with random weights (the
     folder's weights are never read), named ``random:<folder name>`` as the folder's own run is ``<folder name>``."""
-    from transformers import AutoConfig, AutoTokenizer
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
     folder = Path(name.removeprefix("random:")).expanduser().resolve()
     config = weights.folder_config(folder, trust_remote_code)
-    auto_config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
-    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-    return _with_random_weights(
-        auto_config, tokenizer, f"random:{folder.name}", weights.kind_of(config), dtype, device_map
-    )
+    source = str(folder / "config.json")
+    config_checks.check_sizes(config, source)
+    try:
+        auto_config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
+    except Exception as exc:  # transformers' own checks of a config raise several kinds
+        raise InvalidInputError(
+            f"{source} describes no model transformers can build ({type(exc).__name__}: "
+            f"{str(exc).strip()[:200]}). Fix the config, or give the model's own config.json."
+        ) from exc
+    tokenizer = weights.tokenizer_of(folder, trust_remote_code)  # after the config: it reads the config too
+    kind = weights.kind_of(config)
+    text = auto_config.get_text_config() if hasattr(auto_config, "get_text_config") else auto_config
+    if len(tokenizer) > int(text.vocab_size):
+        raise InvalidInputError(
+            f"{folder}: its tokenizer has {len(tokenizer):,} tokens but config.json's vocab_size is "
+            f"{int(text.vocab_size):,}: token ids past the embedding cannot be read. Save the tokenizer that "
+            "belongs to this config, or raise vocab_size."
+        )
+    auto = AutoModelForCausalLM if kind == "causal" else AutoModel
+    config_checks.check_buildable(auto_config, auto, dtype or torch.get_default_dtype(), source)
+    return _with_random_weights(auto_config, tokenizer, f"random:{folder.name}", kind, dtype, device_map)
 
 
 def _placement(model: torch.nn.Module, device_map: str | dict) -> dict:
@@ -449,6 +471,21 @@ def _config_sha(config) -> str:
 
 
 # --- user-provided weights -------------------------------------------------------------------------------
+
+
+def run_name(name: str) -> str | None:
+    """The name ``load_model(name)`` gives its model (``LoadedModel.name``, what a capture records), known
+    without loading it: a folder's own name, ``random:`` and a folder's name, a zoo name or hub id itself; None
+    where only the loader knows (or ``name`` loads nothing)."""
+    try:
+        load = _loader_for(name)
+    except LatentbookError:
+        return None
+    if load is _load_folder:
+        return Path(name).expanduser().resolve().name
+    if load is _load_random_folder:
+        return f"random:{Path(name.removeprefix('random:')).expanduser().resolve().name}"
+    return name if name in EMBEDDED or load in (_load_random, _load_hub_cached) else None
 
 
 def _load_folder(name, dtype, device_map, trust_remote_code) -> LoadedModel:

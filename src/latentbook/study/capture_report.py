@@ -394,11 +394,13 @@ def _facts(cap: Capture) -> list[tuple[str, str]]:
     if p.get("synthetic"):
         extras.append("synthetic data (analysis.synthetic), not a model")
     facts.append(("also", "; ".join(extras)))
-    when = [str(p["date"])] if p.get("date") else []
+    dates = p.get("date") if isinstance(p.get("date"), list) else [p.get("date")]
+    when = [" and ".join(str(d) for d in dates if d)] if any(dates) else []
     when += [f"{p[k]}" for k in ("device", "dtype") if p.get(k)]
-    versions = p.get("versions") or {}
-    if versions:
-        when.append(", ".join(f"{k} {v}" for k, v in versions.items()))
+    parts = p.get("versions") if isinstance(p.get("versions"), list) else [p.get("versions") or {}]
+    for versions in parts:  # a merge of captures written by other versions keeps each
+        if versions:
+            when.append(", ".join(f"{k} {v}" for k, v in versions.items()))
     if when:
         facts.append(("captured", "; ".join(when)))
     return facts

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 DPI = 110
 
 
+FIGURE_BYTES = 4 * 2**20  # more than any report figure's PNG (under 1 MiB at DPI with six panels)
+
+
 def check_plot_path(path: Path, force: bool = False, option: str = "--plot") -> None:
     """Refuse, before any work, a figure path that is not a ``.png`` file that can be written, or one that
     exists already (unless ``force``)."""
@@ -33,7 +36,7 @@ def check_plot_path(path: Path, force: bool = False, option: str = "--plot") -> 
         raise OutputExistsError(
             f"{option} {path} exists already. Pass --force to overwrite it, or choose another path."
         )
-    check_output_path(path, path.name, option)
+    check_output_path(path, path.name, option, needed=FIGURE_BYTES)
 
 
 def report_figure(report: Report) -> Figure:
