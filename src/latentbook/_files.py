@@ -341,7 +341,6 @@ def check_output_path(path: Path, longest_name: str, option: str = "--out", need
         raise InvalidInputError(
             f"{option} {path} cannot be created: {ancestor} is a file, not a folder. Choose another {option}."
         )
-    check_room(path, needed, option)
     temporary = f".{longest_name}{TEMPORARY_SUFFIX}"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -349,6 +348,7 @@ def check_output_path(path: Path, longest_name: str, option: str = "--out", need
     except OSError as exc:
         error = exc
     if error is None:
+        check_room(path, needed, option)  # writable, so the space is what remains to check
         return
     if error.errno == errno.ENAMETOOLONG:
         raise InvalidInputError(

@@ -160,7 +160,9 @@ def _check_room_for_capture(args: argparse.Namespace) -> None:
     from .capturing.plan import make_plan
 
     try:
-        plan = make_plan(args.model, gpus=0, gpu_mem_gib=2.0**20, depths=args.depths, attention=args.attention)
+        plan = make_plan(
+            args.model, gpus=0, gpu_mem_gib=2.0**20, depths=args.depths, attention=args.attention
+        )
     except LatentbookError:
         return
     check_room(args.out, 2 * plan.accumulator_bytes()["host"])
