@@ -37,9 +37,10 @@ book-ci: $(STAMP)
 	LATENTBOOK_BOOK_FRESH=1 bash tools/build_book.sh --all -W --keep-going 2>&1 | tee _build-ci.log
 	@echo "book-ci: $$(grep -c 'WARNING' _build-ci.log || true) warning lines (see _build-ci.log)"
 
-# Student copies of the labs, solutions stripped, into _build/student (CI checks them in tests/test_student_copies.py).
+# Student copies of the labs (solutions stripped, MyST made plain) into notebooks/student, committed: rerun after
+# changing a lab (CI's tests/test_student_copies.py fails while a committed copy differs from what this writes).
 student-copies: $(STAMP)
-	$(BIN)/python tools/make_student_copies.py --out _build/student
+	$(BIN)/python tools/make_student_copies.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks tools
@@ -48,17 +49,31 @@ lint: $(STAMP)
 clean:
 	rm -rf _build
 
-.PHONY: lab pdf publishing-tools
+.PHONY: lab lab-repo pdf publishing-tools
 
-# JupyterLab on the repository, with jupytext: chapters (book/*.md) open as notebooks, through the same
+# JupyterLab on the students' copies of the labs (notebooks/student: no solutions), copied into LAB_DIR, a scratch
+# folder git ignores, so that running and saving leave the repository as it was. Only the copies missing there are
+# copied: a student's work in LAB_DIR is never overwritten (delete a notebook there to start it afresh; `make clean`
+# deletes _build/ with it). jupyterlab-myst renders MyST, and jupytext opens .md files as notebooks through the
 # default-viewer setting Binder uses (binder/jupyter/labconfig). LAB_ARGS go to `jupyter lab` (e.g. --no-browser).
 LAB_STAMP := $(VENV)/.latentbook-lab-installed
+LAB_DIR   ?= _build/lab
 
 $(LAB_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q -c constraints.txt -e '.[lab]'
 	touch $@
 
 lab: $(LAB_STAMP)
+	@mkdir -p "$(LAB_DIR)"
+	@for copy in notebooks/student/*.ipynb; do \
+	  if test -e "$(LAB_DIR)/$${copy##*/}"; then echo "lab: kept $(LAB_DIR)/$${copy##*/} (already there: never overwritten)"; \
+	  else cp "$$copy" "$(LAB_DIR)/" && echo "lab: copied $$copy to $(LAB_DIR)/"; fi; \
+	done
+	JUPYTER_CONFIG_PATH="$(CURDIR)/binder/jupyter$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
+	  $(BIN)/jupyter lab --ServerApp.root_dir="$(LAB_DIR)" $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+
+# For authors: JupyterLab on the repository itself (chapters open as notebooks; saving writes the tracked files).
+lab-repo: $(LAB_STAMP)
 	JUPYTER_CONFIG_PATH="$(CURDIR)/binder/jupyter$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
 	  $(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
@@ -102,6 +117,12 @@ pdf: $(STAMP) browser-deps
 	done
 	@pdfunite "$(PDF).pages"/*.pdf "$(PDF)" && rm -rf "$(PDF).pages"
 	@echo "pdf: $(PDF): $$(pdfinfo "$(PDF)" | awk '/^Pages:/ {print $$2}') pages"
+
+# Slides a lecturer can present offline: every chapter as a reveal.js deck (one slide per ## section, the outputs of
+# the last `make book`) in _build/slides/, with reveal.js (npm, sha256-pinned), MathJax and require.js beside it.
+.PHONY: slides
+slides: $(STAMP)
+	$(BIN)/python tools/make_slides.py
 
 # Mutation testing of the estimator modules (tools/mutation_report.py): mutmut over each module with its own test
 # files only, in a scratch copy under _build/mutation/; writes results/bench/mutation.md. Minutes for a small module,

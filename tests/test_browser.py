@@ -286,18 +286,25 @@ def test_static_explorer_controls_change_the_figure_offline(browser, site, page_
 
 
 # Every table, code block and figure of a page, measured against the width of the content column (its inner
-# width, without the column's padding). A table inside a horizontally scrolling wrapper is measured itself, so
-# it counts as too wide; an element that is not shown (a collapsed hide-input cell) has no box and is skipped.
+# width, without the column's padding). A table is measured by the box that scrolls it sideways (a wrapper, or
+# the table itself), so a wide table in its own scrolling box passes and one without fails; an element that is
+# not shown (a collapsed hide-input cell) has no box and is skipped.
 _TOO_WIDE = """() => {
   const column = document.querySelector(".bd-article") || document.querySelector("main");
   if (!column) { return ["no .bd-article or main on the page"]; }
   const style = getComputedStyle(column);
   const inner = column.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
   const found = [];
+  const scrolls = (e) => ["auto", "scroll"].includes(getComputedStyle(e).overflowX);
+  const scroller = (e) => {  // the element itself or an ancestor inside the column that scrolls sideways
+    for (let a = e; a && a !== column; a = a.parentElement) { if (scrolls(a)) { return a; } }
+    return null;
+  };
   for (const element of column.querySelectorAll("table, pre, figure, img")) {
     const box = element.getBoundingClientRect();
     if (box.width === 0 || box.height === 0) { continue; }
-    const width = Math.max(box.width, element.scrollWidth);
+    const own = element.tagName === "TABLE" ? scroller(element) : null;  // a wide table scrolls in its box
+    const width = own ? own.getBoundingClientRect().width : Math.max(box.width, element.scrollWidth);
     if (width > inner + 2) {
       const what = (element.getAttribute("src") || element.textContent || "").trim().replace(/\\s+/g, " ");
       found.push(`${element.tagName.toLowerCase()} ${Math.round(width)} px wide in a ${Math.round(inner)} px`
@@ -390,3 +397,97 @@ def test_the_explorers_title_legend_and_toolbar_do_not_overlap(browser, metric):
         page.close()
         assert {"title", "legend", "toolbar"} <= set(layout["found"]), (name, layout)
         assert not layout["overlaps"], f"{name} explorer, {metric}: {layout['overlaps']}"
+
+
+def _page_at_book_width(browser, site: str, page_path: str):
+    """``page_path`` loaded in a 1366 px wide window (the width the book's standard is stated at)."""
+    page = browser.new_page()
+    page.set_viewport_size({"width": 1366, "height": 900})
+    page.goto(site + page_path, wait_until="load")
+    page.wait_for_load_state("networkidle")
+    page.evaluate(_IMAGES_LOADED)
+    page.evaluate("document.fonts.ready.then(() => true)")
+    return page
+
+
+# An image's alt text must say what it shows: not empty, not a file name or path (one word holding a slash),
+# not a hash. The theme's own icons (``_static/``: the index's collapse toggles) are controls, not figures.
+_BAD_ALT = r"""() => Array.from(document.querySelectorAll(".bd-article img"))
+  .filter(img => !(img.getAttribute("src") || "").includes("_static/")).map(img => {
+  const alt = (img.getAttribute("alt") || "").trim();
+  const named = /^\S*[\\/]\S*$/.test(alt) || /\.(png|jpe?g|gif|svg|webp)$/i.test(alt) || /^[0-9a-f]{16,}$/i.test(alt);
+  return alt.length < 12 || named ? `${img.getAttribute("src")}: alt ${JSON.stringify(alt)}` : null;
+}).filter(Boolean)"""
+
+
+@pytest.mark.parametrize("page_path", PAGES)
+def test_every_image_has_alt_text_that_says_what_it_shows(browser, site, page_path):
+    page = _page_at_book_width(browser, site, page_path)
+    bad = page.evaluate(_BAD_ALT)
+    page.close()
+    assert not bad, f"{page_path}: images whose alt text is empty or a file name:\n" + "\n".join(bad)
+
+
+# Every word and number in a table cell, as the page lays it out: a token whose text spans more than one line
+# box (Range.getClientRects gives one rectangle per line) is broken mid-token ("stays_liq/uid", "7.5e-/08"),
+# unless it is a hyphenated word of a prose table, which may break after its hyphen.
+_BROKEN_IN_TABLES = r"""() => {
+  const found = [];
+  for (const cell of document.querySelectorAll(".bd-article table td, .bd-article table th")) {
+    if (cell.getBoundingClientRect().width === 0) { continue; }
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const match of node.data.matchAll(/\S+/g)) {
+        const range = document.createRange();
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        const lines = new Set(Array.from(range.getClientRects()).filter(r => r.width > 0)
+          .map(r => Math.round(r.top)));
+        // a hyphenated word of prose ("between-class") may break after its hyphen, as print does; names,
+        // numbers and anything a code cell printed may not
+        const prose = /^[(\[]?[A-Za-z]*[-\u2013][A-Za-z\-\u2013]*[)\],.;:]?$/.test(match[0])
+          && !cell.closest(".cell_output");
+        if (lines.size > 1 && !prose) { found.push(`${match[0]} (in a cell of ${cell.closest("table").rows.length} rows)`); }
+      }
+    }
+  }
+  return found;
+}"""
+
+
+@pytest.mark.parametrize("page_path", PAGES)
+def test_no_word_or_number_in_a_table_is_broken_across_lines(browser, site, page_path):
+    page = _page_at_book_width(browser, site, page_path)
+    broken = page.evaluate(_BROKEN_IN_TABLES)
+    page.close()
+    assert not broken, f"{page_path}: {len(broken)} tokens broken inside table cells:\n" + "\n".join(
+        broken[:20]
+    )
+
+
+# Every element that holds text of its own, outside formulas (MathJax scales its scripts on purpose), at its
+# computed font size.
+_SMALL_TEXT = """(minimum) => {
+  const found = [];
+  for (const element of document.querySelectorAll("body *")) {
+    if (element.closest("mjx-container, script, style, svg")) { continue; }
+    const own = Array.from(element.childNodes).some(n => n.nodeType === 3 && n.data.trim());
+    if (!own) { continue; }
+    const box = element.getBoundingClientRect();
+    if (box.width === 0 || box.height === 0) { continue; }
+    const size = parseFloat(getComputedStyle(element).fontSize);
+    if (size < minimum) {
+      found.push(`${element.tagName.toLowerCase()} at ${size} px: ${element.textContent.trim().slice(0, 40)}`);
+    }
+  }
+  return found;
+}"""
+
+
+@pytest.mark.parametrize("page_path", PAGES)
+def test_no_text_is_under_9_px(browser, site, page_path):
+    """Figures' text is checked where they are drawn (view.figure_check, tests/test_figure_check.py)."""
+    page = _page_at_book_width(browser, site, page_path)
+    small = page.evaluate(_SMALL_TEXT, 9)
+    page.close()
+    assert not small, f"{page_path}: text under 9 px:\n" + "\n".join(small[:20])

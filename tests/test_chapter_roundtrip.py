@@ -23,18 +23,24 @@ def test_every_text_notebook_is_found():
     assert {"omega.md", "verdict.md", "landmarks.md", "explorer.md"} <= names
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: str(p.relative_to(ROOT)))
-def test_a_chapter_survives_open_and_save_byte_for_byte(path):
+def saved_by_jupyterlab(path: Path) -> str:
+    """The text JupyterLab writes back when ``path`` is opened through jupytext and saved with the running
+    ipykernel (the repository's jupytext configuration applied)."""
     config = load_jupytext_configuration_file(find_jupytext_configuration_file(str(path.parent)))
-    text = path.read_text(encoding="utf-8")
-    notebook = jupytext.reads(text, fmt="md:myst", config=config)
+    notebook = jupytext.reads(path.read_text(encoding="utf-8"), fmt="md:myst", config=config)
     # what JupyterLab sets on save from the running ipykernel
     notebook.metadata["kernelspec"] = {
         "display_name": get_kernel_dict()["display_name"],
         "language": "python",
         "name": "python3",
     }
-    saved = jupytext.writes(notebook, fmt="md:myst", config=config)
+    return jupytext.writes(notebook, fmt="md:myst", config=config)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_chapter_survives_open_and_save_byte_for_byte(path):
+    text = path.read_text(encoding="utf-8")
+    saved = saved_by_jupyterlab(path)
     assert saved == text
     if "execution_timeout" in text:  # the setting a lost header would drop back to _config.yml's 900 s
         assert "execution_timeout" in saved

@@ -209,3 +209,57 @@ def test_results_are_quiet_in_a_notebook_and_truthy_when_passed(capsys):
     assert result and result.name == "nothing" and result._ipython_display_() is None
     assert capsys.readouterr().out == "All tests passed: nothing.\n"
     assert course.lab3 is lab3
+
+
+# --- time and difficulty on every exercise, a solution for every chapter exercise ----------------------------
+
+EXERCISE_CELL = re.compile(
+    r"^(`{3,}|:{3,})\{exercise\}[^\n]*\n(?P<options>(?::[^\n]*\n)*)(?P<body>.*?)^\1", re.S | re.M
+)
+TIME_AND_DIFFICULTY = re.compile(r"^Time: ~\d+ min · Difficulty: (★{1,3}☆{0,2})$")
+CHAPTERS = sorted((ROOT / "book").glob("*.md"))
+
+
+def _exercise_texts() -> list[tuple[str, str]]:
+    """(where, text) of every ``{exercise}`` directive in the labs and the chapters."""
+    found = []
+    for path in sorted((ROOT / "notebooks").glob("lab*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "markdown":
+                found += [(path.name, m.group(0)) for m in EXERCISE_CELL.finditer(cell.source)]
+    for path in CHAPTERS:
+        found += [(path.name, m.group(0)) for m in EXERCISE_CELL.finditer(path.read_text(encoding="utf-8"))]
+    return found
+
+
+def test_every_exercise_says_its_time_and_difficulty_first():
+    exercises = _exercise_texts()
+    assert len(exercises) >= 18 + 14  # the labs' and the chapters'
+    missing = []
+    for where, text in exercises:
+        body = EXERCISE_CELL.match(text).group("body").strip().splitlines()
+        match = TIME_AND_DIFFICULTY.match(body[0] if body else "")
+        if match is None or len(match.group(1)) != 3:
+            label = re.search(r":label:\s*(\S+)", text)
+            missing.append(f"{where}: {label.group(1) if label else text[:40]}")
+    assert not missing, (
+        "exercises whose body does not open with 'Time: ~N min · Difficulty: ★★☆' (three stars, filled first):\n"
+        + "\n".join(missing)
+    )
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in CHAPTERS if "\n## Exercise" in p.read_text()], ids=lambda p: p.name
+)
+def test_every_chapter_exercise_has_a_labelled_exercise_and_a_folded_solution(path):
+    section = path.read_text(encoding="utf-8").split("\n## Exercise", 1)[1]
+    labels = re.findall(r"^```\{exercise\}[^\n]*\n(?::[^\n]*\n)*?:label:\s*(\S+)", section, re.M)
+    numbered_list = re.findall(r"^\d+\. ", section, re.M)
+    assert labels and not numbered_list, (
+        f"{path.name}: exercises must be {{exercise}} directives with a :label:"
+    )
+    for label in labels:
+        solution = re.search(rf"^```\{{solution\}} {re.escape(label)}\n:class: dropdown\n", section, re.M)
+        assert solution, (
+            f"{path.name}: exercise {label} has no folded solution (```{{solution}} {label}, dropdown)"
+        )

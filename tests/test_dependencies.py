@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "latentbook"
-VIEW_WINGS = ("view", "course")  # modules that need the ``view`` extra (figures and widgets)
+VIEW_WINGS = ("view", "course", "figure_standard")  # modules that need the ``view`` extra (figures, widgets)
 
 
 def _name(requirement: str) -> str:

@@ -21,11 +21,22 @@ ALLOWED: dict[str, set[str]] = {
     "_files": {"errors"},
     "_text": set(),  # plain-text tables of the command line's output
     "_code_hash": set(),  # source hashes without docstrings (calibration records, the capture cache)
+    "figure_standard": set(),  # the figure checker and the legend placer, below every wing that draws
     "prompts": {"errors", "_files"},
     "models": {"errors", "_files", "prompts"},  # prompts lie below every wing (planted models' vocabulary)
     "capturing": {"_code_hash", "errors", "_files", "_version", "models", "prompts"},
     "analysis": {"_code_hash", "errors", "_files", "capturing", "prompts"},
-    "ladder": {"_code_hash", "errors", "_files", "_version", "models", "capturing", "analysis", "prompts"},
+    "ladder": {
+        "_code_hash",
+        "errors",
+        "_files",
+        "_version",
+        "models",
+        "capturing",
+        "analysis",
+        "prompts",
+        "figure_standard",
+    },
     "study": {
         "_code_hash",
         "errors",
@@ -37,8 +48,29 @@ ALLOWED: dict[str, set[str]] = {
         "prompts",
         "ladder",
     },
-    "view": {"errors", "_files", "_text", "models", "capturing", "analysis", "prompts", "study", "ladder"},
-    "course": {"errors", "_files", "models", "capturing", "analysis", "prompts", "study", "view"},
+    "view": {
+        "errors",
+        "_files",
+        "_text",
+        "models",
+        "capturing",
+        "analysis",
+        "prompts",
+        "study",
+        "ladder",
+        "figure_standard",
+    },
+    "course": {
+        "errors",
+        "_files",
+        "models",
+        "capturing",
+        "analysis",
+        "prompts",
+        "study",
+        "view",
+        "figure_standard",
+    },
 }
 
 

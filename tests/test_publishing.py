@@ -150,10 +150,12 @@ def test_launch_buttons_offer_colab_nowhere_it_cannot_open_the_page():
     launch = yaml.safe_load((ROOT / "_config.yml").read_text())["launch_buttons"]
     assert "colab_url" not in launch and launch["binderhub_url"] == "https://mybinder.org"
     guide = (ROOT / "notebooks" / "course_guide.md").read_text()
-    for lab in sorted((ROOT / "notebooks").glob("lab*.ipynb")):
+    for lab in sorted((ROOT / "notebooks").glob("lab*.ipynb")):  # Colab opens the copy without solutions
         assert (
-            f"colab.research.google.com/github/latentbook/latentbook/blob/main/notebooks/{lab.name}" in guide
+            f"colab.research.google.com/github/latentbook/latentbook/blob/main/notebooks/student/{lab.name}"
+            in guide
         )
+        assert f"blob/main/notebooks/{lab.name}" not in guide
 
 
 @pytest.mark.parametrize("lab", sorted(p.name for p in (ROOT / "notebooks").glob("lab*.ipynb")))

@@ -1,13 +1,15 @@
 """Seaborn figures of the ladder (chapter 7), drawn from ``measurements.json`` and the training logs.
 
 Each function takes the measurements dict (``report.load_measurements()``) and returns a matplotlib Figure
-with labelled axes. Introduced in: chapter 7.
+with labelled axes that meets the book's standard (``figure_standard.check``): legends go where they cover no
+data, through ``figure_standard.legends``. Introduced in: chapter 7.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..figure_standard.legends import legend_below
 from .clustered import by_architecture, is_seeded
 from .report import DIAGNOSTICS, capability_of, diagnostic_values
 
@@ -48,7 +50,7 @@ def training_curves(logs: dict[str, dict], smooth: int = 100):
                 acc_rows.append({"rung": rung, "step": e["step"], "hops": int(hops), "accuracy": acc})
     fig, axes = plt.subplots(1, 3, figsize=(10, 3.4))
     sns.lineplot(pd.DataFrame(loss_rows), x="step", y="loss", hue="rung", ax=axes[0])
-    axes[0].legend(fontsize=7, title=None)
+    axes[0].get_legend().remove()  # one legend for the three panels, under them
     axes[0].set(xlabel="training step", ylabel=f"training loss (mean of {smooth} steps)", title="Loss")
     sns.lineplot(
         pd.DataFrame(stage_rows),
@@ -69,6 +71,7 @@ def training_curves(logs: dict[str, dict], smooth: int = 100):
         ylim=(0, 1),
     )
     fig.tight_layout()
+    legend_below(fig, ncol=len(logs))
     return fig
 
 
@@ -115,8 +118,8 @@ def accuracy_by_hops(m: dict):
         xticks=sorted(df.hops.unique()),
         title="Capability: trained (solid) and untrained nulls (dotted)",
     )
-    ax.legend(frameon=False, fontsize=8, ncol=2)
     fig.tight_layout()
+    legend_below(fig)
     return fig
 
 
@@ -154,8 +157,8 @@ def capability_by_architecture(m: dict):
         title="Capability: mean of the seeds (dots: each seed; dotted: untrained nulls)",
     )
     ax.title.set_size(10)
-    ax.legend(frameon=False, fontsize=7, ncol=3, loc="lower center")
     fig.tight_layout()
+    legend_below(fig)
     return fig
 
 
@@ -184,8 +187,8 @@ def omega_profiles(m: dict):
         ylabel=r"$m(\gamma)$, mean $\Omega$ over tokens",
         title="Order parameter: trained (solid) and untrained nulls (dashed)",
     )
-    ax.legend(frameon=False, fontsize=8, ncol=2)
     fig.tight_layout()
+    legend_below(fig)
     return fig
 
 
@@ -225,13 +228,13 @@ def capability_scatter(m: dict):
         ax.tick_params(labelsize=7)
     for row in axes:
         row[0].set_ylabel("capability", fontsize=8)
-    legend = panels[len(names)]
     handles, labels = panels[0].get_legend_handles_labels()
     handles += [plt.Line2D([], [], ls="", marker=k, color="grey") for k in ("o", "x")]
     labels += ["trained", "untrained null"]
-    legend.legend(handles, labels, loc="center", frameon=False, fontsize=8)
     for ax in panels[len(names) :]:
         ax.axis("off")
+    spare = panels[len(names)]  # a panel of its own, with no data to cover
+    spare.legend(handles, labels, loc="center", frameon=False, fontsize="small")
     fig.tight_layout()
     return fig
 
@@ -277,8 +280,8 @@ def tco_decoding(m: dict, rungs: list[str] | None = None):
         ax.title.set_size(9)
     for row in axes:
         row[0].set_ylabel("two-way accuracy", fontsize=9)
-    fig.legend(loc="lower center", ncol=2, frameon=False, fontsize=7, bbox_to_anchor=(0.5, -0.1))
     fig.tight_layout()
+    legend_below(fig, ncol=2)
     return fig
 
 
@@ -318,6 +321,6 @@ def along_training(table, correlations: dict | None = None):
                 )
             ax.set_title(title, fontsize=8)
             ax.tick_params(labelsize=7)
-    axes[0, 0].legend(frameon=False, fontsize=7)
     fig.tight_layout()
+    legend_below(fig, ncol=len(seeds))  # one legend for every panel
     return fig

@@ -14,7 +14,7 @@ from matplotlib.axes import Axes
 from ..analysis.paper import PAPER_GAMMA_C
 from ..analysis.verdict import GAMMA_C_TOLERANCE
 from ..errors import InvalidInputError
-from .plots import GAMMA_LABEL, line_style, palette
+from .plots import GAMMA_LABEL, legend, line_style, palette
 
 if TYPE_CHECKING:
     from ..study.run_landmarks import DepthLandmarks
@@ -63,4 +63,4 @@ def plot_landmark_row(results: Mapping[str, DepthLandmarks], axes: Sequence[Axes
         )
         ax.set(xlabel=GAMMA_LABEL, ylabel=ylabel, xlim=(-0.02, 1.02))
     axes[0].set_title(title, loc="left")
-    axes[0].legend(frameon=False, fontsize="small")
+    legend(axes[0])

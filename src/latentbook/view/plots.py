@@ -18,17 +18,10 @@ from matplotlib.axes import Axes
 from matplotlib.ticker import FormatStrFormatter
 
 from ..errors import InvalidInputError
+from ..figure_standard import check_figures_on_show, legend, legend_below  # noqa: F401 (chapters call them here)
 
 GAMMA_LABEL = r"depth $\gamma = l/L$"
 GAUSSIAN_OMEGA = 1.0 - np.sqrt(2.0 / np.pi)
-
-
-def legend(ax: Axes) -> None:
-    """The legend: inside the axes for up to four entries, to their right for more, so no line is hidden."""
-    if len(ax.get_legend_handles_labels()[0]) > 4:
-        ax.legend(frameon=False, fontsize="small", loc="center left", bbox_to_anchor=(1.0, 0.5))
-    else:
-        ax.legend(frameon=False, fontsize="small")
 
 
 def _ax(ax: Axes | None, size: tuple[float, float] = (6.5, 3.8)) -> Axes:

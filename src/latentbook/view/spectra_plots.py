@@ -12,6 +12,7 @@ from matplotlib.axes import Axes
 
 from ..analysis import bulk_fit, mp_law
 from ..errors import InvalidInputError
+from .plots import legend
 
 
 def _ax(ax: Axes | None, size: tuple[float, float] = (6.0, 3.6)) -> Axes:
@@ -60,7 +61,7 @@ def esd_against_mp(
         ax.plot(grid, density, color="black", lw=1.4, label="fitted MP law")
         ax.axvline(fit.threshold, color="crimson", ls="--", lw=1, label="spike cut")
         ax.set(xlabel=rf"eigenvalue $\lambda$ ({units})", ylabel=r"density $\rho(\lambda)$")
-    ax.legend(frameon=False, fontsize="small")
+    legend(ax)
     return ax
 
 
@@ -92,5 +93,5 @@ def bbp_sweep(
         xlabel=r"planted population eigenvalue $\ell$ (noise variance units)",
         ylabel=r"sample eigenvalue $\lambda$ (noise variance units)",
     )
-    ax.legend(frameon=False, fontsize="small")
+    legend(ax)
     return ax
