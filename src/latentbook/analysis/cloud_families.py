@@ -50,8 +50,13 @@ def _with_prompts(rng: np.random.Generator, x0: np.ndarray, per_prompt: int, rho
     return np.sqrt(1 - rho) * x0 + np.sqrt(rho) * shared
 
 
-def _ids(n_prompts: int, per_prompt: int) -> np.ndarray:
-    return np.repeat(np.arange(n_prompts), per_prompt)
+def _cloud(
+    rng: np.random.Generator, x0: np.ndarray, per_prompt: int, rho: float, labels: np.ndarray | None = None
+) -> Cloud:
+    """``x0`` with the prompt nuisance (``_with_prompts``), its prompt ids, and ``labels`` (-1: none)."""
+    n = len(x0)
+    ids = np.repeat(np.arange(n // per_prompt), per_prompt)
+    return Cloud(_with_prompts(rng, x0, per_prompt, rho), ids, np.full(n, -1) if labels is None else labels)
 
 
 def _iid(rng: np.random.Generator, kind: str, shape: tuple[int, int]) -> np.ndarray:
@@ -85,8 +90,7 @@ def noise(
     """I.i.d. coordinates of one ``kind`` (``NOISE_KINDS``) with the prompt nuisance: no code, no prototypes."""
     rng = np.random.default_rng(seed)
     x0 = _iid(rng, kind, (n_prompts * per_prompt, d))
-    n = n_prompts * per_prompt
-    return Cloud(_with_prompts(rng, x0, per_prompt, rho), _ids(n_prompts, per_prompt), np.full(n, -1))
+    return _cloud(rng, x0, per_prompt, rho)
 
 
 def rotated_code(
@@ -108,7 +112,7 @@ def rotated_code(
     for row in codes:
         row[rng.choice(n_atoms, k, replace=False)] = rng.choice([-1.0, 1.0], k)
     x0 = strength * np.sqrt(d / k) * codes @ atoms + rng.standard_normal((n, d))
-    return Cloud(_with_prompts(rng, x0, per_prompt, rho), _ids(n_prompts, per_prompt), np.full(n, -1))
+    return _cloud(rng, x0, per_prompt, rho)
 
 
 def rotated_prototypes(
@@ -127,7 +131,7 @@ def rotated_prototypes(
     prototypes = strength * np.sqrt(d) * random_orthonormal(d, n_classes, rng).T
     labels = rng.permutation(np.arange(n) % n_classes)
     x0 = prototypes[labels] + rng.standard_normal((n, d))
-    return Cloud(_with_prompts(rng, x0, per_prompt, rho), _ids(n_prompts, per_prompt), labels)
+    return _cloud(rng, x0, per_prompt, rho, labels)
 
 
 def t_cloud(
@@ -146,4 +150,4 @@ def t_cloud(
     a = random_orthonormal(d, d, rng) * scale
     g = rng.standard_normal((n, d)) @ a.T
     x0 = g / np.sqrt(rng.chisquare(df, n) / df)[:, None]
-    return Cloud(_with_prompts(rng, x0, per_prompt, rho), _ids(n_prompts, per_prompt), np.full(n, -1))
+    return _cloud(rng, x0, per_prompt, rho)
