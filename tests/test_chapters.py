@@ -1,9 +1,9 @@
-"""The chapters read as an explainer (issue #17): little visible code, short lines, plumbing out of sight.
+"""The chapters read as an explainer: the calls that compute each result shown, short lines, no plumbing.
 
-As in d2l and QuantEcon, a chapter shows the few lines where the package is called the way a reader would
-call it (``lb.capture(...)``, ``lb.omega(...)``); imports, ``glue`` and table-building cells are
-``remove-input``, and figure-making code a reader may want is ``hide-input`` (expandable). What a chapter
-computes lives in the package, tested, so its code cells stay short.
+Issue #50 (after #17, which hid most code): as in QuantEcon and d2l, a chapter shows the calls that compute its
+results, in short cells a student can copy and re-run on another model (the package does the work; a cell is a
+call and a plot). Only imports, settings and ``glue`` cells are hidden. What the prose says about glued numbers is
+checked by ``tests/test_claims_*.py`` over the executed book, never by asserts in a chapter's cells.
 """
 
 from __future__ import annotations
@@ -23,7 +23,11 @@ ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "book").rglob("*.md"))
 HIDDEN = {"remove-input", "hide-input", "remove-cell"}
 REMOVED = {"remove-input", "remove-cell"}
-MAX_VISIBLE_LINES = 320  # a quarter of the 1,280 visible lines the chapters had when issue #17 was filed
+MAX_CELL_LINES = 15  # a visible cell a student can read and copy: a call and a plot, not plumbing
+# What a hidden cell may call: glue, figure checks and display settings (anything else is shown).
+HIDDEN_CALLS = re.compile(
+    r"^(glue\w*|check_figures_on_show|filterwarnings|simplefilter|set_theme|set_option|use)$"
+)
 MAX_COLUMNS = 88  # ruff's default line length, as in src/
 
 
@@ -57,25 +61,61 @@ def _hides_display(call: ast.Call) -> bool:
     )
 
 
-def _visible_lines() -> dict[str, int]:
-    counts = {}
-    for path in CHAPTERS:
-        counts[str(path.relative_to(ROOT))] = sum(
-            sum(1 for line in cell.source.splitlines() if line.strip())
-            for _, cell, tags in _code_cells(path)
-            if not tags & HIDDEN
-        )
-    return counts
+def _call_name(node: ast.AST) -> str | None:
+    func = getattr(node, "func", None)
+    return getattr(func, "id", getattr(func, "attr", None))
 
 
-def test_chapters_show_at_most_a_quarter_of_the_code_they_used_to():
-    counts = _visible_lines()
-    total = sum(counts.values())
-    print("visible code lines per chapter:", counts, "total:", total)
-    assert total <= MAX_VISIBLE_LINES, (
-        f"{total} visible code lines in the chapters (at most {MAX_VISIBLE_LINES}): tag plumbing cells "
-        f"remove-input and figure code hide-input; per chapter: {counts}"
+def _setup_only(node: ast.stmt) -> bool:
+    """An import, a constant, or a glue / display-setting call (alone or assigned): what a hidden cell may hold."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return True
+    value = getattr(node, "value", None)
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(value, ast.Constant):
+        return True
+    return isinstance(node, (ast.Expr, ast.Assign)) and bool(HIDDEN_CALLS.match(_call_name(value) or ""))
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_hidden_cells_hold_only_imports_settings_and_glue(path):
+    hiding = []
+    for index, cell, tags in _code_cells(path):
+        tree = _python(cell.source)
+        if tree is None or not tags & HIDDEN:
+            continue
+        computed = [node for node in tree.body if not _setup_only(node)]
+        if computed:
+            hiding.append(f"cell {index}, line {computed[0].lineno}: {ast.unparse(computed[0])[:70]}")
+    assert not hiding, (
+        f"{path.name}: hidden cells that compute (show the call, or move plumbing into a tested function):\n"
+        + "\n".join(hiding)
     )
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_visible_cells_are_short(path):
+    long = [
+        f"cell {index}: {n} lines"
+        for index, cell, tags in _code_cells(path)
+        if not tags & HIDDEN
+        and (n := sum(1 for line in cell.source.splitlines() if line.strip())) > MAX_CELL_LINES
+    ]
+    assert not long, (
+        f"{path.name}: cells over {MAX_CELL_LINES} lines (move plumbing into a tested package function): {long}"
+    )
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_chapter_cell_asserts(path):
+    """A relation the prose states about glued numbers is a test over the executed book (tests/test_claims_*)."""
+    asserting = [
+        f"cell {index}, line {node.lineno}"
+        for index, cell, _ in _code_cells(path)
+        if (tree := _python(cell.source)) is not None
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assert)
+    ]
+    assert not asserting, f"{path.name}: asserts in cells (move them to tests/test_claims_*.py): {asserting}"
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: str(p.relative_to(ROOT)))

@@ -24,4 +24,6 @@ if [ "${LATENTBOOK_BOOK_JOBS:-2}" != 0 ]; then
 fi
 PATH="$PWD/$BIN:$PATH" $BIN/jupyter-book build . "$@"
 echo "$source_hash" > _build/.package-source-hash
+# What the prose says about the glued numbers, checked over this build (tests/built_book.py).
+LATENTBOOK_REQUIRE_BUILD=1 $BIN/python -m pytest -q -p no:cacheprovider tests/test_claims_*.py
 echo "Book built: $PWD/_build/html/index.html"
