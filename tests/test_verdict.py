@@ -22,6 +22,7 @@ from latentbook.analysis import (
     transition,
     verdict,
 )
+from latentbook.analysis.bimodality_power import band_spreads
 from latentbook.ladder import report
 from latentbook.study import ladder_rows, paths, rows
 from latentbook.study import verdict_table as study_verdict
@@ -300,7 +301,8 @@ def test_measure_and_rows_on_a_planted_transition_and_its_null(planted, null):
         "planted": measure(planted, n_boot=60),
         "random:planted": measure(null, n_boot=60),
     }
-    table = study_verdict.runs_table(runs, results_dir=None, ladder=False)
+    spreads = {"planted": band_spreads(planted, 0.42), "random:planted": band_spreads(null, 0.42)}
+    table = study_verdict.runs_table(runs, results_dir=None, ladder=False, spreads=spreads)
     got = table.set_index(["claim", "model"])
     # every claim measured on both runs, each with the verdict its planted answer calls for
     expected = {
@@ -309,7 +311,9 @@ def test_measure_and_rows_on_a_planted_transition_and_its_null(planted, null):
         "omega_jump_cleaned": ("holds", "does not hold"),
         "stays_liquid": ("does not hold", "holds"),  # one-hot tokens: Omega ~0.86 > 0.69 at d = 48
         "stays_liquid_cleaned": ("does not hold", "holds"),
-        "bimodality": ("does not hold", "does not hold"),  # after 0.42 all tokens are one-hot: one mode
+        # after 0.42 all tokens are one-hot: one mode, and no spread, where the paper's bands would be two spikes
+        # (power 100 %); the null's Gaussian tokens are tight enough for them too
+        "bimodality": ("does not hold", "does not hold"),
         # one coordinate per token, drawn uniformly: the covariance stays isotropic (PR 48 before and after).
         # The plug-in PR fell here (its tr(C^2) carries E|x|^4, which one-hot tokens raise); the cross-prompt
         # PR reads the covariance: 1.01 [0.96, 1.07]

@@ -28,6 +28,7 @@ import numpy as np
 from .._text import WIDTH, text_table, wrap
 from ..analysis import bulk_fit, layer_spectra, omega, omega_profiles, ranks
 from ..analysis import verdict as judged
+from ..analysis.bimodality_power import band_spreads
 from ..errors import InvalidInputError
 from .evidence import is_encoder, weigh
 from .measure import Measurements, measure, n_parameters
@@ -263,6 +264,7 @@ def verdict_rows(
         twin_measured,
         twin_rows,
         encoder=is_encoder(cap.model_name, cap.provenance.get("model_family")),
+        spreads=band_spreads(cap, measured.split),
     )
     if missing:
         gap = [_untestable(claim, measured, missing) for claim in SPECTRAL_CLAIMS]

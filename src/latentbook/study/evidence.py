@@ -1,15 +1,18 @@
 """What a run's verdict rows are evidence of: each row weighed against the random twin's row, the judge's power and
 the kind of model it was measured on (``weigh``), after ``study.rows.claim_rows`` has judged it.
 
-Three rules of ``analysis.verdict``, applied to every run's rows by ``study.verdict_table.runs_table`` and
+Four rules of ``analysis.verdict`` and ``analysis.bimodality_power``, applied to every run's rows by ``study.verdict_table.runs_table`` and
 ``latentbook report``:
 
 1. the power of the jump rows (``critical_depth``, ``omega_jump``, ``omega_jump_cleaned``): a "does not hold" that
    only failed to find the jump stands where the judge's power for the paper's jump at the run's own noise
    reaches ``MIN_POWER`` and its own interval excludes even the judge's bar, else it is "inconclusive" (``verdict.jump_power``,
    ``verdict.largest_jump``, ``verdict.judge_power``);
-2. a trained model's "holds" that its random twin holds too is "uninformative" (``verdict.uninformative``);
-3. the scope of an encoder's sized claims is ``OTHER_KIND`` (the paper analysed decoders).
+2. the power of the bimodality row: a "does not hold" that found no bimodal depth stands where the judge would have
+   seen the paper's two bands at the run's own sample size and spread, else it is "inconclusive"
+   (``bimodality_power.run_power``, ``bimodality_power.judge_power``);
+3. a trained model's "holds" that its random twin holds too is "uninformative" (``verdict.uninformative``);
+4. the scope of an encoder's sized claims is ``OTHER_KIND`` (the paper analysed decoders).
 
 The planted calibration (``study.planted_calibration``) counts the judges' "holds" before these rules; the rules
 never turn another verdict into "holds", so what it measures still bounds the table's false holds.
@@ -18,9 +21,10 @@ Introduced in: chapter 8.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
+from ..analysis import bimodality_power
 from ..analysis.verdict import (
     MIN_TRANSITION,
     OTHER_KIND,
@@ -66,20 +70,33 @@ def with_power(row: Row, m: Measurements, twin: Measurements | None) -> Row:
     return replace(row, verdict=verdict, reason=reason)
 
 
+def with_bimodality_power(row: Row, m: Measurements, spreads: Sequence[float] | None) -> Row:
+    """``row`` (the bimodality row of ``m``) with ``bimodality_power.judge_power`` applied at the run's
+    ``spreads`` (``bimodality_power.band_spreads`` of its capture; None: unknown, so "does not hold" cannot
+    stand)."""
+    if row.claim != "bimodality":
+        return row
+    power = bimodality_power.run_power(m.bimodal, spreads, m.d_model) if spreads is not None else float("nan")
+    verdict, reason = bimodality_power.judge_power((row.verdict, row.reason), power)
+    return replace(row, verdict=verdict, reason=reason)
+
+
 def weigh(
     rows: Iterable[Row],
     m: Measurements,
     twin: Measurements | None = None,
     twin_rows: Iterable[Row] | None = None,
     encoder: bool = False,
+    spreads: Sequence[float] | None = None,
 ) -> list[Row]:
-    """``rows`` of the run ``m`` (``claim_rows``) with the three rules of this module: the jump rows' power (against
-    ``twin``'s jump), "uninformative" where ``twin_rows`` (the twin's rows, judged the same way) hold the same claim
-    (only for a trained run: a null has no twin), and the encoder's scope."""
+    """``rows`` of the run ``m`` (``claim_rows``) with the four rules of this module: the jump rows' power (against
+    ``twin``'s jump), the bimodality row's power (at the run's ``spreads``, ``bimodality_power.band_spreads``),
+    "uninformative" where ``twin_rows`` (the twin's rows, judged the same way) hold the same claim (only for a
+    trained run: a null has no twin), and the encoder's scope."""
     verdict_of: Mapping[str, str] = {r.claim: r.verdict for r in twin_rows or ()}
     weighed = []
     for row in rows:
-        row = with_power(row, m, twin)
+        row = with_bimodality_power(with_power(row, m, twin), m, spreads)
         if not row.run.startswith("null"):
             verdict, reason = uninformative((row.verdict, row.reason), verdict_of.get(row.claim))
             row = replace(row, verdict=verdict, reason=reason)

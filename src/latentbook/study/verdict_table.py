@@ -21,11 +21,12 @@ Introduced in: chapter 8.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..analysis.bimodality_power import band_spreads
 from ..analysis.verdict import CLAIMS, COLUMNS, Row, TCOSummary
 from ..errors import CaptureFileError, InvalidInputError, LatentbookError
 from .capture_report import results_label
@@ -110,23 +111,28 @@ def runs_table(
     ladder: bool = True,
     n_boot: int = 200,
     landmarks: Mapping[str, DepthLandmarks] | None = None,
+    spreads: Mapping[str, Sequence[float]] | None = None,
 ) -> pd.DataFrame:
     """Every claim against every run: ``runs`` (from ``measure``), capture files in ``results_dir`` (measured
     here, labelled "results file"), the ladder's rows, and "not testable here" rows for the paper's scale.
     ``landmarks`` (``study.run_landmarks.book_landmarks`` of each run) adds each run's landmark row; a results file's
-    landmarks are read from the file (without the logit lens, which needs the model).
+    landmarks are read from the file (without the logit lens, which needs the model). ``spreads``: each run's
+    ``bimodality_power.band_spreads``, for the bimodality row's power; by default those of the book's cached
+    captures (``book_spreads``) and of the results files.
 
     Files in ``results_dir`` that are not readable captures are listed in ``table.attrs["problems"]``.
     """
     import pandas as pd
 
     runs, landmarks = dict(runs), dict(landmarks or {})
+    spreads = dict(spreads if spreads is not None else book_spreads(runs))
     kinds = {label: run_kind(label) for label in runs}
     results, problems = load_results(results_dir)
     for label, cap in results.items():
         try:
             runs[label] = measure(cap, label, n_boot=n_boot)
             landmarks[label] = depth_landmarks(cap, label)
+            spreads[label] = band_spreads(cap, runs[label].split)
         except LatentbookError as exc:  # one capture that cannot be measured costs its rows, not the table
             problems.append(f"{label}: could not be measured: {exc}")
             continue
@@ -149,6 +155,7 @@ def runs_table(
             twin,
             judged.get(twin.label) if twin is not None else None,
             encoder=is_encoder(m.model_name, family),
+            spreads=spreads.get(label),
         )
         if label in landmarks:
             rows.append(landmark_row(m, landmarks[label], run=kinds[label]))
@@ -161,6 +168,17 @@ def runs_table(
     table = pd.DataFrame([asdict(row) for row in rows], columns=list(COLUMNS))
     table.attrs["problems"] = problems
     return table
+
+
+def book_spreads(runs: Mapping[str, Measurements]) -> dict[str, list[float]]:
+    """``bimodality_power.band_spreads`` of each book run in ``runs`` whose capture is cached (what the verdict page
+    and ``measured_runs`` measured), at the split it was measured at."""
+    found = {}
+    for run in book_runs():
+        cap = run.capture(cached_only=True) if run.label in runs else None
+        if cap is not None:
+            found[run.label] = band_spreads(cap, runs[run.label].split)
+    return found
 
 
 def measured_runs(
