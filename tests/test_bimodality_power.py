@@ -118,3 +118,9 @@ def test_the_weighing_turns_an_unpowered_absence_into_inconclusive_end_to_end():
     assert with_bimodality_power(_row(judged), m, None).verdict == "inconclusive"  # spread unknown
     tight = [s / 5 for s in spreads]
     assert with_bimodality_power(_row(judged), m, tight).verdict == "does not hold"
+
+
+def test_the_power_table_is_power_on_its_grid_and_rises_along_both_axes():
+    table = bp.power_table((100, 1500), (3.0, 8.0), n_depths=10)
+    assert table == {(n, d): bp.power(n, d, 10) for n in (100, 1500) for d in (3.0, 8.0)}
+    assert table[(1500, 8.0)] >= table[(100, 8.0)] and table[(1500, 8.0)] >= table[(1500, 3.0)]

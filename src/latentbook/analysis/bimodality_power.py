@@ -141,3 +141,11 @@ def band_spreads(cap, split: float) -> list[float]:
     return [
         float(np.std(omega.samples(cap, layer, drop_first=True)[0])) for layer in cap.depths[after].tolist()
     ]
+
+
+def power_table(
+    n_effectives: Sequence[float], separations: Sequence[float], n_depths: int = 10
+) -> dict[tuple[float, float], float]:
+    """``power(n, D, n_depths)`` on a grid: ``(n_effective, separation) -> power``, for the criteria page's table
+    (what sample and what spread let a "does not hold" of bimodality stand)."""
+    return {(n, sep): power(n, sep, n_depths) for n in n_effectives for sep in separations}
