@@ -411,3 +411,303 @@ def test_the_chapter_says_how_many_models_older_code_measured(measurements):
     for entry in m["models"].values():
         entry["measured_by"] = "older code"
     assert ct.measured_by(m).startswith("all 5 models and checkpoints were measured by older code")
+
+
+# --- the numbers each section of the chapter glues --------------------------------------------------------------
+
+
+def _with_intervals(m, n=512):
+    """Wilson intervals of every accuracy and the programs per hop, as ``measure_ladder`` records them."""
+    for entry in m["models"].values():
+        for kind in ("trained", "null"):
+            c = entry[kind]["capability"]
+            c["ci"] = {h: list(verdict.wilson_interval(a, n)) for h, a in c["accuracy"].items()}
+            c["n_per_hop"] = n
+    return m
+
+
+def test_the_ladder_and_task_numbers_count_models_seeds_names_and_baselines(measurements):
+    from latentbook.ladder.task import TaskSpec
+
+    m, logs = measurements
+    architectures = ct.architecture_table(ct.model_table(m, logs))
+    numbers = ct.ladder_numbers(m, architectures)
+    assert (numbers["n_models"], numbers["n_architectures"], numbers["n_seeds"]) == (4, 2, 2)
+    assert numbers["measured_by"] == ct.measured_by(m)
+    task = ct.task_numbers(TaskSpec(n_heldout=20), m)
+    assert (task["n_statements"], task["k"], task["max_hops"]) == (6, 8, 4)
+    assert (task["n_train_names"], task["n_heldout_names"]) == (76, 20)
+    assert [task[f"floor_{h}"] for h in range(1, 5)] == [0.4] * 4
+    assert [task[f"first_{h}"] for h in range(1, 5)] == [0.42] * 4
+
+
+def test_the_training_numbers_add_up_the_hours_and_read_the_checkpoint_stride(measurements):
+    from latentbook.ladder.train import TrainConfig
+
+    m, logs = measurements
+    models = ct.model_table(m, logs)
+    along = pd.DataFrame({"architecture": ["l8-d64", "l4-d64", "l8-d64"], "step": [500, 1000, 500]})
+    numbers = ct.training_numbers(TrainConfig(steps=3000, lr=2e-3), models, along, [500, 1000, 1500])
+    assert (numbers["steps"], numbers["batch"], numbers["lr"], numbers["gate"]) == (3000, 64, 2e-3, 0.9)
+    assert numbers["total_hours"] == pytest.approx((2 + 2 + 4 + 4) / 60)
+    assert numbers["longest_hours"] == pytest.approx(4 / 60)
+    assert numbers["checkpoint_every"] == 500 and numbers["checkpointed"] == "l4-d64, l8-d64"
+
+
+def test_a_model_binds_where_its_whole_interval_clears_both_baselines(measurements):
+    m, logs = measurements
+    _with_intervals(m)
+    assert all(ct.beats_baselines(m, "l4-d64-s0").values())
+    # 0.45 of 512 at 3 hops: its interval reaches below the first-value baseline of 0.42
+    assert ct.beats_baselines(m, "l2-d64-s1") == {"1": True, "2": True, "3": False, "4": False}
+    # above guessing (0.40) but not above answering the first value (0.42): binds nothing
+    m["models"]["l2-d64-s1"]["trained"]["capability"]["ci"] = {h: [0.41, 0.6] for h in "1234"}
+    assert not any(ct.beats_baselines(m, "l2-d64-s1").values())
+    models = ct.model_table(m, logs)
+    numbers = ct.capability_numbers(m, models, ct.architecture_table(models))
+    assert (numbers["n_binding"], numbers["n_fails3"]) == (3, 1)
+    assert numbers["smallest"] == "l2-d64" and numbers["smallest_acc3"] == pytest.approx((0.5 + 0.45) / 2)
+    assert numbers["best"] == "l4-d64-s0" and (numbers["best_acc1"], numbers["best_acc3"]) == (1.0, 0.97)
+    lo, hi = verdict.wilson_interval(0.97, 512)
+    assert (numbers["best_acc3_lo"], numbers["best_acc3_hi"]) == pytest.approx((lo, hi))
+    assert numbers["best_null_acc3"] == 0.4 and numbers["n_per_hop"] == 512
+    caps = [np.mean(acc) for name, _, _, acc, *_ in MODELS if name.startswith("l2-d64")]
+    assert numbers["seed_spread"] == pytest.approx(max(caps) - min(caps))
+    assert numbers["seed_spread_architecture"] == "l2-d64" and numbers["reached90"] == "reached"
+    m["models"]["l4-d64-s0"]["trained"]["capability"]["accuracy"]["3"] = 0.85
+    assert ct.capability_numbers(m, models, ct.architecture_table(models))["reached90"] == "did not reach"
+
+
+def test_the_diagnostic_numbers_count_transitions_bimodality_and_spikes_within_the_bound():
+    details = pd.DataFrame(
+        {
+            "depths": [9, 9, 3, 12],
+            "transition": ["no", "not testable", "not testable", "yes"],
+            "bimodality (last depth)": ["bimodal", "unimodal", "unimodal", "bimodal"],
+            "spikes (last depth)": [3, 7, 8, 12],
+            "k-1": [7, 7, 7, 7],
+        }
+    )
+    numbers = ct.diagnostic_numbers(details)
+    assert (numbers["n_transitions"], numbers["n_testable"], numbers["n_measured"]) == (1, 2, 4)
+    assert (numbers["max_depths"], numbers["min_depths"]) == (12, verdict.MIN_DEPTHS)
+    assert (numbers["n_bimodal"], numbers["n_within_bound"]) == (2, 2)
+
+
+def test_the_tco_numbers_count_verdicts_and_architectures_whose_seeds_agree(measurements):
+    from latentbook.analysis import tco
+
+    m, _ = measurements
+    for name in m["rungs"]:  # nulls whose control fails alone, but one that passes it
+        passes = name == "l2-d64-s1"
+        m["models"][name]["null"]["tco"]["scores"] = _scores(0.9, 0.9) if passes else _scores(0.56, 0.55)
+    numbers = ct.tco_numbers(ct.tco_table(m))
+    assert (numbers["tco_n_holds"], numbers["tco_n_not"], numbers["tco_n_inconclusive"]) == (2, 1, 1)
+    assert (numbers["tco_not_list"], numbers["tco_inconclusive_list"]) == ("l4-d64-s1", "l2-d64-s1")
+    assert numbers["tco_n_agree"] == 0  # both architectures split
+    assert numbers["tco_n_null_pass"] == 1
+    m["models"]["l2-d64-s0"]["null"]["tco"]["scores"] = _scores(0.5, 0.5)  # a control at chance: not testable
+    assert ct.tco_numbers(ct.tco_table(m))["tco_n_null_pass"] == 1
+    assert numbers["tco_bar"] == "0.550" and numbers["two_way_chance"] == tco.TWO_WAY_CHANCE
+    assert (numbers["tco_margin"], numbers["tco_folds"]) == (verdict.TCO_MARGIN, tco.N_FOLDS)
+    m["models"]["l4-d64-s1"]["trained"]["tco"]["scores"] = _scores(0.95, 0.98)
+    numbers = ct.tco_numbers(ct.tco_table(m))
+    assert numbers["tco_n_agree"] == 1 and numbers["tco_not_list"] == "none"
+
+
+def test_the_partial_numbers_take_sizes_rank_correlation_and_count_each_verdict(measurements):
+    from scipy.stats import spearmanr
+
+    m, logs = measurements
+    models = ct.model_table(m, logs)
+    verdicts = pd.DataFrame(
+        {
+            "diagnostic": ["rise", "spikes", "stability"],
+            "verdict": ["inconclusive", "does not", "predicts capability"],
+            "plain verdict": ["predicts capability", "does not", "predicts capability"],
+        }
+    )
+    numbers = ct.partial_numbers(models, verdicts)
+    expected = spearmanr(models["capability"], np.log(models["parameters"])).statistic
+    assert numbers["size_rho"] == pytest.approx(expected) and numbers["size_rho"] > 0
+    assert (numbers["n_diagnostics"], numbers["n_predicts"], numbers["n_does_not"]) == (3, 1, 1)
+    assert numbers["n_inconclusive"] == 1 and numbers["predicts_partial_list"] == "stability"
+    assert numbers["predicts_level_list"] == "rise; stability"
+    verdicts["verdict"] = "inconclusive"
+    assert ct.partial_numbers(models, verdicts)["predicts_partial_list"] == "none"
+
+
+def test_the_clustered_numbers_count_resamples_draws_and_the_smallest_holm_p(measurements):
+    from scipy.stats import spearmanr
+
+    m, logs = measurements
+
+    def clustered(label, p_holm, verdict_word, exact=True):
+        k = {"controls": "log parameters", "rho": 0.1, "ci": [-0.2, 0.4], "rho_within": 0.0, "p_within": 0.5}
+        k |= {"p_holm": p_holm, "verdict": verdict_word, "n_clusters": 2, "n_permutations": 4}
+        return {"label": label, "clustered": k | {"exact_interval": exact}}
+
+    m["correlations"] = {
+        "spikes": clustered("spikes", 0.6, "inconclusive"),
+        "contraction": clustered("q", 0.2, "inconclusive", exact=False),
+        "stability": clustered("TCO stability", 0.01, "predicts capability"),
+        "rise": {"label": "rise"},  # no clustered test: left out
+    }
+    numbers = ct.clustered_numbers(m, ct.clustered_table(m["correlations"]))
+    assert (numbers["n_within_orders"], numbers["n_resamples"], numbers["n_draws"]) == (4, 3, 4)
+    assert numbers["n_inexact_intervals"] == 1
+    assert (numbers["n_clustered_predicts"], numbers["n_clustered_inconclusive"]) == (1, 2)
+    assert numbers["clustered_predicts_list"] == "TCO stability"
+    assert (numbers["min_within_holm"], numbers["min_within_holm_name"]) == (0.01, "TCO stability")
+    capability = ct.model_table(m, logs)["capability"]
+    control = [control for *_, control, _ in MODELS]
+    assert numbers["control_capability_rho"] == pytest.approx(spearmanr(capability, control).statistic)
+
+
+def test_the_along_numbers_count_checkpoints_changes_and_what_tracks():
+    along = pd.DataFrame({"step": range(12)})
+    table = pd.DataFrame(
+        {
+            "architecture": ["l4-d64", "l4-d64", "l8-d64"],
+            "diagnostic": ["q", "spikes", "TCO stability"],
+            "changes": [9, 9, 9],
+            "verdict": ["tracks capability", "does not", "tracks capability"],
+        }
+    )
+    numbers = ct.along_numbers(along, table)
+    assert (numbers["n_checkpoints"], numbers["n_changes"], numbers["n_tests"]) == (12, 9, 3)
+    assert (numbers["n_tracks"], numbers["n_does_not"], numbers["n_inconclusive"]) == (2, 1, 0)
+    assert numbers["tracks_list"] == "l4-d64: q; l8-d64: TCO stability"
+    table["verdict"] = "inconclusive"
+    assert ct.along_numbers(along, table)["tracks_list"] == "none"
+
+
+def test_the_landmark_numbers_count_what_is_found_and_where_the_lens_converges():
+    from latentbook.analysis import transition
+    from latentbook.study import ladder_landmarks
+
+    def landmarks(id_peak, onset, lens_gamma):
+        return [
+            {"landmark": "ID peak (Gride)", "found": id_peak, "gamma": 0.5 if id_peak else np.nan},
+            {"landmark": "massive onset", "found": onset, "gamma": 0.3 if onset else np.nan},
+            {"landmark": "lens convergence", "found": lens_gamma is not None, "gamma": lens_gamma or np.nan},
+        ]
+
+    def model(depths, trained, untrained):
+        return {
+            "trained": {"n_depths": depths, "landmarks": trained},
+            "init": {"n_depths": depths, "landmarks": untrained},
+        }
+
+    record = {
+        "date": "2026-12-05T10:00:00",
+        "models": {
+            "l2-d64-s0": model(3, landmarks(False, False, 1.0), landmarks(True, False, None)),
+            "l8-d64-s0": model(9, landmarks(True, False, 0.875), landmarks(True, False, None)),
+            "l8-d64-s1": model(9, landmarks(False, False, 0.75), landmarks(True, False, None)),
+            "l8-d64-s2": model(9, landmarks(False, False, None), landmarks(False, False, None)),
+        },
+    }
+    numbers = ct.landmark_numbers(record, ladder_landmarks.landmark_rows(record))
+    assert numbers["date"] == "2026-12-05" and numbers["written_by"] == ladder_landmarks.written_by(record)
+    assert (numbers["n"], numbers["max_depths"]) == (4, 9)
+    assert numbers["fit_depths"] == transition.MIN_FITTED + sum(transition.SKIP)
+    assert (numbers["id_trained"], numbers["id_null"], numbers["onsets"]) == (1, 3, 0)
+    assert (numbers["lens_found"], numbers["lens_last"]) == (3, 1)
+    assert numbers["lens_deepest"] == pytest.approx(np.median([0.875, 0.75]))  # the 9-depth models only
+
+
+def test_the_diagnostic_spans_give_each_diagnostics_range_under_the_keys_the_prose_names(measurements):
+    from latentbook.ladder import report
+    from latentbook.study.chapters import glue_keys
+
+    m, _ = measurements
+    for k, name in enumerate(m["rungs"]):
+        for kind, shift in (("trained", 0.0), ("null", 1.0)):
+            m["models"][name][kind].update(
+                omega={"rise": {"value": 0.01 * k + shift}, "bimodality": {"coefficient": 0.3 + shift}},
+                spikes={"n_spikes": [0, 2 * k]},
+                contraction={"q": 0.9 - 0.1 * k},
+            )
+    spans = ct.diagnostic_spans(m)
+    assert list(spans.index) == list(report.DIAGNOSTICS)
+    assert spans.loc["spikes"].tolist() == [0.0, 6.0, 0.0, 6.0]
+    assert spans.loc["omega_rise", ["null_lo", "null_hi"]].tolist() == pytest.approx([1.0, 1.03])
+    assert spans.loc["contraction", ["trained_lo", "trained_hi"]].tolist() == pytest.approx([0.6, 0.9])
+    glued = glue_keys("ch7", spans)
+    assert glued["ch7_stability_trained_hi"] == 0.98 and isinstance(glued["ch7_spikes_null_hi"], float)
+
+
+def test_the_spike_bounds_allow_k_minus_1_values_and_one_fewer_than_the_held_out_names():
+    from latentbook.ladder.task import TaskSpec
+
+    details = pd.DataFrame({"spikes (last depth)": [3, 8, 7, 12]})
+    bounds = ct.spike_bounds(TaskSpec(n_values=8, n_heldout=20), details)
+    assert bounds == {"name_bound": 19, "value_bound": 7, "n_above_values": 2}
+
+
+def test_the_plateau_numbers_name_what_learns_and_whether_it_changes_both_names_and_mlps():
+    from latentbook.ladder import report
+
+    def variant(names, mlp, train, heldout, name_init=None):
+        return {"names": names, "mlp": mlp, "name_init": name_init, "final_loss": 1.0} | {
+            "train_names_accuracy": train,
+            "heldout_accuracy": heldout,
+        }
+
+    plateau = {
+        "guessing_baseline": 0.55,
+        "settings": {"steps": 600},
+        "variants": {
+            "llama": variant("frozen", "stock", 0.54, 0.5),
+            "names iid": variant("frozen", "stock", 0.59, 0.5, name_init="iid"),
+            "no MLP": variant("frozen", "none", 0.56, 0.5),
+            "names iid, no MLP": variant("frozen", "none", 1.0, 0.82, name_init="iid"),
+            "names trained": variant("trained", "stock", 0.9, 0.3),
+        },
+    }
+    runs, learnt = report.plateau_table(plateau, margin=0.2)
+    numbers = ct.plateau_numbers(plateau, runs, learnt, 0.2)
+    assert (numbers["n"], numbers["n_learnt"], numbers["n_learnt_both_changes"]) == (5, 2, 1)
+    assert numbers["learnt"] == "“names iid, no MLP”; “names trained”"
+    assert (numbers["best"], numbers["best_train"], numbers["best_heldout"]) == (
+        "names iid, no MLP",
+        1.0,
+        0.82,
+    )
+    assert (numbers["llama"], numbers["names_iid"], numbers["no_MLP"]) == (0.54, 0.59, 0.56)
+    assert (numbers["guess"], numbers["margin"], numbers["steps"]) == (0.55, 0.2, 600)
+
+
+def test_the_names_numbers_read_each_setting_and_the_first_ladders_baseline():
+    from latentbook.ladder import diagnostics, report, train
+
+    def variant(fresh_from, heldout3, train3, stages):
+        return {
+            "fresh_names_from": fresh_from,
+            "heldout": {"1": 0.9, "3": heldout3},
+            "training_names": {"1": 0.95, "3": train3},
+            "stages": [{"step": 0}] + [{"step": s} for s in stages],
+        }
+
+    bench = {
+        "settings": {"steps": 5000},
+        "variants": {
+            "fixed, then fresh": variant(2, 0.86, 0.85, [2365, 4022]),
+            "fresh from the start": variant(1, 0.3, 0.29, []),
+            "fixed throughout": variant(5, 0.42, 0.77, [2365]),
+        },
+    }
+    numbers = ct.names_numbers(bench, report.names_table(bench))
+    assert numbers["steps"] == 5000
+    assert (numbers["ladder_heldout3"], numbers["ladder_train3"], numbers["ladder_stages"]) == (
+        0.86,
+        0.85,
+        "2365, 4022",
+    )
+    assert (numbers["fresh_heldout3"], numbers["fresh_stages"]) == (0.3, "-")
+    assert (numbers["fixed_train3"], numbers["fixed_stages"]) == (0.77, "2365")
+    # the benchmark's programs are the first ladder's, whose queried chains are not balanced: the first value
+    # written is the stronger baseline there
+    first = diagnostics.first_value_floor(train.LADDER_SPEC, 3)
+    assert numbers["v1_floor3"] == first > diagnostics.guess_floor(train.LADDER_SPEC, 3)
