@@ -1,8 +1,10 @@
 """The package's import graph: no cycle between modules, and each wing imports only the wings to its left.
 
-DESIGN.md: models -> capturing -> analysis -> study -> view, with prompts and the shared helpers below them,
-the ladder beside study, and the CLI and the package's ``__init__`` on top. The graph is read from the
-source with ``ast`` (every ``import``, also those inside functions), so a lazy import cannot hide a cycle.
+The rule is drawn in DESIGN.md ("The one-way flow"): models -> capturing -> analysis -> study -> view, with
+prompts and the shared helpers below them, the ladder beside study, and the CLI and the package's ``__init__``
+on top; its table is ``ALLOWED`` below (``tests/test_design_doc.py`` keeps the two equal). The graph is read
+from the source with ``ast`` (every ``import``, also those inside functions), so a lazy import cannot hide a
+cycle.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "latentbook"
 
-# What each wing may import (besides itself). Helpers first, then the one-way flow.
+# What each wing may import (besides itself). Helpers first, then the one-way flow (DESIGN.md's table).
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "_version": set(),
