@@ -1,19 +1,26 @@
-"""Chapter 3's tables and glued numbers (``study.chapters.omega_tables``), on synthetic captures and hand-made
-profiles: every value checked against a reference formula or a hand computation."""
+"""Chapter 3's tables and glued numbers (``study.chapters.omega_tables``) and its figures (``view.omega_figures``),
+on synthetic captures and hand-made profiles: every value checked against a reference formula or a hand
+computation, every figure against the data it was given."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import matplotlib
 
-import numpy as np
-import pandas as pd
-import pytest
+matplotlib.use("Agg")
 
-from latentbook.analysis import bimodality, confounds, omega, synthetic, transition
-from latentbook.analysis.omega_profiles import Profile
-from latentbook.analysis.transition import Transition
-from latentbook.study.chapters import glue_keys
-from latentbook.study.chapters import omega_tables as tables
+from types import SimpleNamespace  # noqa: E402
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from latentbook.analysis import bimodality, confounds, omega, synthetic, transition  # noqa: E402
+from latentbook.analysis.omega_profiles import Profile  # noqa: E402
+from latentbook.analysis.transition import Transition  # noqa: E402
+from latentbook.study.chapters import glue_keys  # noqa: E402
+from latentbook.study.chapters import omega_tables as tables  # noqa: E402
+from latentbook.view import omega_figures  # noqa: E402
 
 N_PROMPTS, PER_PROMPT, D = 64, 8, 64
 GAUSS_LIMIT = 1 - np.sqrt(2 / np.pi)
@@ -351,3 +358,108 @@ def test_scope_sentence_counts_in_words():
     assert scope_sentence(counts, ["in", "any"]) == "2 holds"
     assert scope_sentence(counts, ["below"]) == "1 holds, 3 does not hold"
     assert scope_sentence(counts, ["any"]) == "no verdicts"
+
+
+def test_boosted_curves_tabulate_boosted_omega_by_size_and_count():
+    base = synthetic.gaussian(64, 32, seed=2)
+    curves = tables.boosted_curves(base, [1.0, 10.0, 100.0], counts=(1, 3))
+    assert list(curves.columns) == [1, 3] and curves.index.tolist() == [1.0, 10.0, 100.0]
+    assert curves.index.name == "c"
+    for j in (1, 3):
+        for c in (1.0, 10.0, 100.0):
+            assert curves.loc[c, j] == tables.boosted_omega(base, j, c)
+    assert curves[1].is_monotonic_increasing  # a larger coordinate dominates the norm more
+
+
+def test_omega_at_depths_keys_each_nearest_depth_once_by_its_gamma(planted):
+    fake = SimpleNamespace(n_layers=8, gamma=np.arange(9) / 8, omega_samples=lambda layer: np.full(3, layer))
+    samples = tables.omega_at_depths(fake)
+    assert list(samples) == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert [values[0] for values in samples.values()] == [0, 2, 4, 6, 8]
+    assert list(tables.omega_at_depths(fake, gammas=(0.5, 0.52))) == [0.5]  # one depth, once
+    cap = planted.cap
+    on_capture = tables.omega_at_depths(cap, gammas=(1.0,))
+    assert list(on_capture) == [1.0] and np.array_equal(on_capture[1.0], cap.omega_samples(2))
+
+
+def test_size_glue_reads_the_models_named_in_millions():
+    captures = {
+        name: SimpleNamespace(provenance={"n_parameters": n})
+        for name, n in (("a", 135_000_000), ("b", 22_700_000), ("random:b", 9e9))
+    }
+    assert tables.size_glue(captures, ["a", "b"]) == {"smallest_m": 22.7, "largest_m": 135.0}
+
+
+def test_boosted_omega_curves_draw_one_line_per_count_and_the_gaussian_value():
+    curves = pd.DataFrame({1: [0.3, 0.6, 0.9], 2: [0.3, 0.7, 0.85]}, index=pd.Index([1.0, 10.0, 100.0]))
+    ax = omega_figures.boosted_omega_curves(curves, 64)
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert set(lines) == {"1 massive coordinate", "2 massive coordinates", "Gaussian"}
+    assert list(lines["2 massive coordinates"].get_ydata()) == [0.3, 0.7, 0.85]
+    assert lines["Gaussian"].get_ydata()[0] == pytest.approx(omega.gaussian_omega(64))
+    assert ax.get_xscale() == "log" and "d = 64" in ax.get_title()
+    plt.close("all")
+
+
+def test_profile_panel_draws_every_run_of_the_model_with_its_band():
+    profiles = {
+        "a-1": _profile([0.2, 0.5, 0.3]),
+        "random:a-1": _profile([0.2, 0.21, 0.2]),
+        "a-1 (shuffled)": _profile([0.2, 0.5, 0.4]),
+        "b-1": _profile([0.9, 0.9, 0.9]),  # another model: not on a-1's panel
+    }
+    ax = omega_figures.profile_panel(profiles, "a-1", "m", GAUSS_LIMIT, captured=_profile([0.6, 0.6, 0.6]))
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert set(lines) == {
+        "a-1",
+        "random:a-1",
+        "a-1 (shuffled)",
+        r"Gaussian $1-\sqrt{2/\pi}$",
+        "a-1, as captured",
+    }
+    assert list(lines["a-1 (shuffled)"].get_ydata()) == [0.2, 0.5, 0.4]
+    assert lines["a-1, as captured"].get_color() == "grey"
+    assert len(ax.collections) == 3 and ax.get_title() == "a-1"  # one band per run
+    plt.close("all")
+
+
+def test_null_panel_draws_three_curves_for_the_model_and_its_twin():
+    def table(offset):
+        return pd.DataFrame(
+            {
+                "gamma": [0.0, 0.5, 1.0],
+                "sample": [0.5 + offset] * 3,
+                "permutation": [0.4] * 3,
+                "gaussian": [0.2] * 3,
+            }
+        )
+
+    ax = omega_figures.null_panel({"a-1": table(0.1), "random:a-1": table(0.0), "b-1": table(0.3)}, "a-1")
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert len(lines) == 6 and ax.get_title() == "a-1"
+    assert list(lines["a-1: tokens"].get_ydata()) == [0.6] * 3
+    assert lines["random:a-1: coordinates permuted"].get_linestyle() == "--"
+    assert lines["a-1: Gaussian, same covariance"].get_color() == "C2"
+    plt.close("all")
+
+
+def test_standardised_panel_draws_m_m_perm_m_s_and_m_z():
+    table = pd.DataFrame(
+        {
+            "gamma": [0.0, 1.0],
+            "sample": [0.3, 0.7],
+            "permutation": [0.3, 0.69],
+            "standardised": [0.2, 0.21],
+            "m_z": [0.2, 0.5],
+        }
+    )
+    ax = omega_figures.standardised_panel(table, "massive (planted)")
+    drawn = {line.get_label().split(":")[0]: list(line.get_ydata()) for line in ax.get_lines()}
+    assert drawn == {
+        "$m$": [0.3, 0.7],
+        r"$m_\mathrm{perm}$": [0.3, 0.69],
+        "$m_s$": [0.2, 0.21],
+        "$m_z$": [0.2, 0.5],
+    }
+    assert ax.get_title() == "massive (planted)"
+    plt.close("all")

@@ -1,18 +1,25 @@
-"""Chapter 2's tables and glued numbers (``study.chapters.thermodynamics_tables``), on hand-made attention rows and
-attention statistics: every value checked against the free-energy identities or a hand computation."""
+"""Chapter 2's tables and glued numbers (``study.chapters.thermodynamics_tables``) and its figure
+(``view.thermodynamics_figures``), on hand-made attention rows and attention statistics: every value checked
+against the free-energy identities or a hand computation, the figure against the data it was given."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import matplotlib
 
-import numpy as np
-import pytest
-import torch
-from scipy import special, stats
+matplotlib.use("Agg")
 
-from latentbook.analysis import thermo
-from latentbook.capturing.attention import AttentionRows, AttentionStats
-from latentbook.study.chapters import thermodynamics_tables as tables
+from types import SimpleNamespace  # noqa: E402
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from scipy import special, stats  # noqa: E402
+
+from latentbook.analysis import thermo  # noqa: E402
+from latentbook.capturing.attention import AttentionRows, AttentionStats  # noqa: E402
+from latentbook.study.chapters import thermodynamics_tables as tables  # noqa: E402
+from latentbook.view import thermodynamics_figures  # noqa: E402
 
 
 def _rows(n_heads: int, n_tokens: int, seed: int) -> AttentionRows:
@@ -79,6 +86,47 @@ def test_capture_gap_glue_takes_the_largest_gap_and_all_rows():
     )
     attn = {"a": SimpleNamespace(attention=first), "b": SimpleNamespace(attention=second)}
     assert tables.capture_gap_glue(attn) == {"capture_gap": pytest.approx(5e-7), "capture_rows": 40 + 21}
+
+
+def _heads(n_layers: int, entropy: float, seed: int) -> SimpleNamespace:
+    """A capture whose every head has mean entropy ``entropy`` over ``log n = 2`` and random ``beta_eff``."""
+    beta = np.random.default_rng(seed).uniform(0.5, 2.0, (n_layers, 2))
+    attention = _stats(
+        np.full((n_layers, 2), 10.0),
+        entropy=np.full((n_layers, 2), entropy),
+        log_keys=np.full((n_layers, 2), 2.0),
+        logit_std=beta,
+    )
+    return SimpleNamespace(attention=attention, beta=beta)
+
+
+def test_head_statistics_normalise_the_entropy_per_layer_and_head():
+    cap = _heads(4, entropy=1.5, seed=0)
+    gamma, entropy, beta = tables.head_statistics(cap)
+    assert gamma.tolist() == [0.25, 0.5, 0.75, 1.0]  # layers 1 to L
+    assert entropy.shape == beta.shape == (4, 2)
+    assert entropy == pytest.approx(np.full((4, 2), 0.75))
+    assert beta == pytest.approx(cap.beta)  # the mean logit spread of each head
+
+
+def test_per_head_grid_puts_each_model_and_its_twin_on_one_row():
+    caps = {
+        "smollm2-135m": _heads(4, entropy=1.0, seed=1),
+        "minilm-l6": _heads(3, entropy=0.5, seed=2),
+        "random:smollm2-135m": _heads(4, entropy=1.9, seed=3),
+        "random:minilm-l6": _heads(3, entropy=1.8, seed=4),
+    }
+    heads = {label: tables.head_statistics(cap) for label, cap in caps.items()}
+    fig = thermodynamics_figures.per_head_grid(heads, ["smollm2-135m", "minilm-l6"])
+    axes = np.array(fig.axes).reshape(2, 2)
+    assert [ax.get_title() for ax in axes[:, 0]] == ["smollm2-135m", "minilm-l6"]
+    assert all(ax.get_legend() is None for ax in axes.flat)  # one legend for all, placed by the chapter
+    for ax, label, column in ((axes[1, 0], "random:minilm-l6", 1), (axes[0, 1], "smollm2-135m", 2)):
+        (mean,) = [line for line in ax.get_lines() if line.get_label() == f"{label} (head mean)"]
+        assert mean.get_ydata() == pytest.approx(heads[label][column].mean(axis=1))
+    assert [len(ax.get_lines()) for ax in axes.flat] == [2, 2, 2, 2]  # the model and its twin
+    assert "normalised entropy" in axes[0, 0].get_ylabel() and "beta" in axes[0, 1].get_ylabel()
+    plt.close("all")
 
 
 def test_trend_table_and_glue():

@@ -80,6 +80,18 @@ def boosted_omega(base: np.ndarray, j: int, c: float) -> float:
     return float(omega.omega(np.where(np.arange(base.shape[-1]) < j, c, base)).mean())
 
 
+def boosted_curves(
+    base: np.ndarray, sizes: Iterable[float], counts: Iterable[int] = (1, 2, 4)
+) -> pd.DataFrame:
+    """``boosted_omega`` of ``base`` for every size ``c`` of ``sizes`` (index) and number ``j`` of massive
+    coordinates of ``counts`` (columns): how a few huge coordinates lift the mean Omega of noise."""
+    sizes, counts = list(sizes), list(counts)
+    return pd.DataFrame(
+        {j: [boosted_omega(base, j, c) for c in sizes] for j in counts},
+        index=pd.Index(sizes, name="c"),
+    )
+
+
 def width_table(widths: Iterable[int] = (384, 576, 640, 2048, 5120)) -> pd.DataFrame:
     """Per width ``d`` (index): Omega of one coordinate at 100 s.d. (``omega.massive_omega``), and the paper's
     levels 0.69 and 0.90 carried from its width to ``d`` at equal Hoyer sparseness and at an equal massive
@@ -276,6 +288,15 @@ def planted_glue(planted_tables: Mapping[str, pd.DataFrame]) -> dict[str, float]
         glued[f"{key}_mstep"] = float(np.abs(np.diff(table["sample"].to_numpy())).max())
         glued[f"{key}_permgap"] = float((table["sample"] - table["permutation"]).abs().max())
     return glued
+
+
+def omega_at_depths(
+    cap: Capture, gammas: Iterable[float] = (0, 0.25, 0.5, 0.75, 1.0)
+) -> dict[float, np.ndarray]:
+    """The per-token Omega sample (``cap.omega_samples``) at the depths nearest to ``gammas`` (each once), keyed
+    by their ``gamma``: the violins of a model's distributions."""
+    layers = sorted({int(round(g * cap.n_layers)) for g in gammas})
+    return {cap.gamma[layer]: cap.omega_samples(layer) for layer in layers}
 
 
 def bimodality_verdicts(captures: Mapping[str, Capture], k: int) -> pd.DataFrame:
@@ -560,3 +581,10 @@ def cleaned_glue(table: pd.DataFrame, cleaned: Mapping[str, Profile]) -> dict[st
         glued[f"{key}_clean_m1"] = float(p.m[-1])
     glued["n_clean_transitions"] = int((table["transition"] == "yes").sum())
     return glued
+
+
+def size_glue(captures: Mapping[str, Capture], names: Iterable[str]) -> dict[str, float]:
+    """``smallest_m`` and ``largest_m``: the smallest and the largest model of ``names``, in millions of
+    parameters (``n_parameters`` of its capture's provenance)."""
+    sizes = [captures[name].provenance["n_parameters"] / 1e6 for name in names]
+    return {"smallest_m": min(sizes), "largest_m": max(sizes)}

@@ -83,6 +83,14 @@ def capture_gap_glue(attn: Mapping[str, Capture]) -> dict[str, object]:
     }
 
 
+def head_statistics(cap: Capture) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per layer and head of a capture with attention: ``gamma = l / L`` (``(L,)``, the layers 1 to ``L``), the
+    normalised entropy ``H / log n`` and ``beta_eff`` (each ``(L, H)``, means over the recorded rows)."""
+    a = cap.attention
+    gamma = np.arange(1, a.n_layers + 1) / a.n_layers
+    return gamma, a.entropy() / np.maximum(a.log_keys(), 1e-12), a.beta_eff()
+
+
 def trend_table(attn: Mapping[str, Capture]) -> pd.DataFrame:
     """Per capture (index), from the head means of ``thermo.cooling``: the normalised entropy ``H / log n`` and
     ``beta_eff`` at the first and last layer, Spearman's ``rho`` of each against ``gamma`` with its p-value
