@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from latentbook.analysis import contraction, synthetic
+from latentbook.analysis import contraction, flow, synthetic
 from latentbook.analysis.contraction import ContractionFit, GainFit
 from latentbook.study.chapters import glue_keys
 from latentbook.study.chapters import rg_flow_tables as tables
@@ -133,3 +133,49 @@ def test_gain_table_and_glue_with_the_verdict_against_the_twin():
     assert glued["gain_gemma3_verdict"] == "does not hold"  # at or above MAX_Q
     assert glued["gain_minilm_verdict"] == "does not hold"  # every direction shrinks alike
     assert "gain_random_smollm2_verdict" not in glued
+
+
+def _ar_sequences(rhos, n_prompts=60, length=12, d=200, seed=0):
+    """Per depth, ``h_t = rho h_{t-1} + sqrt(1 - rho^2) e_t`` along each prompt (so ``C(r) ~ rho^r``); position 0
+    of every prompt a sink, one long shared vector, that the profile must leave out."""
+    rng = np.random.default_rng(seed)
+    hidden = np.empty((len(rhos), n_prompts, length, d))
+    for depth, rho in enumerate(rhos):
+        h = rng.standard_normal((n_prompts, d))
+        for t in range(length):
+            h = rho * h + np.sqrt(1 - rho**2) * rng.standard_normal((n_prompts, d))
+            hidden[depth, :, t] = h
+    hidden[:, :, 0] = 0.0
+    hidden[:, :, 0, 0] = 100.0
+    return hidden, np.ones((n_prompts, length), dtype=bool)
+
+
+def test_distance_profile_reads_the_planted_correlation_without_the_first_position():
+    rhos = [0.2, 0.5, 0.8]
+    hidden, mask = _ar_sequences(rhos)
+    profile = tables.distance_profile(hidden, mask, max_distance=6)
+    assert mask.all()  # the caller's mask is left as it was
+    np.testing.assert_allclose(profile.gamma, [0.0, 0.5, 1.0])
+    assert profile.correlation.shape == (3, 7)
+    np.testing.assert_allclose(profile.correlation[:, 0], 1.0)
+    np.testing.assert_allclose(profile.correlation[:, 1], rhos, atol=0.05)
+    np.testing.assert_allclose(profile.length[1:], [-1 / np.log(r) for r in rhos[1:]], rtol=0.15)
+    kept = mask.copy()
+    kept[:, 0] = False
+    np.testing.assert_array_equal(
+        profile.correlation, flow.distance_correlation(hidden, kept, max_distance=6)
+    )
+
+
+def test_distance_glue_reads_depth_one_and_the_last_depth_at_distances_one_and_eight():
+    correlation = np.arange(3 * 9, dtype=float).reshape(3, 9)  # depth l, distance r -> 9 l + r
+    profile = tables.DistanceProfile(np.array([0.0, 0.5, 1.0]), correlation, np.array([1.0, 2.0, 4.0]))
+    glued = tables.distance_glue({"random:smollm2-135m": profile}, ["random:smollm2-135m"])
+    assert glued == {
+        "c1_first_random_smollm2": 10.0,
+        "c1_last_random_smollm2": 19.0,
+        "c8_first_random_smollm2": 17.0,
+        "c8_last_random_smollm2": 26.0,
+        "xi_first_random_smollm2": 2.0,
+        "xi_last_random_smollm2": 4.0,
+    }

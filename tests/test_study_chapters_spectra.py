@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from latentbook.analysis import bulk_fit, layer_spectra, synthetic
+from latentbook.analysis import bulk_fit, layer_spectra, ranks, synthetic
 from latentbook.analysis.spectral_contrasts import Contrast
 from latentbook.study.chapters import glue_keys
 from latentbook.study.chapters import spectra_tables as tables
@@ -45,6 +45,34 @@ def test_depth_spectrum_leaves_the_sink_out_and_fits_the_planted_spikes(planted)
     np.testing.assert_allclose(eigvals, np.linalg.eigvalsh(np.cov(sample.x, rowvar=False, bias=True))[::-1])
     assert fit.n_spikes == 3
     assert fit.n_spikes == bulk_fit.mp_fit(eigvals, sample.n - 1).n_spikes
+
+
+def test_noise_reference_is_gaussian_noise_of_the_shape_computed_once():
+    reference = tables.noise_reference(150, 20)
+    assert reference is tables.noise_reference(150, 20)  # cached per shape
+    assert reference["rep"].tolist() == [0, 1, 2]
+    assert (reference["n"] == 150).all() and (reference["d"] == 20).all()
+    direct = layer_spectra.gaussian_reference(150, 20, n_rep=3)
+    pd.testing.assert_frame_equal(reference, direct)
+    assert (reference["n_spikes"] <= 1).all()  # noise alarms as rarely as built for
+
+
+def test_streamed_profile_is_owned_by_the_sink_the_token_sample_leaves_out():
+    """Position 0 of every prompt carries a massive first coordinate: the streamed PR collapses to about 1, the
+    token sample's does not."""
+    rng = np.random.default_rng(1)
+    n = N_PROMPTS * PER_PROMPT
+    positions = np.tile(np.arange(PER_PROMPT), N_PROMPTS)
+    states = rng.standard_normal((3, n, D))
+    states[:, positions == 0, 0] += 100.0
+    sunk = synthetic.as_capture(states, np.repeat(np.arange(N_PROMPTS), PER_PROMPT), positions, n_vectors=n)
+    streamed = tables.streamed_profile(sunk)
+    np.testing.assert_allclose(streamed["gamma"], [0.0, 0.5, 1.0])
+    expected = [ranks.participation_ratio(lam) for lam in sunk.all_eigvals()]
+    np.testing.assert_allclose(streamed["participation_ratio"], expected)
+    assert (streamed["participation_ratio"] < 1.1).all()
+    sample = layer_spectra.token_sample_spectrum_profile(sunk)["participation_ratio"]
+    assert (sample > 20).all()
 
 
 def test_mid_depth_table_reads_each_capture_and_its_noise_reference(planted):

@@ -1,5 +1,5 @@
 """Chapter 5's tables (the contraction ``q`` of the transverse share, its sensitivity to ``k``, the blocks'
-transverse gains) and the numbers its prose glues under the prefix ``rg``, keyed by their names without it
+transverse gains), the correlation of tokens against their distance at every depth, and the numbers its prose glues under the prefix ``rg``, keyed by their names without it
 (``glue_frame("rg", values)``). A model label names its glue keys as ``smollm2`` or ``random_smollm2``.
 Introduced in: chapter 5.
 """
@@ -7,11 +7,13 @@ Introduced in: chapter 5.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
-from ...analysis import contraction
+from ...analysis import contraction, flow
 from . import label_key
 
 if TYPE_CHECKING:
@@ -114,4 +116,45 @@ def gain_glue(gain_fits: Mapping[str, GainFit], names: Sequence[str]) -> dict[st
             glued[f"{key}_par"] = float(fit.relevant)
         verdict_word, _ = contraction.judge_transverse_gain(gain_fits[name], gain_fits[f"random:{name}"])
         glued[f"gain_{label_key(name)}_verdict"] = verdict_word
+    return glued
+
+
+@dataclass(frozen=True)
+class DistanceProfile:
+    """One run's correlation against token distance at every depth ``l``: ``gamma`` (``l / L``),
+    ``correlation`` (``C_l(r)`` for ``r = 0..R``, one row per depth) and ``length`` (``xi_l``)."""
+
+    gamma: np.ndarray
+    correlation: np.ndarray
+    length: np.ndarray
+
+
+def distance_profile(hidden: np.ndarray, mask: np.ndarray, max_distance: int) -> DistanceProfile:
+    """``flow.distance_correlation`` and ``flow.correlation_length`` at every depth of ``hidden``
+    (``(L + 1, n_prompts, T, d)`` and its ``mask``, as ``capturing.states.sequence_states`` returns them), the
+    first position of every prompt left out (the attention sink, or [CLS])."""
+    kept = np.array(mask, dtype=bool)
+    kept[:, 0] = False
+    correlation = flow.distance_correlation(hidden, kept, max_distance=max_distance)
+    n_depths = len(correlation)
+    return DistanceProfile(
+        np.arange(n_depths) / (n_depths - 1), correlation, np.asarray(flow.correlation_length(correlation))
+    )
+
+
+def distance_glue(profiles: Mapping[str, DistanceProfile], labels: Sequence[str]) -> dict[str, float]:
+    """For each of ``labels``, after the first layer (depth 1) and at the last depth (before the final norm):
+    ``c1_first_{label}`` and ``c1_last_`` (``C(1)``), ``c8_first_`` and ``c8_last_`` (``C(8)``), ``xi_first_``
+    and ``xi_last_`` (the correlation length)."""
+    glued = {}
+    for label in labels:
+        key, p = label_key(label), profiles[label]
+        glued |= {
+            f"c1_first_{key}": float(p.correlation[1, 1]),
+            f"c1_last_{key}": float(p.correlation[-1, 1]),
+            f"c8_first_{key}": float(p.correlation[1, 8]),
+            f"c8_last_{key}": float(p.correlation[-1, 8]),
+            f"xi_first_{key}": float(p.length[1]),
+            f"xi_last_{key}": float(p.length[-1]),
+        }
     return glued

@@ -1,11 +1,12 @@
 """Chapter 4's tables (real layers halfway through against the fitted MP law, the participation-ratio contrast
-after the split) and the numbers its prose glues under the prefix ``sp``, keyed by their names without it
+after the split), the noise reference and the streamed PR they are read against, and the numbers its prose glues under the prefix ``sp``, keyed by their names without it
 (``glue_frame("sp", values)``). A model label names its glue keys as ``smollm2`` or ``random_smollm2``.
 Introduced in: chapter 4.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -33,6 +34,24 @@ def depth_spectrum(cap: Capture, layer: int) -> tuple[TokenSample, np.ndarray, M
     sample = layer_spectra.token_sample(cap, layer)
     eigvals = ranks.sample_eigvals(sample.x)
     return sample, eigvals, bulk_fit.mp_fit(eigvals, sample.n_dof)
+
+
+@functools.cache
+def noise_reference(n_tokens: int, dim: int) -> pd.DataFrame:
+    """The pure-noise yardstick of a token sample of ``n_tokens`` tokens in ``dim`` dimensions:
+    ``layer_spectra.gaussian_reference`` of 3 Gaussian samples of that shape, computed once per shape."""
+    return layer_spectra.gaussian_reference(n_tokens, dim, n_rep=3)
+
+
+def streamed_profile(cap: Capture) -> pd.DataFrame:
+    """One row per depth: ``gamma`` and the ``participation_ratio`` of the streamed covariance of all the
+    capture's tokens, the sink included (to set against ``layer_spectra.token_sample_spectrum_profile``)."""
+    return pd.DataFrame(
+        {
+            "gamma": cap.gamma,
+            "participation_ratio": [ranks.participation_ratio(lam) for lam in cap.all_eigvals()],
+        }
+    )
 
 
 def mid_depth_table(
