@@ -215,7 +215,7 @@ def test_layer_index_out_of_range(raises, small_capture):
         cap.abs_mean,
     ]
     for method in depth_methods:
-        for layer in (cap.n_layers + 1, -(cap.n_layers + 2), 1.5, "1", None):
+        for layer in (cap.n_layers + 1, -(cap.n_layers + 2)):  # 1.5, "1", None: not a depth (issue 53's row)
             with raises() as info:
                 method(layer)
             assert f"depths 0..{cap.n_layers}" in str(info.value)
@@ -3688,3 +3688,366 @@ def test_a_verdict_table_onto_a_full_disk_is_refused_before_the_work(raises, tmp
         _check_csv_path(tmp_path / "verdict.csv", force=False)
     monkeypatch.setattr(files.shutil, "disk_usage", lambda p: usage._replace(free=CSV_BYTES))
     _check_csv_path(tmp_path / "verdict.csv", force=False)
+
+
+# --- untrusted files and the Python API's wrong types, continued (issue 53) ------------------------------------
+
+
+@fault(
+    "Wrong results refused",
+    "`latentbook report` of a capture taken with `--attention --depths 0,2` (the attention of some layers only)",
+    outcome="every claim keeps its row; the cooling row alone says 'not testable here', naming the layers without "
+    "attention rows (was: that one claim's error removed the whole verdict table)",
+)
+def test_attention_of_some_layers_costs_the_cooling_row_not_the_table(tiny):
+    from latentbook.study.capture_report import capture_report
+
+    cap = lb.capture(tiny, lb.prompts.load("general", 12), attention=True, depths=[0, 2], progress=False)
+    report = capture_report(cap, n_boot=200)
+    assert report.rows is not None, report.verdict_note
+    rows = report.rows.set_index("claim")
+    assert "hold no attention rows" in rows.loc["attention_cooling", "reason"]
+    assert rows.loc["attention_cooling", "verdict"] == "not testable here"
+    assert rows.loc["stays_liquid", "verdict"] != "not testable here"  # the other claims are still judged
+    assert {"critical_depth", "bimodality", "landmark_coincidence"} <= set(rows.index)
+
+
+@fault(
+    "Bad input",
+    "`LATENTBOOK_RENDEZVOUS_TIMEOUT=inf` (or `1e400`, `1e20`) for a `--distributed` capture",
+    error=InvalidInputError,
+    says="must be a positive number of seconds, at most",
+)
+def test_a_rendezvous_timeout_too_long_for_a_timedelta_is_refused(raises, monkeypatch):
+    from latentbook.capturing import distributed
+
+    for text in ("inf", "1e400", "1e20", "-1", "nan", "soon"):
+        monkeypatch.setenv("LATENTBOOK_RENDEZVOUS_TIMEOUT", text)
+        with raises():  # was: OverflowError (cannot convert float infinity to integer)
+            distributed._rendezvous_timeout()
+    monkeypatch.setenv("LATENTBOOK_RENDEZVOUS_TIMEOUT", "3600")
+    assert distributed._rendezvous_timeout().total_seconds() == 3600
+
+
+@fault(
+    "Model cache",
+    "`LATENTBOOK_CAPTURE_CACHE` or `LATENTBOOK_CACHE` naming a file",
+    error=InvalidInputError,
+    says="is a file, not a folder: point it at a folder",
+)
+def test_a_cache_variable_naming_a_file_is_refused_naming_the_variable(raises, tmp_path, monkeypatch):
+    from latentbook._files import cache_dir
+    from latentbook.capturing.cache import capture_cache_dir
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    monkeypatch.setenv("LATENTBOOK_CAPTURE_CACHE", str(notes))
+    with raises():  # was: FileExistsError from mkdir
+        capture_cache_dir()
+    monkeypatch.setenv("LATENTBOOK_CACHE", str(notes))
+    with raises():  # was: a warning, and a temporary cache
+        cache_dir()
+    assert notes.read_text() == "mine\n"
+    monkeypatch.setenv("LATENTBOOK_CAPTURE_CACHE", str(tmp_path / "captures"))
+    assert capture_cache_dir() == tmp_path / "captures" and (tmp_path / "captures").is_dir()
+
+
+@fault(
+    "Model cache",
+    "A relative `LATENTBOOK_CACHE` or `LATENTBOOK_CAPTURE_CACHE` (the book's pages run in `book/`, the command line "
+    "anywhere)",
+    error=InvalidInputError,
+    says="is a relative path, so each working folder would get its own",
+)
+def test_a_relative_cache_variable_is_refused_not_one_cache_per_working_folder(raises, tmp_path, monkeypatch):
+    from latentbook._files import cache_dir
+    from latentbook.capturing.cache import capture_cache_dir
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LATENTBOOK_CACHE", "my-cache")
+    with raises():
+        cache_dir()
+    monkeypatch.setenv("LATENTBOOK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("LATENTBOOK_CAPTURE_CACHE", "captures")
+    with raises():
+        capture_cache_dir()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing created in the working folder
+
+
+@fault(
+    "Bad input",
+    "A prompt file that holds no prompt (empty, blank lines only, or `[]`)",
+    error=InvalidInputError,
+    says="holds no prompt",
+)
+def test_a_prompt_file_without_prompts_is_refused_naming_it(raises, tmp_path, capsys):
+    from latentbook.prompts.files import read_prompt_file
+
+    files = {"empty.txt": "", "blank.txt": "  \n\t\n\r\n", "none.json": "[]", "none.jsonl": "\n\n"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+        with raises():  # was: "The prompt list is empty", naming no file
+            read_prompt_file(tmp_path / name)
+    code = main(["capture", "random:llama-tiny", "--prompts", str(tmp_path / "blank.txt"), "--out", "x.st"])
+    assert (
+        code == 2
+        and f"{tmp_path / 'blank.txt'} holds no prompt (blank lines only)" in capsys.readouterr().err
+    )
+
+
+@fault(
+    "Bad input",
+    "`--prompts <(grep word prompts.txt)`: a pipe (shell process substitution, a FIFO, `/dev/stdin` piped)",
+    outcome="read once as the prompts it carries (was: refused as 'neither a shipped set nor a file')",
+)
+def test_a_pipe_given_as_the_prompt_file_is_read(tmp_path):
+    import threading
+
+    pipe = tmp_path / "prompts.fifo"
+    os.mkfifo(pipe)
+    writer = threading.Thread(target=lambda: pipe.write_text("first prompt\nsecond prompt\n"))
+    writer.start()
+    try:
+        assert read_prompts(str(pipe)) == ["first prompt", "second prompt"]
+    finally:
+        writer.join(timeout=30)
+
+
+@fault(
+    "Bad input",
+    "`--prompts` naming a folder, or a device such as `/dev/zero` (which never ends)",
+    error=InvalidInputError,
+    says="not a prompt file",
+)
+def test_a_folder_or_a_device_given_as_the_prompt_file_is_refused_before_reading(raises, tmp_path):
+    (tmp_path / "a.txt").write_text("a prompt\n")
+    with raises():  # was: "neither a shipped set nor a file", for a folder the user can see
+        read_prompts(str(tmp_path))
+    started = time.perf_counter()
+    with raises():
+        read_prompts("/dev/zero")
+    assert time.perf_counter() - started < 5  # refused by its kind, never read
+
+
+@fault(
+    "Bad input",
+    '`cap.mean(1.0)`, `cap.covariance(0.5)`, `cap.mean("1")`: a float or a string where a depth is expected',
+    error=InvalidInputError,
+    says=", not a depth: give an integer in",
+)
+def test_a_float_or_string_depth_is_refused_as_what_it_is(raises, small_capture):
+    cap = small_capture
+    reads = (cap.mean, cap.covariance, cap.second_moment, cap.eigvals, cap.omega_histogram, cap.omega_samples)
+    for read in (*reads, cap.token_vectors, cap.abs_max, cap.abs_mean, cap.index_of):
+        for layer in (1.0, 0.5, 1.5, "1", None):
+            with raises():  # was: "Layer 1.0 is out of range", of a depth in range
+                read(layer)
+    with pytest.raises(InvalidInputError, match=r"gamma = 0\.5 is depth 1\)"):
+        small_capture.mean(0.5)
+    assert np.allclose(small_capture.mean(1), small_capture.mean(np.int32(1)))
+
+
+@fault(
+    "Bad input",
+    '`cap.eigvals(l, centered="no")` or `cap.all_eigvals(centered="no")`: a string where a flag belongs',
+    error=InvalidInputError,
+    says="give True or False",
+)
+def test_a_string_for_centered_is_refused_not_read_as_true(raises, small_capture):
+    with raises():  # was: the covariance's eigenvalues, "no" being truthy
+        small_capture.eigvals(1, centered="no")
+    with raises():
+        small_capture.all_eigvals(centered="no")
+    assert not np.allclose(small_capture.eigvals(1, centered=False), small_capture.eigvals(1))
+
+
+@fault(
+    "Bad input",
+    '`cap.merge("other.safetensors")` or `cap.merge(None)`: a path or nothing where a capture belongs',
+    error=InvalidInputError,
+    says="merge takes a Capture",
+)
+def test_a_merge_of_something_that_is_not_a_capture_is_refused_naming_the_fix(
+    raises, small_capture, tmp_path
+):
+    for other in ("other.safetensors", tmp_path / "other.safetensors", None, 5):
+        with raises():  # was: AttributeError: 'str' object has no attribute 'model_name'
+            copy.deepcopy(small_capture).merge(other)
+    with pytest.raises(InvalidInputError, match=re.escape("cap.merge(lb.load_capture(path))")):
+        copy.deepcopy(small_capture).merge("other.safetensors")
+
+
+@fault(
+    "Wrong results refused",
+    '`a.merge(b, allow="precision")`: the one setting allowed to differ named as a string',
+    outcome="read as that one setting (was: refused as the letters ['c', 'e', 'i', 'n', ...])",
+)
+def test_a_merge_allowing_one_setting_by_name_reads_the_name(tiny):
+    first = lb.capture(tiny, SHORT_PROMPTS[:2], n_vectors=16, progress=False)
+    other = lb.capture(tiny, SHORT_PROMPTS[2:], n_vectors=16, precision="float64", progress=False)
+    with pytest.raises(InvalidInputError, match="other settings"):
+        copy.deepcopy(first).merge(other)  # refused without allow, as before
+    first.merge(other, allow="precision")
+    assert first.provenance["precision"] == ["float32", "float64"]
+    with pytest.raises(InvalidInputError, match=r"allow=\['speed'\] names no merge setting"):
+        copy.deepcopy(first).merge(other, allow="speed")
+
+
+@fault(
+    "Bad input",
+    '`lb.load_model(Path("my-model"))`: a `pathlib.Path` to a model folder',
+    outcome="the folder loads, as its string does; a `Path` climbing out with `..` is refused the same (was: 'A "
+    "model name must be a non-empty string, got PosixPath(...)')",
+)
+def test_a_model_folder_given_as_a_path_object_loads(tiny_folder, tmp_path, monkeypatch):
+    loaded = lb.load_model(tiny_folder)
+    assert loaded.name == lb.load_model(str(tiny_folder)).name and loaded.n_layers == 2
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UnsafePathError, match="contains '..'"):
+        lb.load_model(Path("..") / tiny_folder.name)
+
+
+@fault(
+    "Capture files",
+    'A capture whose provenance holds values of the wrong type (versions a string, n_prompts `"abc"`, '
+    'model_family a list, exclude_first `"yes"`), checksum recomputed',
+    error=CaptureFileError,
+    says="has provenance field",
+)
+def test_a_provenance_value_of_the_wrong_type_is_refused_on_load_naming_it(raises, saved_capture, tmp_path):
+    edits = {
+        "versions": "x",
+        "n_prompts": "abc",
+        "prompts_done": -3,
+        "model_family": [1, 2],
+        "exclude_first": "yes",
+        "date": 12345,
+        "prompt_sha256s": [1, 2],
+    }
+    for i, (key, value) in enumerate(edits.items()):
+        path = tmp_path / f"{i}.safetensors"
+        shutil.copy(saved_capture, path)
+
+        def edit(header, key=key, value=value):
+            header["provenance"][key] = value
+            return header
+
+        _rewrite(path, edit_header=edit)
+        with raises():  # was: loaded, then an AttributeError or ValueError in `latentbook report`
+            lb.load_capture(path)
+        with pytest.raises(CaptureFileError, match=f"provenance field {key}="):
+            lb.load_capture(path)
+    merged = lb.load_capture(saved_capture)
+    merged.provenance["versions"] = [merged.provenance["versions"], {"latentbook": "9.9.9"}]
+    merged.provenance["precision"] = ["float32", "float64"]  # what merges write: lists of values
+    lb.load_capture(merged.save(tmp_path / "merged.safetensors"))
+
+
+@fault(
+    "Wrong results refused",
+    "`lb.capture(..., exclude_first=np.False_, n_vectors=np.int64(16))`: numpy values in the settings, saved",
+    outcome="the file's provenance holds JSON `false` and `16` (was: the string 'False', which reads as true, and "
+    "refused merges with a `False` capture)",
+)
+def test_numpy_settings_are_saved_as_json_values_not_strings(tiny, tmp_path):
+    from latentbook.capturing.capture_file import capture_header
+
+    cap = lb.capture(tiny, SHORT_PROMPTS[:2], exclude_first=np.False_, n_vectors=np.int64(16), progress=False)
+    path = cap.save(tmp_path / "numpy.safetensors")
+    saved = capture_header(path)["provenance"]
+    assert saved["exclude_first"] is False and saved["n_vectors"] == 16
+    loaded = lb.load_capture(path)
+    loaded.merge(lb.capture(tiny, SHORT_PROMPTS[2:], n_vectors=16, progress=False))
+    assert loaded.provenance["exclude_first"] is False
+
+
+@fault(
+    "Outputs and locks",
+    "`cap.save(PATH)` where PATH holds a file that is not a capture (a user's notes, model weights)",
+    error=OutputExistsError,
+    says="holds a file that is not a latentbook capture, and saving would replace it",
+)
+def test_save_never_replaces_a_file_that_is_not_a_capture_without_force(raises, small_capture, tmp_path):
+    notes = tmp_path / "notes.safetensors"
+    notes.write_text("years of work\n")
+    with raises():  # was: replaced without a word (exit 0)
+        small_capture.save(notes)
+    assert notes.read_text() == "years of work\n" and [p.name for p in tmp_path.iterdir()] == [notes.name]
+    earlier = small_capture.save(tmp_path / "capture.safetensors")
+    small_capture.save(earlier)  # an earlier capture is replaced, as before
+    (tmp_path / "empty.safetensors").touch()
+    small_capture.save(tmp_path / "empty.safetensors")  # an empty file holds nothing to lose
+    small_capture.save(notes, force=True)  # asked for
+    assert lb.load_capture(notes).n_tokens == small_capture.n_tokens
+
+
+@fault(
+    "Outputs and locks",
+    "`cap.save(FOLDER)`: a folder where the capture's file belongs",
+    error=InvalidInputError,
+    says="is a folder: give the capture's file path",
+)
+def test_save_to_a_folder_is_refused_naming_a_file_path(raises, small_capture, tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    with raises():  # was: IsADirectoryError from the final rename, after the tensors were written
+        small_capture.save(folder)
+    assert list(folder.iterdir()) == [] and [p.name for p in tmp_path.iterdir()] == ["results"]
+
+
+def _ladder_args(*extra: str):
+    return _parser().parse_args(["train-ladder", "--rungs", "l1-d64", *extra])
+
+
+@fault(
+    "Bad input",
+    "`latentbook train-ladder --steps 0` (or `-5`)",
+    error=InvalidInputError,
+    says="--steps must be a positive number of training steps",
+)
+def test_train_ladder_refuses_steps_below_one_before_training(raises, tmp_path, monkeypatch, capsys):
+    import latentbook.cli as cli
+    from latentbook.ladder import jobs
+
+    monkeypatch.setattr(jobs, "train_ladder", lambda *a, **k: pytest.fail("a rung was trained first"))
+    monkeypatch.setenv("LATENTBOOK_LADDER_DIR", str(tmp_path))  # main sets it: restored after the test
+    for steps in ("0", "-5"):
+        with raises():  # was: each rung "failed: InvalidInputError('steps, batch_size ...')"
+            cli._check_ladder_options(_ladder_args("--steps", steps, "--out", str(tmp_path / "ladder")))
+        code = main(
+            ["train-ladder", "--rungs", "l1-d64", "--steps", steps, "--out", str(tmp_path / "ladder")]
+        )
+        assert code == 2 and "--steps must be a positive" in capsys.readouterr().err
+    assert not (tmp_path / "ladder").exists()
+
+
+@fault(
+    "Outputs and locks",
+    "`latentbook train-ladder --out X` where X, or a folder above it, is a file",
+    error=InvalidInputError,
+    says="cannot hold the rungs",
+)
+def test_train_ladder_refuses_an_out_under_a_file_before_training(raises, tmp_path):
+    import latentbook.cli as cli
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    for out in (notes, notes / "ladder"):
+        with raises():  # was: each rung "failed: FileExistsError(17, 'File exists')"
+            cli._check_ladder_options(_ladder_args("--out", str(out)))
+    assert notes.read_text() == "mine\n"
+    cli._check_ladder_options(_ladder_args("--out", str(tmp_path / "new" / "ladder")))  # created when missing
+
+
+@fault(
+    "Bad input",
+    "`latentbook train-ladder --seeds ''`",
+    error=InvalidInputError,
+    says="--seeds '' names no seed",
+)
+def test_train_ladder_refuses_empty_seeds(raises):
+    import latentbook.cli as cli
+
+    with raises():  # was: read as no --seeds, training the unseeded ladder under other names
+        cli._check_ladder_options(_ladder_args("--seeds", " "))
+    cli._check_ladder_options(_ladder_args("--seeds", "0,1"))

@@ -45,11 +45,33 @@ def repository_root(start: str | Path | None = None) -> Path | None:
     return None
 
 
+def env_folder(name: str) -> Path | None:
+    """The folder environment variable ``name`` names, or None when it is unset or empty; a relative path is
+    refused (it would make one folder per working folder: the book's pages run in ``book/``, the command line
+    wherever it is typed), and so is a path that is a file (``~`` is expanded)."""
+    value = os.environ.get(name)
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        raise InvalidInputError(
+            f"{name}={value!r} is a relative path, so each working folder would get its own: give an absolute "
+            f"one, e.g. {name}={Path(value).resolve()}."
+        )
+    if path.exists() and not path.is_dir():
+        raise InvalidInputError(
+            f"{name}={value!r} is a file, not a folder: point it at a folder (it is created when missing), or "
+            "unset it for the default."
+        )
+    return path
+
+
 def cache_dir() -> Path:
     """Root of latentbook's cache: ``$LATENTBOOK_CACHE``, else ``$XDG_CACHE_HOME/latentbook``, else
     ``~/.cache/latentbook``. As the XDG spec says, a relative ``XDG_CACHE_HOME`` is ignored (it would make one cache
-    per working folder), and so is an empty or relative ``HOME`` (the account's home is used)."""
-    root = os.environ.get("LATENTBOOK_CACHE")
+    per working folder), and so is an empty or relative ``HOME`` (the account's home is used); a relative
+    ``LATENTBOOK_CACHE``, set on purpose, is refused (``env_folder``)."""
+    root = env_folder("LATENTBOOK_CACHE")
     if not root:
         xdg = os.environ.get("XDG_CACHE_HOME", "")
         root = str(Path(xdg if os.path.isabs(xdg) else _home() / ".cache") / "latentbook")

@@ -54,8 +54,9 @@ def read_prompts(spec: str, limit: int | None = None) -> list[str]:
     ------
     InvalidInputError
         For a ``limit`` that is not a positive integer, a ``spec`` that is neither a shipped set nor a file, a
-        ``spec`` that is both (a file of a shipped set's name in the working folder: ambiguous), or a file that is
-        malformed in its format (``prompts.files.read_prompt_file`` says where).
+        ``spec`` that is both (a file of a shipped set's name in the working folder: ambiguous), a folder or a
+        device, or a file that holds no prompt or is malformed in its format (``prompts.files.read_prompt_file``
+        says where). A pipe (``--prompts <(grep word prompts.txt)``) is read as a file.
     """
     from . import prompts as prompt_sets
     from .prompts.files import read_prompt_file
@@ -69,11 +70,11 @@ def read_prompts(spec: str, limit: int | None = None) -> list[str]:
             )
         return prompt_sets.load(spec, limit)
     path = Path(spec)
-    if not path.is_file():
+    if not path.exists():
         raise InvalidInputError(
             f"--prompts {spec!r} is neither a shipped set {prompt_sets.names()} nor a file."
         )
-    return read_prompt_file(path)[:limit]
+    return read_prompt_file(path)[:limit]  # a folder or a device is refused there; a pipe is read once
 
 
 def _capture(args: argparse.Namespace) -> None:
@@ -144,7 +145,7 @@ def _capture(args: argparse.Namespace) -> None:
             depths=args.depths,
         )
         if dist.is_main_process():
-            result.save(args.out)
+            result.save(args.out, force=args.force)  # --force: whatever --out held (checked above without it)
         dist.barrier()  # the merged result is on disk before any rank drops its checkpoint
         own_partial.unlink(missing_ok=True)
         dist.barrier()  # every checkpoint is gone before the lock is released
@@ -455,7 +456,8 @@ def _train_ladder(args: argparse.Namespace) -> None:
     Raises
     ------
     InvalidInputError
-        For ``--rungs`` that names no rung, or ``--seeds`` that are not comma-separated integers.
+        For ``--rungs`` that names no rung, ``--seeds`` that are not comma-separated integers (or none), a
+        ``--steps`` below 1, or an ``--out`` that is (or lies under) a file; all before any rung is trained.
     """
     import dataclasses
     import os
@@ -468,6 +470,7 @@ def _train_ladder(args: argparse.Namespace) -> None:
             f"--rungs {args.rungs!r} names no rung: leave it out for all of "
             f"{[r.name for r in train.LADDER]}, or name some, e.g. --rungs l4-d64."
         )
+    _check_ladder_options(args)
     if args.out is not None:
         os.environ["LATENTBOOK_LADDER_DIR"] = str(args.out)
     names = (
@@ -502,6 +505,27 @@ def _train_ladder(args: argparse.Namespace) -> None:
     if args.measure or args.measure_only:
         # by name, so every table of the measurements lists an architecture's seeds together
         print(f"measurements -> {report.measure_ladder(rungs=sorted(folders))}")
+
+
+def _check_ladder_options(args: argparse.Namespace) -> None:
+    """Refuse, before any rung is trained, what each training job would only fail on (a ``--steps`` below 1, an
+    ``--out`` under a file) or read as something else (``--seeds ''`` as no seeds at all)."""
+    if args.steps is not None and args.steps < 1:
+        raise InvalidInputError(
+            f"--steps must be a positive number of training steps, got {args.steps}: leave it out for the "
+            "ladder's own."
+        )
+    if args.seeds is not None and not args.seeds.strip():
+        raise InvalidInputError(
+            "--seeds '' names no seed: leave it out for the unseeded ladder, or name some, e.g. --seeds 0,1,2."
+        )
+    if args.out is not None:
+        existing = next((p for p in (args.out, *args.out.parents) if p.exists()), None)
+        if existing is not None and not existing.is_dir():
+            raise InvalidInputError(
+                f"--out {args.out} cannot hold the rungs: {existing} is a file, not a folder. Choose another --out "
+                "(a folder; it is created when missing)."
+            )
 
 
 def main(argv: list[str] | None = None) -> int:

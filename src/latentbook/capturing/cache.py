@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
 from .._code_hash import code_text
-from .._files import cache_dir, computing, inside
+from .._files import cache_dir, computing, env_folder, inside
 from ..models.zoo import load_model
 from .capture import capture, prompt_set_hash
 from .results import Capture, load_capture
@@ -44,7 +43,9 @@ def package_source_hash(parts: tuple[str, ...] | None = None) -> str:
 
 
 def capture_cache_dir() -> Path:
-    folder = Path(os.environ.get("LATENTBOOK_CAPTURE_CACHE") or cache_dir() / "captures")
+    """``$LATENTBOOK_CAPTURE_CACHE`` (an absolute folder: ``_files.env_folder`` refuses a relative path or a file),
+    else ``cache_dir() / "captures"``; created when missing."""
+    folder = env_folder("LATENTBOOK_CAPTURE_CACHE") or cache_dir() / "captures"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 

@@ -76,9 +76,65 @@ _HEADER_TYPES = {
 }
 
 
+# The provenance entries the report, the verdict and merges read, by the type each holds: a forged or damaged entry
+# (versions a string, n_prompts "abc", model_family a list) is refused on load, not met as a crash in the report.
+# None is accepted (a setting not recorded), and so is a list of accepted values (a merge keeps both values of an
+# allowed setting, and every version and date).
+_PROVENANCE_TYPES: dict[str, type | tuple[type, ...]] = {
+    "model": str,
+    "model_sha256": str,
+    "model_family": str,
+    "prompt_set_sha256": str,
+    "prompt_sha256s": str,
+    "merged_prompt_sets": str,
+    "n_prompts": int,
+    "prompts_done": int,
+    "n_parameters": int,
+    "max_length": int,
+    "batch_size": int,
+    "n_vectors": int,
+    "n_omega_samples": int,
+    "stopped_after_depth": int,
+    "exclude_first": bool,
+    "attention": bool,
+    "precision": str,
+    "device": str,
+    "dtype": str,
+    "date": str,
+    "versions": dict,
+}
+
+
+def _holds(value: Any, kind: type | tuple[type, ...]) -> bool:
+    """Whether ``value`` is None, a ``kind`` (a non-negative int, never a bool, for ``int``; a dict of strings for
+    ``dict``) or a list of such values."""
+    if value is None:
+        return True
+    if isinstance(value, list):
+        return all(_holds(v, kind) for v in value)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    if kind is dict:
+        return isinstance(value, dict) and all(isinstance(v, (str, type(None))) for v in value.values())
+    return isinstance(value, kind)
+
+
+def check_provenance(path: Path, provenance: dict) -> None:
+    """Each entry of ``_PROVENANCE_TYPES`` the provenance holds has its type, or the file is refused naming it."""
+    for name, kind in _PROVENANCE_TYPES.items():
+        if name in provenance and not _holds(provenance[name], kind):
+            expected = {int: "a non-negative integer", dict: "a dict of strings"}.get(
+                kind, f"a {kind.__name__}"
+            )
+            raise CaptureFileError(
+                f"{path} has provenance field {name}={provenance[name]!r:.80}, expected {expected} (or a list of "
+                "them, as a merge keeps): the file was edited or damaged. Capture again."
+            )
+
+
 def check_header(path: Path, header: dict) -> None:
-    """Every header field the reader uses has its type, the sizes are positive and the depths (schema 3)
-    ascend within ``0..n_layers``."""
+    """Every header field the reader uses has its type (the provenance's too, ``check_provenance``), the sizes are
+    positive and the depths (schema 3) ascend within ``0..n_layers``."""
     for name, kind in _HEADER_TYPES.items():
         value = header.get(name)
         wrong_kind = not isinstance(value, kind) or (kind is int and isinstance(value, bool))
@@ -87,6 +143,7 @@ def check_header(path: Path, header: dict) -> None:
                 f"{path} has header field {name}={value!r}, expected a {'positive ' if kind is int else ''}"
                 f"{kind.__name__}: the file is inconsistent. Capture again."
             )
+    check_provenance(path, header["provenance"])
     if header["schema"] >= 3:
         depths = header.get("depths")
         valid = (

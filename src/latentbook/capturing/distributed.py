@@ -23,6 +23,7 @@ from ..errors import CheckpointMismatchError, InvalidInputError, RendezvousError
 
 LAUNCH = "`torchrun --standalone --nproc_per_node=N -m latentbook capture ... --distributed`"
 RENDEZVOUS_TIMEOUT_S = 300  # how long a rank waits for the others to join; LATENTBOOK_RENDEZVOUS_TIMEOUT
+MAX_RENDEZVOUS_TIMEOUT_S = 365 * 24 * 3600  # the longest wait LATENTBOOK_RENDEZVOUS_TIMEOUT may ask
 COLLECTIVE_TIMEOUT = _dt.timedelta(minutes=30)  # how long a finished rank waits for the slowest one
 _collectives = None  # the group the merge runs in (its own timeout, not the rendezvous one)
 
@@ -65,9 +66,11 @@ def _rendezvous_timeout() -> _dt.timedelta:
         seconds = float(text)
     except ValueError:
         seconds = -1.0
-    if not seconds > 0:
+    # inf or 1e20 would overflow the timedelta (an OverflowError, not this message)
+    if not 0 < seconds <= MAX_RENDEZVOUS_TIMEOUT_S:
         raise InvalidInputError(
-            f"LATENTBOOK_RENDEZVOUS_TIMEOUT must be a positive number of seconds, got {text!r}."
+            f"LATENTBOOK_RENDEZVOUS_TIMEOUT must be a positive number of seconds, at most "
+            f"{MAX_RENDEZVOUS_TIMEOUT_S} (a year), got {text!r}."
         )
     return _dt.timedelta(seconds=seconds)
 

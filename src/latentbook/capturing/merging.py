@@ -66,7 +66,8 @@ def check_mergeable(mine: Mergeable, other: Mergeable, allow: Iterable[str] = ()
             f"{mine.depths.tolist()}: a depth held by one only would count some tokens, not all. Capture "
             "both with the same depths=... (or all depths)."
         )
-    allow = set(allow)
+    # allow="precision" is one name, not its letters
+    allow = {allow} if isinstance(allow, str) else set(allow)
     unknown = allow - {*MERGE_SETTINGS, "prompt_set_sha256"}
     if unknown:
         raise InvalidInputError(

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from .._files import atomic_write
-from ..errors import CaptureFileError, InvalidInputError
+from ..errors import CaptureFileError, InvalidInputError, OutputExistsError
 from .accumulators import LayerStats, TokenReservoir
 from .capture_file import (
     FORMAT,
@@ -31,6 +31,7 @@ from .capture_file import (
     scrub,
 )
 from .merging import check_mergeable, merge_provenance
+from .settings import check_flags
 
 
 @dataclass
@@ -117,7 +118,17 @@ class Capture:
             raise InvalidInputError(
                 f"Layer {layer!r} is a boolean, not a depth: give an integer in 0..{self.n_layers} (or a negative one)."
             )
-        if not isinstance(layer, (int, np.integer)) or not -total <= layer < total:
+        # 1.0, "1", 1.5: said as what they are, not "out of range"
+        if not isinstance(layer, (int, np.integer)):
+            gamma = isinstance(layer, (float, np.floating)) and 0 <= layer <= 1
+            hint = (
+                f" (gamma = {float(layer):g} is depth {round(float(layer) * self.n_layers)})" if gamma else ""
+            )
+            raise InvalidInputError(
+                f"Layer {layer!r} is a {type(layer).__name__}, not a depth: give an integer in 0..{self.n_layers} "
+                f"(or a negative one){hint}."
+            )
+        if not -total <= layer < total:
             raise InvalidInputError(
                 f"Layer {layer!r} is out of range: this capture of {self.model_name} has depths 0..{self.n_layers} "
                 f"(gamma = l/{self.n_layers}); negative indices count from the end."
@@ -261,6 +272,7 @@ class Capture:
         numpy.ndarray
             ``d`` eigenvalues, largest first (chapter 4 reads their bulk against Marchenko-Pastur).
         """
+        check_flags(centered=centered)  # centered="no" is truthy: it would silently centre
         matrix = self.covariance(layer) if centered else self.second_moment(layer)
         return np.linalg.eigvalsh(matrix)[::-1].copy()
 
@@ -277,6 +289,7 @@ class Capture:
         numpy.ndarray
             Eigenvalues, shape ``(n_depths, d)``, largest first in each row (one row per depth held).
         """
+        check_flags(centered=centered)
         stack = torch.stack(
             [(s.moments.covariance() if centered else s.moments.second_moment()).cpu() for s in self.layers]
         )
@@ -396,9 +409,10 @@ class Capture:
         ----------
         other : Capture
             A capture of the same model, depths and settings on other prompts.
-        allow : iterable of str
-            Settings of ``MERGE_SETTINGS`` (or ``"prompt_set_sha256"``) that may differ; empty by default. Each one
-            that differs is kept in the provenance as the list of both values.
+        allow : iterable of str, or str
+            Settings of ``MERGE_SETTINGS`` (or ``"prompt_set_sha256"``) that may differ; empty by default; one name
+            alone may be given as a string. Each one that differs is kept in the provenance as the list of both
+            values.
 
         Returns
         -------
@@ -408,8 +422,14 @@ class Capture:
         Raises
         ------
         InvalidInputError
-            For any of the refusals above, or an ``allow`` that names no merge setting.
+            For any of the refusals above, an ``other`` that is not a ``Capture`` (a path: load it first), or an
+            ``allow`` that names no merge setting.
         """
+        if not isinstance(other, Capture):  # a path or None: say how to get a capture, not an AttributeError
+            raise InvalidInputError(
+                f"merge takes a Capture, got {type(other).__name__} {other!r:.80}: load a saved one first, "
+                "cap.merge(lb.load_capture(path))."
+            )
         allow = check_mergeable(self, other, allow)
         for mine, theirs in zip(self.layers, other.layers):
             mine.merge(theirs)
@@ -441,27 +461,40 @@ class Capture:
             state.update({f"attention.{k}": v for k, v in self.attention.state_dict().items()})
         return {k: v.detach().cpu().contiguous() for k, v in state.items()}
 
-    def save(self, path: str | Path) -> Path:
+    def save(self, path: str | Path, *, force: bool = False) -> Path:
         """Write atomically: safetensors with the provenance, schema version and tensor checksum in its header.
 
         Parameters
         ----------
         path : str or Path
             The ``.safetensors`` file to write; a temporary file beside it is renamed onto it when complete, so
-            a crash never leaves half a capture.
+            a crash never leaves half a capture. An earlier capture there is replaced; any other file (a user's
+            notes, model weights) only with ``force``.
+        force : bool
+            Replace ``path`` even when it holds a file that is not a capture.
 
         Returns
         -------
         Path
             The file written; ``lb.load_capture`` reads it back.
+
+        Raises
+        ------
+        InvalidInputError
+            For a ``path`` that is a folder.
+        OutputExistsError
+            For a ``path`` holding a file that is not a capture, without ``force``.
         """
         from safetensors.torch import save_file
 
         from .settings import check_path
 
         check_path(path, "path")
+        check_flags(force=force)
+        _check_save_path(Path(path), force)
         state = self.state_dict()
-        provenance = scrub(json.loads(json.dumps(self.provenance, default=str)))
+        # numpy scalars as JSON values (np.False_ as false: str() would write the string "False", which is truthy)
+        provenance = scrub(json.loads(json.dumps(self.provenance, default=_json_value)))
         provenance.pop("depths", None)  # mirrors the header's depths (checked on load) when some were chosen
         if not self.complete:
             provenance["depths"] = self.depths.tolist()
@@ -479,6 +512,34 @@ class Capture:
         header["sha256"] = digest(state, header)
         metadata = {"latentbook": json.dumps(header, sort_keys=True)}
         return atomic_write(path, lambda tmp: save_file(state, str(tmp), metadata=metadata))
+
+
+def _json_value(value: Any) -> Any:
+    """A provenance value JSON cannot write as is: a numpy scalar or array as its Python value, anything else as
+    its string."""
+    if isinstance(value, (np.generic, np.ndarray)):
+        return value.tolist()
+    return str(value)
+
+
+def _check_save_path(path: Path, force: bool) -> None:
+    """Refuse a folder, and a file that is not a capture (an empty one excepted) unless ``force``: ``save`` never
+    replaces a user's file by mistake."""
+    if path.is_dir():
+        raise InvalidInputError(
+            f"{path} is a folder: give the capture's file path, such as {path / 'capture.safetensors'}."
+        )
+    if force or not path.is_file() or path.stat().st_size == 0:
+        return
+    try:
+        header = capture_header(path)
+    except Exception:  # noqa: BLE001 -- anything safetensors cannot read is not a capture
+        header = None
+    if not header or header.get("format") != FORMAT:
+        raise OutputExistsError(
+            f"{path} holds a file that is not a latentbook capture, and saving would replace it. Choose another "
+            "path (or pass force=True to replace it)."
+        )
 
 
 def _sub(state: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:

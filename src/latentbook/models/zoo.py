@@ -238,9 +238,10 @@ def load_model(
 
     Parameters
     ----------
-    name : str
+    name : str or os.PathLike
         A zoo name (``lb.models()``), ``random:NAME`` for its random-weight twin, ``ladder:RUNG`` for a model of
-        the trained ladder, a local Hugging Face folder, or a hub id already in the local cache.
+        the trained ladder, a local Hugging Face folder (a ``pathlib.Path`` too), or a hub id already in the local
+        cache.
     device : str or torch.device
         ``"auto"`` (the first GPU if there is one, else the CPU), ``"cpu"``, ``"cuda:1"``, ...
     dtype : str or torch.dtype
@@ -263,6 +264,8 @@ def load_model(
     ModelUnavailableError
         For a known model whose files are not on this machine (the message says how to get them).
     """
+    if isinstance(name, os.PathLike):  # lb.load_model(Path("my-model")): a folder, as its string would be
+        name = os.fspath(name)
     if not isinstance(name, str) or not name.strip():
         raise UnknownModelError(f"A model name must be a non-empty string, got {name!r}. See lb.models().")
     if device_map is not None and not isinstance(device_map, dict) and device_map not in DEVICE_MAPS:

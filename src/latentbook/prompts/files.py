@@ -100,11 +100,42 @@ def _text_of(item, where: str) -> str:
     return text
 
 
+def check_readable(path: Path) -> None:
+    """``path`` is something prompts can be read from: a regular file, or a pipe (``--prompts <(grep ...)``, a
+    FIFO), never a folder or a device (``/dev/zero`` never ends)."""
+    import stat
+
+    if path.is_dir():
+        raise InvalidInputError(
+            f"{path} is a folder, not a prompt file: give one file in it (one prompt per line, JSON lines or a JSON "
+            "array), or join them first (cat folder/*.txt > prompts.txt)."
+        )
+    mode = path.stat().st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+        raise InvalidInputError(
+            f"{path} is a device or socket, not a prompt file: give a file of prompts, or a pipe such as "
+            "<(grep word prompts.txt)."
+        )
+
+
 def read_prompt_file(path: str | Path) -> list[str]:
-    """The prompts of ``path`` in the file's format (``file_format``), in order."""
+    """The prompts of ``path`` (a file, or a pipe read once) in the file's format (``file_format``), in order; a
+    file that holds none (empty, blank lines only, ``[]``) is refused, naming it."""
     path = Path(path)
+    check_readable(path)
     text = utf8_text(path)
     kind = file_format(path, text)
+    prompts = _prompts_of(path, text, kind)
+    if not prompts:
+        what = "an empty file" if not text else "blank lines only" if not text.strip() else "an empty array"
+        raise InvalidInputError(
+            f'{path} holds no prompt ({what}): write one prompt per line, JSON lines ({{"text": ...}} per line) '
+            "or a JSON array of strings."
+        )
+    return prompts
+
+
+def _prompts_of(path: Path, text: str, kind: str) -> list[str]:
     if kind == "json":
         try:
             items = json.loads(text)

@@ -20,7 +20,7 @@ Introduced in: the appendix "Reproduce on a GPU" (the command line).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -235,7 +235,8 @@ def verdict_rows(
     "results file", as ``latentbook verdict`` judges a capture file (against ``twin`` when given), and the
     landmark row (``landmarks``: ``study.run_landmarks.depth_landmarks`` of ``cap``, measured here when not given).
     A capture too shallow for the spectral claims is measured for the others, and those rows say why they cannot
-    be tested ("not testable here", reason naming the capture's limit).
+    be tested ("not testable here", reason naming the capture's limit); so does the cooling row of attention
+    statistics it cannot read (a capture with ``depths=...`` holds its depths' layers only).
 
     Parameters
     ----------
@@ -255,6 +256,11 @@ def verdict_rows(
     list of Row
         One row per claim (``analysis.verdict.Row``), the landmark row last.
     """
+    cooling_problem = _cooling_problem(cap)
+    if cooling_problem:  # attention that cannot be judged costs the cooling row, not the table
+        cap = replace(cap, attention=None)
+    if twin is not None and _cooling_problem(twin):
+        twin = replace(twin, attention=None)
     measured, missing = _measure(cap, label, seed)
     twin_measured = _measure(twin, f"random twin of {label}", seed)[0] if twin is not None else None
     twin_rows = claim_rows(twin_measured, run="null: random weights") if twin_measured is not None else None
@@ -269,6 +275,11 @@ def verdict_rows(
     if missing:
         gap = [_untestable(claim, measured, missing) for claim in SPECTRAL_CLAIMS]
         rows = rows[:-1] + gap + rows[-1:]  # claim_rows' order: ... bimodality, spectra, cooling
+    if cooling_problem:
+        rows = [
+            _untestable(row.claim, measured, cooling_problem) if row.claim == "attention_cooling" else row
+            for row in rows
+        ]
     try:
         found = landmarks if landmarks is not None else depth_landmarks(cap, label, seed=seed)
         rows.append(landmark_row(measured, found, run="results file"))
@@ -277,6 +288,20 @@ def verdict_rows(
         rows.append(_untestable("landmark_coincidence", measured, str(exc)))
         rows.append(_untestable("massive_step", measured, str(exc)))
     return rows
+
+
+def _cooling_problem(cap: Capture) -> str:
+    """Why the cooling claim cannot be judged on ``cap``'s attention statistics (a capture with ``depths=...``
+    records its depths' layers only), or "" when it can or ``cap`` holds none."""
+    from ..analysis.cooling import attention_sums
+
+    if cap.attention is None:
+        return ""
+    try:
+        attention_sums(cap)
+    except InvalidInputError as exc:
+        return str(exc)
+    return ""
 
 
 def _measure(cap: Capture, label: str, seed: int) -> tuple[Measurements, str]:
