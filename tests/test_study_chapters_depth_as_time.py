@@ -154,3 +154,7 @@ def test_final_norm_table_and_glue():
         for column in tables.FINAL_NORM_COLUMNS:
             assert values[f"{key}_{column}"] == effects.loc[name, column]
     assert values["smollm2_rms_after"] > 2.0 > 1.0 > values["gemma3_rms_after"]
+    twins = effects.rename(index={"smollm2-135m": "random:smollm2-135m"})
+    twin_values = tables.final_norm_glue(twins, ["random:smollm2-135m"])  # a glue name has no ':'
+    assert sorted(twin_values) == sorted(f"random_smollm2_{c}" for c in tables.FINAL_NORM_COLUMNS)
+    assert twin_values["random_smollm2_omega_after"] == values["smollm2_omega_after"]

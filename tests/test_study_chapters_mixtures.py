@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from latentbook.analysis import tco, verdict
+from latentbook.analysis.classes import Separability
 from latentbook.analysis.tco import Rate, TCOScores
 from latentbook.study.chapters import glue_keys
 from latentbook.study.chapters import mixtures_tables as tables
@@ -69,6 +70,26 @@ def test_spike_glue_reads_the_strong_and_weak_rows():
         "weak_theta_max": 1.25,
         "bbp": 0.5,
     }
+
+
+def test_query_glue_reads_each_models_best_depth_and_counts_those_above_the_bag():
+    accuracy = {
+        "smollm2-135m": [0.2, 0.6, 0.4],  # best at the middle depth, two depths above the band
+        "random:smollm2-135m": [0.5, 0.3, 0.3],  # the bag's own accuracy is not above it
+        "gemma3-270m": [0.3, 0.35],  # two depths: its own gamma grid
+        "random:gemma3-270m": [0.1, 0.7],
+    }
+    separation = {k: Separability(np.ones(len(v)), np.array(v), 0.25) for k, v in accuracy.items()}
+    gammas = {k: np.linspace(0, 1, len(v)) for k, v in accuracy.items()}
+    glued = tables.query_glue(separation, gammas, 0.34, 0.5, ["smollm2-135m", "gemma3-270m"])
+    assert glued["query_best_smollm2"] == 0.6 and glued["query_best_gamma_smollm2"] == 0.5
+    assert glued["query_above_smollm2"] == 2 and glued["query_depths_smollm2"] == 3
+    assert glued["query_best_random_smollm2"] == 0.5 and glued["query_best_gamma_random_smollm2"] == 0
+    assert glued["query_above_gemma3"] == 1 and glued["query_depths_gemma3"] == 2
+    assert glued["query_best_gamma_random_gemma3"] == 1.0
+    assert glued["n_trained_above_bag"] == 1  # smollm2 (0.6), not gemma3 (0.35)
+    assert glued["n_twins_above_bag"] == 1  # gemma3's twin (0.7), not smollm2's (0.5, a tie)
+    assert len(glued) == 4 * 4 + 2
 
 
 def test_tco_table_has_one_row_per_model_with_its_own_numbers():

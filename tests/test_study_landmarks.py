@@ -128,6 +128,50 @@ def test_landmark_glue_counts_the_trained_runs_only(planted):
     assert "massive onset" not in glued["near_list"]
 
 
+def test_profile_ends_glue_reads_each_runs_update_norm_and_two_nn_ends():
+    def run(updates, two_nn):
+        return SimpleNamespace(
+            updates=SimpleNamespace(mean=np.array(updates)),
+            id_two_nn=SimpleNamespace(dimension=np.array(two_nn)),
+        )
+
+    results = {"smollm2-135m": run([0.9, 0.1, 0.3], [4, 9, 6]), "random:smollm2-135m": run([2, 4, 1], [7, 5])}
+    glued = tables.profile_ends_glue(results)
+    assert glued == {
+        "smollm2_update_first": 0.9,
+        "smollm2_update_last": 0.3,
+        "smollm2_update_min": 0.1,
+        "smollm2_update_max": 0.9,
+        "smollm2_two_nn_first": 4.0,
+        "smollm2_two_nn_last": 6.0,
+        "random_smollm2_update_first": 2.0,
+        "random_smollm2_update_last": 1.0,
+        "random_smollm2_update_min": 1.0,
+        "random_smollm2_update_max": 4.0,
+        "random_smollm2_two_nn_first": 7.0,
+        "random_smollm2_two_nn_last": 5.0,
+    }
+
+
+def test_the_landmark_figure_has_three_panels_per_model_with_its_runs(planted):
+    from latentbook.figure_standard import check as figure_check
+    from latentbook.view.landmark_plots import plot_landmarks
+
+    _, result = planted
+    labels = ("smollm2-135m", "random:smollm2-135m", "gemma3-270m")
+    results = {label: dataclasses.replace(result, label=label) for label in labels}
+    fig = plot_landmarks(results, ["smollm2-135m", "gemma3-270m"])
+    axes = fig.axes
+    assert len(axes) == 6
+    assert [ax.get_title(loc="left") for ax in axes[::3]] == ["smollm2-135m", "gemma3-270m"]
+    for ax, runs in ((axes[0], labels[:2]), (axes[1], labels[:2]), (axes[4], labels[2:])):
+        drawn = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+        assert [line.get_label() for line in drawn] == list(runs)
+    gride = [line for line in axes[3].get_lines() if line.get_label() == "gemma3-270m"][0]
+    np.testing.assert_allclose(gride.get_ydata(), result.id_gride.dimension)
+    assert figure_check.problems(fig) == []
+
+
 def _jump(gamma_c=0.42, ci=(0.40, 0.45), has=True, amplitude_ci=(0.15, 0.25)):
     return SimpleNamespace(
         has_transition=has, gamma_c=gamma_c, ci=ci, amplitude=0.2, amplitude_ci=amplitude_ci, reason="flat"

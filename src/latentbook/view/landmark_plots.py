@@ -1,4 +1,4 @@
-"""The landmark figure of chapter 9: for one model, its runs' intrinsic dimension, relative update norm and
+"""The landmark figures of chapter 9: for each model, its runs' intrinsic dimension, relative update norm and
 logit-lens KL against depth, with the massive-activation onset, any Omega jump and the paper's window
 ``0.42 +- 0.1`` marked on the shared gamma axis. Numbers in, labelled axes out (as ``view.plots``).
 Introduced in: chapter 9.
@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 
 from ..analysis.paper import PAPER_GAMMA_C
@@ -64,3 +65,13 @@ def plot_landmark_row(results: Mapping[str, DepthLandmarks], axes: Sequence[Axes
         ax.set(xlabel=GAMMA_LABEL, ylabel=ylabel, xlim=(-0.02, 1.02))
     axes[0].set_title(title, loc="left")
     legend(axes[0])
+
+
+def plot_landmarks(results: Mapping[str, DepthLandmarks], models: Sequence[str]) -> plt.Figure:
+    """One ``plot_landmark_row`` per model of ``models`` (three stacked panels each, titled by the model), of the
+    runs of ``results`` whose label names it (trained, random twin, shuffled); a shared gamma axis."""
+    fig, axes = plt.subplots(3 * len(models), 1, figsize=(7.2, 8.4 * len(models)), sharex=True)
+    for row, model in zip(axes.reshape(len(models), 3), models):
+        plot_landmark_row({label: r for label, r in results.items() if model in label}, row, model)
+    fig.tight_layout()
+    return fig

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ...analysis import stream
+from . import label_key
 
 if TYPE_CHECKING:
     from ...capturing import Capture
@@ -143,10 +144,10 @@ def final_norm_table(captures: Mapping[str, Capture], names: Sequence[str]) -> p
 
 
 def final_norm_glue(effects: pd.DataFrame, names: Sequence[str] = (SMOLLM2, GEMMA3)) -> dict[str, float]:
-    """``<model>_<column>`` (the model's name up to its first ``-``) of ``final_norm_table`` for ``names``, before
-    and after the final norm."""
+    """``<run>_<column>`` (``chapters.label_key``: ``smollm2``, ``random_smollm2``) of ``final_norm_table`` for
+    ``names``, before and after the final norm."""
     return {
-        f"{name.split('-')[0]}_{column}": float(effects.loc[name, column])
+        f"{label_key(name)}_{column}": float(effects.loc[name, column])
         for name in names
         for column in FINAL_NORM_COLUMNS
     }

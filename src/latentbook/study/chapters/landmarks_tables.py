@@ -104,6 +104,19 @@ def landmark_glue(table: pd.DataFrame, trained: Sequence[str]) -> dict[str, obje
     return glued
 
 
+def profile_ends_glue(results: Mapping[str, DepthLandmarks]) -> dict[str, float]:
+    """Per run (``chapters.label_key``), what the prose reads off its profiles: the relative update norm at the first
+    and last depth and its smallest and largest value (``{run}_update_first``, ``_last``, ``_min``, ``_max``), and
+    TwoNN's intrinsic dimension at the first and last depth read (``{run}_two_nn_first``, ``_last``)."""
+    glued: dict[str, float] = {}
+    for label, result in results.items():
+        key, updates, two_nn = label_key(label), result.updates.mean, result.id_two_nn.dimension
+        glued[f"{key}_update_first"], glued[f"{key}_update_last"] = float(updates[0]), float(updates[-1])
+        glued[f"{key}_update_min"], glued[f"{key}_update_max"] = float(updates.min()), float(updates.max())
+        glued[f"{key}_two_nn_first"], glued[f"{key}_two_nn_last"] = float(two_nn[0]), float(two_nn[-1])
+    return glued
+
+
 def landmark_words(row: Mapping[str, object]) -> str:
     """A landmark row in words: ``"0.40, inside the paper's window"``, ``"0.72 [0.72, 0.95]"``, or why none."""
     if not row["found"]:

@@ -16,6 +16,7 @@ from ...analysis import classes, synthetic, tco, verdict
 from . import label_key
 
 if TYPE_CHECKING:
+    from ...analysis.classes import Separability
     from ...analysis.tco import TCOScores
 
 
@@ -58,6 +59,30 @@ def spike_glue(
         "weak_theta_max": float(weak_rows["theta"].max()),
         "bbp": float(np.sqrt(d / n)),
     }
+
+
+def query_glue(
+    separation: Mapping[str, Separability],
+    gammas: Mapping[str, np.ndarray],
+    band_high: float,
+    bag: float,
+    names: Sequence[str],
+) -> dict[str, object]:
+    """Per model of ``separation`` (nearest-centroid accuracy at the query, one value per depth ``gammas[label]``):
+    its best accuracy ``query_best_{label}`` and that depth's gamma, how many depths lie above ``band_high`` (the
+    chance band's top) and how many depths it has; and how many of the trained ``names``
+    (``n_trained_above_bag``) and of their random twins (``n_twins_above_bag``) beat ``bag`` at any depth."""
+    glued: dict[str, object] = {}
+    for label, sep in separation.items():
+        key, best = label_key(label), int(np.argmax(sep.accuracy))
+        glued[f"query_best_{key}"] = float(sep.accuracy[best])
+        glued[f"query_best_gamma_{key}"] = float(gammas[label][best])
+        glued[f"query_above_{key}"] = int((sep.accuracy > band_high).sum())
+        glued[f"query_depths_{key}"] = len(sep.accuracy)
+    beats_bag = {label: bool(sep.accuracy.max() > bag) for label, sep in separation.items()}
+    glued["n_trained_above_bag"] = sum(beats_bag[name] for name in names)
+    glued["n_twins_above_bag"] = sum(beats_bag[f"random:{name}"] for name in names)
+    return glued
 
 
 def tco_table(scores: Mapping[str, TCOScores]) -> pd.DataFrame:
