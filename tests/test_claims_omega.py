@@ -145,3 +145,13 @@ def test_what_remains_is_an_early_hump_that_fades(g):
 
 def test_these_models_are_below_the_papers_range(g):
     assert g["ch3_largest_m"] < 1500, "the paper's transition is claimed for 1.5B–30B models"
+
+
+def test_the_decoders_lie_above_their_twins_in_a_learned_basis_without_a_jump_near_0_42(g):
+    for stem in ("smollm2", "gemma3"):
+        assert g[f"ch3_{stem}_lb_n_above"] == g[f"ch3_{stem}_lb_n"], "above its twin at every depth read"
+        assert abs(g[f"ch3_{stem}_lb_gmax"] - 0.42) > 0.05, "does not jump near gamma = 0.42"
+    assert g["ch3_minilm_lb_n_below"] == g["ch3_minilm_lb_n"], "MiniLM lies below its twin"
+    assert g["ch3_minilm_lb_twin_max"] > g["ch3_lb_gauss"] + 0.02, (
+        "its random twin's sources are the less Gaussian"
+    )
