@@ -174,3 +174,135 @@ def test_first_screen_reads_where_raw_m_first_turns_solid_away_from_the_edges():
     flat = np.full(19, 0.3)
     none = first_screen(table, _gemma(flat), _landmarks([], flat), E2E)
     assert np.isnan(none["gemma_cross_gamma"]) and none["gemma_onset_words"] == "no onset found"
+
+
+def test_binding_tco_scores_each_run_on_its_binding_states_and_leaves_shuffled_words_out(monkeypatch):
+    from latentbook.analysis import tco
+    from latentbook.study.chapters.verdict_tables import binding_tco
+
+    monkeypatch.setattr(tco, "score_token_states", lambda states, written: (states, len(written)))
+    runs = [
+        types.SimpleNamespace(label=label, kind=kind, binding_states=lambda label=label: f"states of {label}")
+        for label, kind in (("m", "trained"), ("random:m", "random twin"), ("m (shuffled)", "shuffled words"))
+    ]
+    scored = binding_tco(runs)
+    assert list(scored) == ["m", "random:m"]
+    assert scored["random:m"] == ("states of random:m", 96)  # the book's 96 binding programs
+
+
+def _interval_row(claim, model, run, value, low, high):
+    return _row(claim, model, run, "holds", 1e8, "", value=value) | {"ci_low": low, "ci_high": high}
+
+
+def test_source_counts_reads_the_results_files_the_problems_and_the_rows_outside_their_interval():
+    from latentbook.study.chapters.verdict_tables import results_files, source_counts
+
+    table = pd.DataFrame(
+        [
+            _interval_row("omega_jump", "b.safetensors", "results file", 0.5, 0.4, 0.6),
+            _interval_row("bimodality", "b.safetensors", "results file", 0.5, 0.6, 0.7),  # outside
+            _interval_row("omega_jump", "a.safetensors", "results file", 0.5, 0.4, 0.6),
+            _interval_row(
+                "omega_jump", "small", "trained", float("nan"), 0.1, 0.2
+            ),  # no estimate: not a problem
+        ]
+    )
+    table.attrs["problems"] = ["c.safetensors: not a capture"]
+    assert results_files(table) == ["a.safetensors", "b.safetensors"]
+    assert source_counts(table) == {"n_results": 2, "n_problems": 1, "n_interval_problems": 1}
+
+
+def test_the_grid_puts_the_measured_runs_first_in_table_order_and_titles_the_claims():
+    from latentbook.study.chapters.verdict_tables import grid
+
+    runs = [
+        ("zeta", "trained"),
+        ("random:zeta", "null: random weights"),
+        ("zeta (shuffled)", "null: shuffled words"),
+    ]
+    runs += [("alpha", "trained"), ("a.safetensors", "results file")]
+    rows = [_row("omega_jump", model, run, "holds", 1e8, "") for model, run in runs]
+    rows.append(_row("scaling", "all trained runs", "trained", "not testable here", 0.0, ""))
+    glance = grid(pd.DataFrame(rows))
+    assert list(glance.columns) == [
+        "zeta",
+        "random:zeta",
+        "alpha",
+        "a.safetensors",
+        "all trained runs",
+        "zeta (shuffled)",
+    ]
+    assert list(glance.index) == [verdict.CLAIM_TITLES["omega_jump"], verdict.CLAIM_TITLES["scaling"]]
+
+
+def _reading_table():
+    from latentbook.study.chapters.verdict_reading import BOOK_MODELS, ROWS
+
+    rows = []
+    for i, model in enumerate(BOOK_MODELS):
+        for j, (_, claim) in enumerate(ROWS):
+            rows.append(
+                _row(
+                    claim,
+                    model,
+                    "trained",
+                    f"{claim} on {model}",
+                    1e8,
+                    "",
+                    f"why {claim} {model}",
+                    i + j / 10,
+                )
+            )
+        rows.append(
+            _row("stays_liquid", f"random:{model}", "null: random weights", "holds", 1e8, "", value=9.0)
+        )
+    ladder = (("l1", "holds"), ("l2", "inconclusive"), ("l3", "holds"), ("l4", "not testable here"))
+    rows += [_row("tco", name, "ladder", word, 1e6, "") for name, word in ladder]
+    rows.append(_row("tco", "l5", "ladder, along training", "does not hold", 1e6, ""))
+    rows.append(_row("scaling", "all trained runs", "trained", "not testable here", 0.0, "", "too small"))
+    return pd.DataFrame(rows)
+
+
+def test_reading_glue_reads_each_models_rows_by_their_claims_and_the_ladders_tco_by_verdict():
+    from latentbook.study.chapters.verdict_reading import BOOK_MODELS, reading_glue
+
+    def rate(accuracy):
+        return types.SimpleNamespace(accuracy=accuracy)
+
+    tco = {
+        m: types.SimpleNamespace(control=rate(0.6 + i / 10), control_bag=rate(0.5 - i / 10))
+        for i, m in enumerate(BOOK_MODELS)
+    }
+    runs = {m: types.SimpleNamespace(transition=None) for m in BOOK_MODELS}
+    glued = reading_glue(_reading_table(), runs, tco)
+    assert glued["critical_gemma3"] == "critical_depth on gemma3-270m"
+    assert glued["concentration_minilm"] == "spectral_concentration on minilm-l6"
+    assert glued["liquid_m_gemma3"] == 1.0 and glued["liquid_clean_m_gemma3"] == pytest.approx(
+        1.1
+    )  # not the twin's
+    assert glued["raw_transition_smollm2"] == "too few depths for a fit"
+    assert (
+        glued["tco_control_minilm"] == pytest.approx(0.8) and glued["tco_bag"] == 0.5
+    )  # the first model's bag
+    assert glued["critical_reason_minilm"] == "why critical_depth minilm-l6"
+    assert glued["massive_step_reason_gemma3"] == "why massive_step gemma3-270m"
+    assert (glued["tco_ladder_n"], glued["tco_ladder_holds"], glued["tco_ladder_not"]) == (
+        4,
+        "l1, l3",
+        "none",
+    )
+    assert (glued["tco_ladder_inconclusive"], glued["tco_ladder_nt"]) == ("l2", "l4")
+    assert (glued["scaling"], glued["scaling_reason"]) == ("not testable here", "too small")
+
+
+def test_ladder_glue_counts_the_diagnostics_across_and_along_and_says_not_measured_without_a_ladder():
+    from latentbook.study.chapters.verdict_reading import FINDINGS, ladder_glue
+
+    rows = [_row("reasoning_diagnostics", f"d{i}", "ladder", w, 1e6, "") for i, w in enumerate("aab")]
+    rows.append(_row("reasoning_diagnostics", "d9", "ladder, along training", "b", 1e6, ""))
+    rows.append(_row("tco", "d0", "ladder", "a", 1e6, ""))  # another claim: not counted
+    glued = ladder_glue(pd.DataFrame(rows), None)
+    assert (glued["ladder_n"], glued["ladder_verdicts"]) == (3, "2 a, 1 b")
+    assert (glued["ladder_along_n"], glued["ladder_along_verdicts"]) == (1, "1 b")
+    assert all(glued[f"ladder_{key}"] == "not measured" for key in FINDINGS)
+    assert ladder_glue(pd.DataFrame(rows[-1:]), None)["ladder_verdicts"] == "none"

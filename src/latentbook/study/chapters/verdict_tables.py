@@ -1,22 +1,28 @@
-"""Chapter 8's counts of the verdict table, glued into its summary paragraph (``glue_frame("vd", ...)``).
+"""Chapter 8's measurements of the book's runs and the numbers it glues from the verdict table (``glue_frame("vd",
+...)``).
 
-Usage: ``glue_frame("vd", count_glue(table))`` with ``table`` from ``study.verdict_table.runs_table``, and
-``glue_frame("vd", first_screen(table, gemma_capture, gemma_landmarks, end_to_end_table))`` for its first screen.
+Usage: ``tco = binding_tco(book_runs())`` beside ``runs_table``; then ``source_counts(table)`` (the files read
+from ``results/``), ``count_glue(table)`` (its summary paragraph), ``first_screen(table, gemma_capture,
+gemma_landmarks, end_to_end_table)`` (its first screen) and ``grid(table)`` (the heatmap's cells, in run order).
+The rows the prose reads one by one are ``study.chapters.verdict_reading``.
 Introduced in: chapter 8.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ...analysis import transition, verdict
-from ..verdict_table import scope_counts, scope_sentence
+from ..verdict_table import interval_problems, scope_counts, scope_sentence, summary
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ...analysis.tco import TCOScores
     from ...capturing.results import Capture
     from ..run_landmarks import DepthLandmarks
+    from ..runs import Run
 
 MEASURED_RUNS = ("trained", "null: random weights", "results file")  # the runs the summary counts
 COUNTED = (  # verdict -> the glue name's word
@@ -26,6 +32,52 @@ COUNTED = (  # verdict -> the glue name's word
     ("inconclusive", "inconclusive"),
     ("not testable here", "nt"),
 )
+
+
+GRID_FIRST = ("trained", "null: random weights")  # the heatmap's first columns: the book's models and twins
+
+
+def binding_tco(runs: Iterable[Run]) -> dict[str, TCOScores]:
+    """Chapter 6's class stability of each run on the book's ``binding`` prompts (``tco.score_token_states`` on
+    ``Run.binding_states``), by label; a shuffled-words run is left out (its labelled prompts are not shuffled)."""
+    from ...analysis import tco
+    from ...capturing.state_cache import BOOK_REASONING_ITEMS
+    from ...prompts import reasoning
+    from ..runs import CLASS_SET
+
+    written = tco.written_values(reasoning.load(CLASS_SET, n_items=BOOK_REASONING_ITEMS).items)
+    return {
+        run.label: tco.score_token_states(run.binding_states(), written)
+        for run in runs
+        if run.kind != "shuffled words"
+    }
+
+
+def results_files(table: pd.DataFrame) -> list[str]:
+    """The capture files of ``results/`` the table judged (its "results file" runs), sorted."""
+    return sorted(table.loc[table["run"] == "results file", "model"].unique())
+
+
+def source_counts(table: pd.DataFrame) -> dict[str, int]:
+    """How many capture files of ``results/`` the table read (``n_results``), how many it skipped as unreadable
+    (``n_problems``, ``table.attrs["problems"]``) and how many rows lie outside their own interval
+    (``n_interval_problems``, ``verdict_table.interval_problems``: none should)."""
+    return {
+        "n_results": len(results_files(table)),
+        "n_problems": len(table.attrs.get("problems", [])),
+        "n_interval_problems": int(len(interval_problems(table))),
+    }
+
+
+def grid(table: pd.DataFrame) -> pd.DataFrame:
+    """The verdicts at a glance (``verdict_table.summary``) as the heatmap shows them: claims by their titles
+    (``verdict.CLAIM_TITLES``), the measured runs first (trained models and random twins, in the table's order),
+    then every other column (results files, shuffled words, the ladder) as ``summary`` orders them."""
+    glance = summary(table)
+    measured = table[table["run"].isin(GRID_FIRST) & (table["claim"] != "scaling")]
+    first = [model for model in dict.fromkeys(measured["model"]) if model in glance.columns]
+    order = first + [column for column in glance.columns if column not in first]
+    return glance[order].rename(index=verdict.CLAIM_TITLES)
 
 
 def count_glue(table: pd.DataFrame) -> dict[str, object]:
