@@ -122,5 +122,11 @@ def test_the_weighing_turns_an_unpowered_absence_into_inconclusive_end_to_end():
 
 def test_the_power_table_is_power_on_its_grid_and_rises_along_both_axes():
     table = bp.power_table((100, 1500), (3.0, 8.0), n_depths=10)
-    assert table == {(n, d): bp.power(n, d, 10) for n in (100, 1500) for d in (3.0, 8.0)}
-    assert table[(1500, 8.0)] >= table[(100, 8.0)] and table[(1500, 8.0)] >= table[(1500, 3.0)]
+    assert list(table.columns) == ["D = 3", "D = 8"] and list(table.index) == [100, 1500]
+    assert table.loc[1500, "D = 8"] == bp.power(1500, 8.0, 10) and table.loc[100, "D = 3"] == bp.power(
+        100, 3.0, 10
+    )
+    assert (
+        table.loc[1500, "D = 8"] >= table.loc[100, "D = 8"]
+        and table.loc[1500, "D = 8"] >= table.loc[1500, "D = 3"]
+    )

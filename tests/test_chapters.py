@@ -323,3 +323,22 @@ def test_each_glossary_terms_first_use_links_the_glossary(path):
     glossary = (ROOT / "book" / "appendix" / "glossary.md").read_text()
     assert all(f"\n{term}\n" in glossary for _, term in TERMS)  # every target exists
     assert link(path, dry=True) == [], f"{path.name}: link these first uses with tools/link_glossary_terms.py"
+
+
+def test_the_api_appendix_documents_every_public_module():
+    """A module added to the package appears on the API page (packages and ``_private`` modules aside)."""
+    import pkgutil
+
+    import latentbook
+
+    listed = set(re.findall(r"automodule:: ([\w.]+)", (ROOT / "book" / "appendix" / "api.md").read_text()))
+    modules = [m for m in pkgutil.walk_packages(latentbook.__path__, "latentbook.") if not m.ispkg]
+    undocumented = {
+        "latentbook.cli_options"
+    }  # the parser's option tables: the command line's own --help shows them
+    missing = [
+        m.name
+        for m in modules
+        if m.name not in listed | undocumented and not any(p.startswith("_") for p in m.name.split("."))
+    ]
+    assert not missing, f"not on book/appendix/api.md: {missing}"

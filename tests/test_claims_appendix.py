@@ -231,3 +231,9 @@ def test_on_a_gpu_the_capture_costs_far_more_than_on_the_cpu_and_larger_batches_
     assert g["gpu_profile_batch32"] < g["gpu_profile_batch8"], (
         "with batches of 32 prompts instead of 8 ... the capture falls from ... to"
     )
+
+
+def test_the_bimodality_judge_needs_distinct_bands_and_gets_them_with_enough_tokens():
+    g = glued("appendix/verdict_criteria")
+    assert g["bp_d4_2000"] < 0.8, "bands of equal weight must lie far apart ... however many tokens there are"
+    assert g["bp_d6_300"] >= 0.8, "are called bimodal at D = 6"

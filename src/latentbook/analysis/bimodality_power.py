@@ -14,7 +14,8 @@ favourable counts).
 2. ``run_power(bimodal, spreads, d)``: the largest of those over the run's depths after the split (the claim needs
    one bimodal depth, so the best depth bounds the judge's power from below);
 3. ``judge_power(verdict_reason, power)``: a "does not hold" that found no bimodal depth stands where that power
-   reaches ``verdict.MIN_POWER``, else it is "inconclusive" (no evidence of absence); every other verdict stands.
+   reaches ``verdict.MIN_POWER``, else it is "inconclusive" (no evidence of absence); every other verdict stands;
+4. ``band_spreads(cap, split)``: the spreads ``run_power`` reads, from a capture; ``power_table``: the power on a grid.
 
 Introduced in: chapter 8 (the verdict's criteria, ``book/appendix/verdict_criteria.md``).
 """
@@ -24,11 +25,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .bimodality import DIP_ALPHA, Bimodality, bimodality
 from .verdict import MIN_POWER, paper_jump
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..capturing.results import Capture
 
 BAND_SHARES = (0.25, 0.5)  # the solid band's share of the tokens (the paper gives none)
 N_DRAWS = 40  # samples per share: a power of 0.8 is read within about +-0.06
@@ -132,7 +139,7 @@ def judge_power(verdict_reason: tuple[str, str], power_: float) -> tuple[str, st
     )
 
 
-def band_spreads(cap, split: float) -> list[float]:
+def band_spreads(cap: Capture, split: float) -> list[float]:
     """The standard deviation of the run's Omega values (first position removed) at each depth after ``split``:
     the depths, tokens and order of ``study.measure``'s ``bimodal`` list, one spread per result."""
     from . import omega, spectral_contrasts
@@ -145,7 +152,13 @@ def band_spreads(cap, split: float) -> list[float]:
 
 def power_table(
     n_effectives: Sequence[float], separations: Sequence[float], n_depths: int = 10
-) -> dict[tuple[float, float], float]:
-    """``power(n, D, n_depths)`` on a grid: ``(n_effective, separation) -> power``, for the criteria page's table
-    (what sample and what spread let a "does not hold" of bimodality stand)."""
-    return {(n, sep): power(n, sep, n_depths) for n in n_effectives for sep in separations}
+) -> pd.DataFrame:
+    """``power(n, D, n_depths)`` on a grid, for the criteria page: one row per effective sample size ``n``
+    (index ``effective tokens``), one column per separation ``D`` (``"D = 4"``)."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        [[power(n, sep, n_depths) for sep in separations] for n in n_effectives],
+        index=pd.Index(list(n_effectives), name="effective tokens"),
+        columns=[f"D = {sep:g}" for sep in separations],
+    )
