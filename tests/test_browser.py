@@ -21,6 +21,8 @@ from urllib.parse import urlparse
 
 import pytest
 
+from .built_book import newest_source
+
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = Path(os.environ.get("LATENTBOOK_HTML", ROOT / "_build" / "html"))  # another built site, if set
 ARTIFACTS = ROOT / "_build" / "browser-artifacts"
@@ -47,18 +49,6 @@ pytestmark = [
 ]
 
 
-SOURCES = ("book", "notebooks", "src/latentbook", "_css", "_config.yml", "_toc.yml", "references.bib")
-
-
-def _newest_source() -> tuple[float, Path]:
-    """The newest modification time among the files the built book is made from, and that file."""
-    files = [ROOT / p for p in SOURCES if (ROOT / p).is_file()]
-    files += [f for p in SOURCES if (ROOT / p).is_dir() for f in (ROOT / p).rglob("*") if f.is_file()]
-    files = [f for f in files if "__pycache__" not in f.parts]
-    newest = max(files, key=lambda f: f.stat().st_mtime)
-    return newest.stat().st_mtime, newest
-
-
 @pytest.fixture(scope="module", autouse=True)
 def built_book_is_current():
     """Refuse to test a ``_build/html`` older than its sources: it would pass or fail for a book that is gone."""
@@ -68,7 +58,7 @@ def built_book_is_current():
     # pages that changed, so index.html can be older than a source that a later build did include).
     marker = BUILD.parent / ".package-source-hash"
     built = max((BUILD / "index.html").stat().st_mtime, marker.stat().st_mtime if marker.is_file() else 0.0)
-    newest, path = _newest_source()
+    newest, path = newest_source()
     if newest > built:
         pytest.fail(
             f"_build/html is older than {path.relative_to(ROOT)}: rebuild the book (make book) before the browser "
