@@ -4051,3 +4051,22 @@ def test_train_ladder_refuses_empty_seeds(raises):
     with raises():  # was: read as no --seeds, training the unseeded ladder under other names
         cli._check_ladder_options(_ladder_args("--seeds", " "))
     cli._check_ladder_options(_ladder_args("--seeds", "0,1"))
+
+
+@fault(
+    "Wrong results refused",
+    "`latentbook verdict` on a results folder holding a capture with the attention of some layers only",
+    outcome="that file keeps every row; its cooling row alone says 'not testable here', naming the layers without "
+    "attention rows (was: the file's rows were all lost, listed as 'could not be measured')",
+)
+def test_a_results_file_with_partial_attention_keeps_its_rows_in_the_verdict(tiny, tmp_path):
+    from latentbook.study import verdict_table
+
+    cap = lb.capture(tiny, lb.prompts.load("general", 12), attention=True, depths=[0, 2], progress=False)
+    cap.save(tmp_path / "partial.safetensors")
+    table = verdict_table.runs_table({}, results_dir=tmp_path, ladder=False, n_boot=60)
+    assert not table.attrs["problems"], table.attrs["problems"]
+    rows = table[table["run"] == "results file"].set_index("claim")
+    assert rows.loc["attention_cooling", "verdict"] == "not testable here"
+    assert "hold no attention rows" in rows.loc["attention_cooling", "reason"]
+    assert {"critical_depth", "bimodality", "stays_liquid"} <= set(rows.index)

@@ -256,13 +256,15 @@ def verdict_rows(
     list of Row
         One row per claim (``analysis.verdict.Row``), the landmark row last.
     """
-    cooling_problem = _cooling_problem(cap)
+    cooling_problem = cooling_problem_of(cap)
     if cooling_problem:  # attention that cannot be judged costs the cooling row, not the table
         cap = replace(cap, attention=None)
-    if twin is not None and _cooling_problem(twin):
+    if twin is not None and cooling_problem_of(twin):
         twin = replace(twin, attention=None)
-    measured, missing = _measure(cap, label, seed)
-    twin_measured = _measure(twin, f"random twin of {label}", seed)[0] if twin is not None else None
+    measured, missing = measure_what_it_can(cap, label, seed)
+    twin_measured = (
+        measure_what_it_can(twin, f"random twin of {label}", seed)[0] if twin is not None else None
+    )
     twin_rows = claim_rows(twin_measured, run="null: random weights") if twin_measured is not None else None
     rows = weigh(
         claim_rows(measured, twin_measured, run="results file"),
@@ -273,11 +275,11 @@ def verdict_rows(
         spreads=band_spreads(cap, measured.split),
     )
     if missing:
-        gap = [_untestable(claim, measured, missing) for claim in SPECTRAL_CLAIMS]
+        gap = [untestable_row(claim, measured, missing) for claim in SPECTRAL_CLAIMS]
         rows = rows[:-1] + gap + rows[-1:]  # claim_rows' order: ... bimodality, spectra, cooling
     if cooling_problem:
         rows = [
-            _untestable(row.claim, measured, cooling_problem) if row.claim == "attention_cooling" else row
+            untestable_row(row.claim, measured, cooling_problem) if row.claim == "attention_cooling" else row
             for row in rows
         ]
     try:
@@ -285,12 +287,12 @@ def verdict_rows(
         rows.append(landmark_row(measured, found, run="results file"))
         rows.append(massive_step_row(measured, found, run="results file"))
     except InvalidInputError as exc:  # too few sampled tokens for the landmarks: the rows say so
-        rows.append(_untestable("landmark_coincidence", measured, str(exc)))
-        rows.append(_untestable("massive_step", measured, str(exc)))
+        rows.append(untestable_row("landmark_coincidence", measured, str(exc)))
+        rows.append(untestable_row("massive_step", measured, str(exc)))
     return rows
 
 
-def _cooling_problem(cap: Capture) -> str:
+def cooling_problem_of(cap: Capture) -> str:
     """Why the cooling claim cannot be judged on ``cap``'s attention statistics (a capture with ``depths=...``
     records its depths' layers only), or "" when it can or ``cap`` holds none."""
     from ..analysis.cooling import attention_sums
@@ -304,14 +306,19 @@ def _cooling_problem(cap: Capture) -> str:
     return ""
 
 
-def _measure(cap: Capture, label: str, seed: int) -> tuple[Measurements, str]:
+def measure_what_it_can(
+    cap: Capture, label: str, seed: int = 0, n_boot: int = 200
+) -> tuple[Measurements, str]:
+    """(``measure`` of ``cap``, ""); where the spectra cannot be measured (too few depths or tokens), the Omega
+    claims' measurements and why the spectral ones are missing (their rows are then ``untestable_row``)."""
     try:
-        return measure(cap, label, seed=seed), ""
+        return measure(cap, label, seed=seed, n_boot=n_boot), ""
     except InvalidInputError as exc:  # too few depths or tokens for the spectra: the Omega claims still run
-        return measure(cap, label, seed=seed, spectra=False), str(exc)
+        return measure(cap, label, seed=seed, n_boot=n_boot, spectra=False), str(exc)
 
 
-def _untestable(claim: str, m: Measurements, why: str) -> judged.Row:
+def untestable_row(claim: str, m: Measurements, why: str) -> judged.Row:
+    """The "not testable here" row of ``claim`` for the run ``m`` of a results file, saying ``why``."""
     return judged.Row(
         claim=claim,
         model=m.label,

@@ -22,14 +22,20 @@ Introduced in: chapter 8.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..analysis.bimodality_power import band_spreads
 from ..analysis.verdict import CLAIMS, COLUMNS, Row, TCOSummary
 from ..errors import CaptureFileError, InvalidInputError, LatentbookError
-from .capture_report import results_label
+from .capture_report import (
+    SPECTRAL_CLAIMS,
+    cooling_problem_of,
+    measure_what_it_can,
+    results_label,
+    untestable_row,
+)
 from .evidence import is_encoder, weigh
 from .ladder_rows import ladder_rows
 from .measure import Measurements, measure
@@ -128,9 +134,13 @@ def runs_table(
     spreads = dict(spreads if spreads is not None else book_spreads(runs))
     kinds = {label: run_kind(label) for label in runs}
     results, problems = load_results(results_dir)
+    cooling_problems = {}  # attention a results file holds but the cooling claim cannot read: that row only
+    spectra_missing: dict[str, str] = {}  # a results file too shallow for the spectra: those rows only
     for label, cap in results.items():
+        if problem := cooling_problem_of(cap):
+            cap, cooling_problems[label] = replace(cap, attention=None), problem
         try:
-            runs[label] = measure(cap, label, n_boot=n_boot)
+            runs[label], spectra_missing[label] = measure_what_it_can(cap, label, n_boot=n_boot)
             landmarks[label] = depth_landmarks(cap, label)
             spreads[label] = band_spreads(cap, runs[label].split)
         except LatentbookError as exc:  # one capture that cannot be measured costs its rows, not the table
@@ -149,7 +159,7 @@ def runs_table(
     for label, m in runs.items():
         twin = _twin_of(label, runs)
         family = results[label].provenance.get("model_family") if label in results else None
-        rows += weigh(
+        weighed = weigh(
             judged[label],
             m,
             twin,
@@ -157,6 +167,17 @@ def runs_table(
             encoder=is_encoder(m.model_name, family),
             spreads=spreads.get(label),
         )
+        if spectra_missing.get(label):  # claim_rows' order: ... bimodality, spectra, cooling
+            gap = [untestable_row(claim, m, spectra_missing[label]) for claim in SPECTRAL_CLAIMS]
+            weighed = weighed[:-1] + gap + weighed[-1:]
+        if label in cooling_problems:
+            weighed = [
+                untestable_row(row.claim, m, cooling_problems[label])
+                if row.claim == "attention_cooling"
+                else row
+                for row in weighed
+            ]
+        rows += weighed
         if label in landmarks:
             rows.append(landmark_row(m, landmarks[label], run=kinds[label]))
             rows.append(massive_step_row(m, landmarks[label], run=kinds[label]))
