@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from ...capturing.cache import BOOK_MODELS
 from ..verdict_table import transition_words
 
 if TYPE_CHECKING:
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
     from ...analysis.tco import TCOScores
     from ..measure import Measurements
 
-BOOK_MODELS = ("smollm2-135m", "gemma3-270m", "minilm-l6")
 ROWS = (  # glue name -> the claim whose verdict it is
     ("liquid", "stays_liquid"),
     ("liquid_clean", "stays_liquid_cleaned"),
