@@ -28,14 +28,11 @@ Introduced in: chapter 7.
 from __future__ import annotations
 
 import itertools
-import json
 import string
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
-from .._files import atomic_write
 from ..errors import InvalidInputError
 
 SPECIALS = ("<pad>", "<bos>", "<unk>")
@@ -318,7 +315,3 @@ def name_token_ids(spec: TaskSpec) -> np.ndarray:
     vocab = {w: i for i, w in enumerate(task_vocabulary(spec))}
     train, heldout = name_pool(spec)
     return np.array(sorted(vocab[w] for w in train + heldout))
-
-
-def save_spec(spec: TaskSpec, path: str | Path) -> None:
-    atomic_write(path, lambda tmp: tmp.write_text(json.dumps(spec.to_dict(), indent=1)))
