@@ -52,8 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     executed.parent.mkdir(parents=True, exist_ok=True)
     import nbformat
 
-    nbformat.write(notebook, executed)
-    glue.write_text(json.dumps(glue_outputs(notebook), indent=1), encoding="utf-8")
+    from latentbook._files import atomic_write  # neither file is ever readable half-written
+
+    atomic_write(executed, lambda tmp: nbformat.write(notebook, tmp))
+    atomic_write(
+        glue, lambda tmp: tmp.write_text(json.dumps(glue_outputs(notebook), indent=1), encoding="utf-8")
+    )
     print(f"{relative}: {seconds:.0f} s -> {executed} and {glue}")
     if error:
         print(error, file=sys.stderr)

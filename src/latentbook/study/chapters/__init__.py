@@ -14,6 +14,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ...capturing import Capture
+
+
+def nearest_depth(cap: Capture, gamma: float) -> int:
+    """The captured depth whose depth fraction is nearest ``gamma``, ``argmin_l |gamma_l - gamma|``."""
+    import numpy as np
+
+    return int(cap.depths[int(np.argmin(np.abs(np.asarray(cap.gamma, dtype=float) - gamma)))])
+
 
 def label_key(label: str) -> str:
     """Glue-name stem of a run label: ``smollm2-135m`` is ``smollm2``, ``random:gemma3-270m`` ``random_gemma3``,

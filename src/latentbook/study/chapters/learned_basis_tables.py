@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
 import pandas as pd
 
 from ...analysis import learned_basis, omega
-from . import label_key
+from . import label_key, nearest_depth
 
 if TYPE_CHECKING:
     from ...capturing import Capture
@@ -26,8 +25,7 @@ LEARNED_GAMMAS = (0.15, 0.3, 0.42, 0.6, 0.8, 1.0)  # depths read: about 2 s of f
 
 def nearest_depths(cap: Capture, gammas: Sequence[float] = LEARNED_GAMMAS) -> list[int]:
     """The captured depths nearest each of ``gammas``, each once, shallowest first."""
-    gamma = np.asarray(cap.gamma, dtype=float)
-    return sorted({int(cap.depths[int(np.argmin(np.abs(gamma - g)))]) for g in gammas})
+    return sorted({nearest_depth(cap, g) for g in gammas})
 
 
 def learned_table(

@@ -14,11 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-import numpy as np
 import pandas as pd
 
 from ...analysis import prototypes
-from . import label_key
+from . import label_key, nearest_depth
 
 if TYPE_CHECKING:
     from ...capturing import Capture
@@ -42,9 +41,10 @@ def prototype_table(
         for label in (name, f"random:{name}"):
             cap = captures[label]
             for when, gamma in gammas.items():
-                at = int(np.argmin(np.abs(np.asarray(cap.gamma, dtype=float) - gamma)))
-                test = prototypes.capture_prototypes(cap, int(cap.depths[at]), n_boot=n_boot)
-                row = {"run": label, "depth": when, "gamma": float(cap.gamma[at]), **test.as_row()}
+                layer = nearest_depth(cap, gamma)
+                test = prototypes.capture_prototypes(cap, layer, n_boot=n_boot)
+                at = float(cap.gamma[list(cap.depths).index(layer)])
+                row = {"run": label, "depth": when, "gamma": at, **test.as_row()}
                 rows.append(row | {"k lower bound": test.k >= prototypes.K_MAX})
     return pd.DataFrame(rows)
 
