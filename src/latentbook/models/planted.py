@@ -24,6 +24,17 @@ is what the word writes:
 - ``norm_growth``: no writer; the layers from ``l*`` on write ``growth_factor`` times more (the norm grows);
 - ``none``: the base model alone (a random twin when built with another seed).
 
+Heavy tails and outliers with no object in them (issue 54: what the coordinate-basis Omega rows could mistake for
+objects), each word writing a dense vector whose coordinates are drawn i.i.d. and scaled to unit norm:
+
+- ``laplace``, ``t3`` (Student-t, 3 degrees of freedom) and ``gated`` (a Gaussian times the SiLU of another, as a
+  SwiGLU MLP writes);
+- ``outlier_features``: ``N_OUTLIERS`` fixed coordinates, one sign each, written by the words that make up a
+  random 25-40 % of the prompts' tokens (the outlier features of LLM.int8, Dettmers et al. 2022);
+- ``redrawn_code``: a sparse code of ``k`` coordinates drawn afresh for every token at every forward pass (the
+  marginals of ``sparse_code``, no identity). No fixed weights do this: a forward hook on the MLP of layer ``l*``
+  adds it, so the model exists in memory only (``save`` refuses it).
+
 ``strength`` is the norm of what is written over the residual stream's median norm at that depth (measured by
 a forward pass on the ``general`` prompts). Nuisances of real models, off by default: ``sink`` (the first token
 carries a massive coordinate from depth 1 on), ``massive`` (one coordinate ``massive_size`` times the median
@@ -59,7 +70,15 @@ PLANTS = (
     "rotated_code",
     "norm_growth",
     "none",
+    "laplace",
+    "t3",
+    "gated",
+    "outlier_features",
+    "redrawn_code",
 )
+HEAVY_TAILS = ("laplace", "t3", "gated")
+N_OUTLIERS = 6  # outlier_features: coordinates
+OUTLIER_SHARE = (0.25, 0.40)  # outlier_features: the share of the prompts' tokens whose words write them
 SPEC_FILE = "planted.json"  # what was planted, beside config.json in a saved folder
 SPECIALS = ("<pad>", "<unk>", "<bos>")
 N_WORDS = 2000  # the most frequent words of the general prompts (88 % of their words); the rest are <unk>
@@ -173,6 +192,43 @@ def _sparse_rows(n: int, d: int, k: int, rng: np.random.Generator) -> np.ndarray
     return rows
 
 
+def _heavy_tailed_rows(kind: str, n: int, d: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` unit vectors of i.i.d. coordinates: Laplace, Student-t (3 df) or ``g * silu(g')`` (Gaussians)."""
+    if kind == "laplace":
+        rows = rng.laplace(size=(n, d))
+    elif kind == "t3":
+        rows = rng.standard_t(3, size=(n, d))
+    else:
+        g, gate = rng.standard_normal((2, n, d))
+        rows = g * gate / (1 + np.exp(-gate))
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+@lru_cache(maxsize=1)
+def _token_counts(n_words: int = N_WORDS) -> np.ndarray:
+    """How often each word of ``vocabulary(n_words)`` occurs in the ``general`` prompts (0 for the specials)."""
+    from ..prompts import load
+
+    counts = Counter(w for text in load("general") for w in words(text))
+    return np.array([counts.get(w, 0) for w in vocabulary(n_words)], dtype=float)
+
+
+def _outlier_rows(n: int, d: int, rng: np.random.Generator) -> np.ndarray:
+    """Rows writing ``N_OUTLIERS`` fixed coordinates (a sign each, sizes varying by word) for the words, taken in
+    a random order, that make up a share of the prompts' tokens drawn from ``OUTLIER_SHARE``; zeros for the rest."""
+    dims = rng.choice(d, N_OUTLIERS, replace=False)
+    signs = rng.choice([-1.0, 1.0], N_OUTLIERS)
+    counts = _token_counts()
+    counts = counts if len(counts) == n else np.ones(n)
+    order = rng.permutation(n)
+    share = rng.uniform(*OUTLIER_SHARE)
+    chosen = order[: int(np.searchsorted(np.cumsum(counts[order]) / counts.sum(), share)) + 1]
+    rows = np.zeros((n, d))
+    rows[np.ix_(chosen, dims)] = signs * np.exp(0.25 * rng.standard_normal((len(chosen), N_OUTLIERS)))
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return np.divide(rows, norms, out=rows, where=norms > 0)
+
+
 def nuisance_dims(spec: PlantSpec) -> np.ndarray:
     """The coordinates of the nuisances: ``[massive, sink]`` (drawn from the seed, used when switched on)."""
     return np.random.default_rng([spec.seed, 2]).choice(spec.d, 2, replace=False)
@@ -182,7 +238,7 @@ def written(spec: PlantSpec, vocab_size: int) -> np.ndarray | None:
     """What each word writes at depth ``l*`` (``(vocab_size, d)``, unit rows or zeros; drawn from the seed), None
     for no writer."""
     d, bos, rng = spec.d, SPECIALS.index("<bos>"), np.random.default_rng([spec.seed, 1])
-    if spec.plant in ("none", "norm_growth"):
+    if spec.plant in ("none", "norm_growth", "redrawn_code"):
         return None
     if spec.plant in ("sparse_code", "rotated_code"):
         rows = _sparse_rows(vocab_size, d, spec.k, rng)
@@ -195,6 +251,10 @@ def written(spec: PlantSpec, vocab_size: int) -> np.ndarray | None:
     elif spec.plant == "massive":
         rows = np.zeros((vocab_size, d))
         rows[:, rng.integers(d)] = np.exp(0.5 * rng.standard_normal(vocab_size))  # sizes vary by word
+    elif spec.plant in HEAVY_TAILS:
+        rows = _heavy_tailed_rows(spec.plant, vocab_size, d, rng)
+    elif spec.plant == "outlier_features":
+        rows = _outlier_rows(vocab_size, d, rng)
     elif spec.plant == "rogue":
         rows = np.zeros((vocab_size, d))
         dims = rng.choice(d, spec.n_rogue, replace=False)
@@ -247,6 +307,9 @@ def build(spec: PlantSpec) -> LoadedModel:
         # and its strength is relative to the rest of the residual stream
         embeddings[:, shared] = 0.0
         _plant_writer(loaded, spec.depth - 1, embeddings, rows, spec.strength, texts, ignore=shared)
+    if spec.plant == "redrawn_code":
+        embeddings[:, shared] = 0.0
+        _plant_redrawn_code(loaded, spec, texts, ignore=shared)
     if spec.plant == "rogue":
         # rogue coordinates carry variance, not computation: the later layers' norms give them no weight, so
         # random layers do not spread a three-dimensional code of each word into every coordinate
@@ -291,6 +354,55 @@ def _plant_writer(
     down[:, :vocab_size] = (strength * norm * rows / activation[:, None]).T
     with torch.no_grad():
         mlp.down_proj.weight.copy_(torch.from_numpy(down))
+
+
+def _plant_redrawn_code(loaded: LoadedModel, spec: PlantSpec, texts: list[str], ignore: np.ndarray) -> None:
+    """A forward hook on the MLP of layer ``l* - 1`` adding, at every token of every forward pass, ``k`` random
+    coordinates of size ``strength * median norm / sqrt(k)`` with random signs (the median norm of the residual
+    entering that layer without the coordinates ``ignore``, as ``_plant_writer`` reads it); drawn from a generator
+    seeded by the spec, so the same passes in the same order draw the same codes."""
+    import torch
+
+    index = spec.depth - 1
+    scale = spec.strength * _input_norm(loaded, index, texts, ignore) / np.sqrt(spec.k)
+    generator = torch.Generator().manual_seed(spec.seed)
+
+    def add_code(_module, _args, output):
+        shape = output.shape
+        coordinates = torch.rand(shape, generator=generator).argsort(dim=-1)[..., : spec.k]
+        signs = torch.randint(0, 2, (*shape[:-1], spec.k), generator=generator) * 2.0 - 1.0
+        code = torch.zeros(shape, dtype=output.dtype).scatter_(
+            -1, coordinates, scale * signs.to(output.dtype)
+        )
+        return output + code.to(output.device)
+
+    loaded.model.model.layers[index].mlp.register_forward_hook(add_code)
+
+
+def _input_norm(loaded: LoadedModel, index: int, texts: list[str], ignore: np.ndarray) -> float:
+    """The median norm of the residual stream entering decoder layer ``index`` (without the coordinates
+    ``ignore``) over the tokens of ``texts``."""
+    import torch
+
+    layer = loaded.model.model.layers[index]
+    seen: dict[str, torch.Tensor] = {}
+
+    def read_input(_module, args):
+        seen["h"] = args[0].detach()
+        raise _Seen
+
+    hook = layer.register_forward_pre_hook(read_input)
+    batch = loaded.tokenizer(texts, return_tensors="pt", padding=True, truncation=True, max_length=64)
+    try:
+        with torch.no_grad():
+            loaded.model(**batch)
+    except _Seen:
+        pass
+    finally:
+        hook.remove()
+    h = seen["h"][batch["attention_mask"].bool()]
+    h[:, torch.from_numpy(np.asarray(ignore))] = 0.0
+    return float(h.norm(dim=-1).median())
 
 
 class _Seen(Exception):
@@ -349,6 +461,10 @@ def save(spec: PlantSpec, folder: str | Path) -> Path:
     import shutil
 
     folder = Path(folder)
+    if spec.plant == "redrawn_code":
+        raise InvalidInputError(
+            "A redrawn code is drawn by a forward hook at every pass, which no saved weights hold: use build(spec)."
+        )
     if folder.exists():
         raise InvalidInputError(f"{folder} already exists: choose a new folder for the planted model.")
     folder.parent.mkdir(parents=True, exist_ok=True)

@@ -147,6 +147,18 @@ def _class_code(window: tuple[float, float]) -> Callable:
     return make
 
 
+def _outliers(base: planted.PlantSpec, rng: np.random.Generator) -> planted.PlantSpec:
+    """Outlier features (``planted`` ``outlier_features``) from 0.38-0.46 on, each of their coordinates 20-60
+    times the residual's per-coordinate scale (median norm / sqrt(d)) where its words stand, as LLM.int8 found."""
+    size = float(rng.uniform(20.0, 60.0))
+    return replace(
+        base,
+        plant="outlier_features",
+        gamma=float(rng.uniform(0.38, 0.46)),
+        strength=size * float(np.sqrt(planted.N_OUTLIERS / base.d)),
+    )
+
+
 def _twin_writing_as_much(spec: planted.PlantSpec, rng: np.random.Generator) -> planted.PlantSpec:
     """The random twin with the model's write sizes (its ``growth`` and its norm growth kept, the nuisances not):
     the null that keeps what norm growth is made of, later layers whose random writes outweigh the rest."""
@@ -207,7 +219,8 @@ def families() -> list[Family]:
     """The planted families: the phenomenon where the paper puts it and elsewhere (token-specific codes for the
     Omega rows, class codes for the spectral rows too), and its artefacts (norm growth twice: against the random
     twin, and against a twin whose layers write as much); for the small-model claim (``LIQUID_ROWS``: m stays below the solid level), models that stay below it (present) and
-    one whose tokens condense far enough to cross it (absent)."""
+    one whose tokens condense far enough to cross it (absent); for the Omega rows, coordinates that turn heavy-tailed
+    with no object in them, outlier features and a sparse code with no identity (issue 54)."""
     return [
         Family("sparse code, step in 0.33-0.51", _code((0.33, 0.51)), present=OMEGA_ROWS),
         Family(
@@ -298,6 +311,13 @@ def families() -> list[Family]:
         ),
         Family("the sink draws the attention from 0.42", _sink, absent=("attention_cooling",)),
         Family("nothing planted, flow measured", _artefact("none", (1.0, 1.0)), absent=FLOW_ROWS),
+        Family("Laplace coordinates from 0.42", _artefact("laplace", (2.0, 4.0)), absent=OMEGA_ROWS),
+        Family("Student-t coordinates (3 df) from 0.42", _artefact("t3", (2.0, 4.0)), absent=OMEGA_ROWS),
+        Family("a gated product (SwiGLU) from 0.42", _artefact("gated", (2.0, 4.0)), absent=OMEGA_ROWS),
+        Family("outlier features on 25-40 % of tokens", _outliers, absent=OMEGA_ROWS),
+        Family(
+            "a sparse code redrawn at every token", _artefact("redrawn_code", (2.0, 4.0)), absent=OMEGA_ROWS
+        ),
     ]
 
 
@@ -539,6 +559,7 @@ def source_hash() -> str:
         _twin_with_code,
         _class_code,
         _twin_writing_as_much,
+        _outliers,
         _solid_code,
         _contraction,
         _sharpening,
