@@ -154,31 +154,6 @@ def entropy(p: np.ndarray) -> np.ndarray:
     return -special.xlogy(p, p).sum(-1)
 
 
-def kl_divergence(p: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """``KL(p || r) = sum_j p_j log(p_j / r_j)`` along the last axis (infinite where ``r_j = 0 < p_j``).
-
-    Parameters
-    ----------
-    p : numpy.ndarray
-        Probability rows along the last axis (entries >= 0, each row summing to 1).
-    r : numpy.ndarray
-        Probability rows to compare with, broadcastable against ``p``.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``KL(p || r)`` of each row.
-
-    Raises
-    ------
-    InvalidInputError
-        For rows that are not probabilities.
-    """
-    p, r = _simplex(p), _simplex(r)
-    with np.errstate(divide="ignore"):  # pragma: no mutate: errstate
-        return (special.xlogy(p, p) - special.xlogy(p, r)).sum(-1)
-
-
 def variational_gap(p: np.ndarray, energies: np.ndarray, beta: float = 1.0) -> np.ndarray:
     """``F(p) - F_min``; equals ``KL(p || softmax(-beta E)) / beta`` and is zero only at the Gibbs row.
 

@@ -11,4 +11,4 @@ truthy when everything passed. ``lab1``: attention thermodynamics; ``lab2``: Ome
 from . import lab1, lab2, lab3, lab4
 from .checking import Result
 
-__all__ = ["Result", "lab1", "lab2", "lab3", "lab4"]
+__all__ = ["Result", "checking", "lab1", "lab2", "lab3", "lab4"]

@@ -7,6 +7,10 @@ rung's training), ``folders`` (a rung's or checkpoint's folder, written atomical
 ``rank_correlation`` (Spearman and partial Spearman across the rungs, and their verdicts), ``report`` (the whole
 ladder: measurements, correlations, TCO judgements), ``along_training`` (capability against the diagnostics along the checkpoints of one
 architecture, size held fixed), ``figures``; the verdict table reads its measurements in ``study.ladder_rows``.
+
+``__all__`` names the public modules (import them as ``from latentbook.ladder import report, task``); ``folders``
+and ``jobs`` serve ``latentbook train-ladder``. Importing the package only registers the ``ladder:`` names with
+the zoo.
 """
 
 from __future__ import annotations
@@ -27,3 +31,15 @@ def _rows() -> list[dict]:
 
 
 register_loader("ladder:", _load, _rows)
+
+__all__ = [
+    "along_training",
+    "clustered",
+    "diagnostics",
+    "figures",
+    "rank_correlation",
+    "report",
+    "store",
+    "task",
+    "train",
+]

@@ -5,4 +5,15 @@ with a known phase (``planted``) and where each architecture keeps its parts (``
 from .anatomy import Anatomy, anatomy_of
 from .zoo import LoadedModel, load_model, models
 
-__all__ = ["Anatomy", "LoadedModel", "anatomy_of", "load_model", "models"]
+# ``planted``, ``planted_flow``, ``planted_spread``: modules, imported on first use (``from latentbook.models import
+# planted``), not here: ``import latentbook`` stays light.
+__all__ = [
+    "Anatomy",
+    "LoadedModel",
+    "anatomy_of",
+    "load_model",
+    "models",
+    "planted",
+    "planted_flow",
+    "planted_spread",
+]

@@ -13,6 +13,9 @@ from importlib import resources
 from ..errors import InvalidInputError
 from . import reasoning as reasoning  # labelled sets: lb.prompts.reasoning.load("binding")
 
+# In the order the API appendix shows them (the order of the source), then the labelled sets.
+__all__ = ["names", "load", "check_limit", "shuffled", "reasoning"]
+
 _FILES = {"general": "general.jsonl"}
 
 

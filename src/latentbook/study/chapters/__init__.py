@@ -16,6 +16,33 @@ if TYPE_CHECKING:
 
     from ...capturing import Capture
 
+# The helpers below, in the order of the source (the API appendix shows them so), then one module per chapter
+# (imported on first use: ``from latentbook.study.chapters import omega_tables``).
+__all__ = [
+    "nearest_depth",
+    "label_key",
+    "glue_keys",
+    "glue_frame",
+    "appendix_tables",
+    "controlled_test_tables",
+    "criteria_flow",
+    "criteria_planted",
+    "criteria_tables",
+    "depth_as_time_tables",
+    "intro_tables",
+    "landmarks_tables",
+    "learned_basis_tables",
+    "mixtures_tables",
+    "omega_tables",
+    "performance_tables",
+    "prototype_tables",
+    "rg_flow_tables",
+    "spectra_tables",
+    "thermodynamics_tables",
+    "verdict_reading",
+    "verdict_tables",
+]
+
 
 def nearest_depth(cap: Capture, gamma: float) -> int:
     """The captured depth whose depth fraction is nearest ``gamma``, ``argmin_l |gamma_l - gamma|``."""
