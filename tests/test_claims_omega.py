@@ -155,3 +155,24 @@ def test_the_decoders_lie_above_their_twins_in_a_learned_basis_without_a_jump_ne
     assert g["ch3_minilm_lb_twin_max"] > g["ch3_lb_gauss"] + 0.02, (
         "its random twin's sources are the less Gaussian"
     )
+
+
+TAIL_KEYS = ("laplace", "t3", "gated", "outliers")
+
+
+def test_the_critical_depth_row_places_a_change_in_every_heavy_tailed_family(g):
+    for key in TAIL_KEYS:
+        assert g[f"ch3_e2e_tails_{key}_critical_depth"] > 0.5, "on most models of every family"
+
+
+def test_heavy_tails_pass_the_jump_rows_except_laplace(g):
+    assert g["ch3_e2e_tails_laplace_omega_jump"] < 0.05, "let the Laplace coordinates through on (few)"
+    for key in ("t3", "gated", "outliers"):
+        assert g[f"ch3_e2e_tails_{key}_omega_jump"] > 0.05, "but the Student-t ones ... the outlier features"
+    assert not g["ch3_e2e_tails_omega_jump_meets"], "a 'holds' of an m_z row ... no object at all"
+
+
+def test_a_redrawn_code_passes_the_m_z_rows(g):
+    for row in ("omega_jump", "omega_jump_cleaned"):
+        assert g[f"ch3_e2e_tails_redrawn_{row}"] > 0.8, "A code redrawn at every token passes the jump rows"
+    assert g["ch3_e2e_tails_redrawn_critical_depth"] > 0.5, "and the critical-depth row"

@@ -157,3 +157,15 @@ def test_a_flat_profile_keeps_its_does_not_hold_where_the_judge_has_power():
     (a rule that made every "does not hold" inconclusive would fail here)."""
     words = [_judged_rise(seed, 30, 0, 0.0)[1] for seed in range(6)]
     assert words.count("does not hold") >= 5
+
+
+def test_an_m_z_rows_holds_says_heavy_tails_pass_it_too_and_nothing_else_changes():
+    """Rule 5: the m_z rows' "holds" carries ``TAIL_NOTE`` (heavy-tailed coordinates with no object pass them on
+    planted models); their other verdicts and every other row's "holds" keep their reason."""
+    m = types.SimpleNamespace(d_model=576, standardised=None, standardised_clean=None)
+    rows = [_row(claim, "holds", "null: random weights") for claim in sorted(verdict.TAIL_BLIND_CLAIMS)]
+    rows += [_row("spectral_concentration", "holds"), _row("critical_depth", "inconclusive")]
+    weighed = evidence.weigh(rows, m)
+    assert all(verdict.TAIL_NOTE in r.reason and r.verdict == "holds" for r in weighed[:3])
+    assert [r.reason for r in weighed[3:]] == ["holds", "inconclusive"]
+    assert verdict.TAIL_BLIND_CLAIMS == frozenset(evidence.JUMP_CLAIMS)

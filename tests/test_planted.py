@@ -282,3 +282,28 @@ def test_class_codes_hold_on_spectra_and_m_z_and_norm_growth_against_a_writing_t
     for claim in CLEAN_SPECTRA + ("omega_jump", "omega_jump_cleaned"):
         assert verdicts["class code, step in 0.33-0.51"][claim] == "holds", claim
         assert verdicts["norm growth, twin writing as much"][claim] != "holds", claim
+
+
+def test_a_family_a_row_cannot_separate_is_its_scope_not_a_target():
+    """The redrawn code holds every Omega row by construction (it keeps the marginals they read): its cells are
+    shown, marked ``limit``, left out of the rows that meet or miss, and named in the conclusion; any other
+    family's false holds still make the row miss."""
+    redrawn = planted_calibration.REDRAWN
+    records = (
+        [{"family": redrawn, "claim": "omega_jump", "planted": "absent", "verdict": "holds"}] * 74
+        + [{"family": "nothing", "claim": "omega_jump", "planted": "absent", "verdict": "does not hold"}] * 74
+        + [{"family": "code", "claim": "omega_jump", "planted": "present", "verdict": "holds"}] * 74
+    )
+    table = planted_calibration.confusion(records).set_index("family")
+    assert table.loc[redrawn, "limit"] and not table.loc["nothing", "limit"]
+    assert table.loc[redrawn, "target"] == "none: the row's scope" and not table.loc[redrawn, "meets"]
+    met, missed = planted_calibration.claims_meeting_targets(table.reset_index())
+    assert met == ["omega_jump"] and not missed
+    text = planted_calibration.conclusion(table.reset_index())
+    assert f"omega_jump cannot tell {redrawn} from the phenomenon" in text and "100%-100%" in text
+    # a family outside UNSEPARABLE that holds as often is a miss
+    other = [{**r, "family": "heavy tails"} if r["family"] == redrawn else r for r in records]
+    met, missed = planted_calibration.claims_meeting_targets(planted_calibration.confusion(other))
+    assert met == [] and missed == {"omega_jump": ("heavy tails", 1.0)}
+    assert planted_calibration.unseparable(redrawn, "critical_depth")
+    assert not planted_calibration.unseparable(redrawn, "spectral_concentration")

@@ -269,3 +269,26 @@ def test_flow_glue_reads_the_contraction_rows_false_holds_before_and_now():
     assert glued["flow_found"] == 1.0 and glued["flow_sharp_found"] == 1.0 and glued["flow_code"] == 0.0
     assert glued["flow_sink_meets"] is False  # one case cannot bring the Wilson bound below 5 %
     assert glued["flow_fooled_upper"] == pytest.approx(verdict.wilson_interval(0.0, 1)[1])
+
+
+def test_tails_glue_reads_each_omega_row_on_the_families_with_no_object():
+    """The gated product holds the jump on 1 of 80 models (its bar missed), every other cell holds on none, and
+    the redrawn code holds all three rows: a scope limit, so the rows still meet their targets elsewhere."""
+    tails = criteria_planted.TAILS
+    cases = [(f, c, "absent", _model(12, 128)) for f in tails.values() for c in pc.OMEGA_ROWS] * 80
+    rows = [(*case, "holds" if case[0] == tails["redrawn"] else "does not hold", 0.0) for case in cases]
+    record = _record(rows)
+    glued = criteria_planted.tails_glue(record)
+    assert glued["e2e_tails_n"] == 80 and glued["e2e_tails_redrawn_omega_jump"] == 1.0
+    assert glued["e2e_tails_gated_omega_jump"] == 0.0
+    assert all(glued[f"e2e_tails_{row}_meets"] for row in pc.OMEGA_ROWS)
+    gated = next(i for i, case in enumerate(cases) if case[:2] == (tails["gated"], "omega_jump"))
+    rows[gated] = (*cases[gated], "holds", 0.0)
+    glued = criteria_planted.tails_glue(_record(rows))
+    assert glued["e2e_tails_gated_omega_jump"] == pytest.approx(1 / 80)
+    assert not glued["e2e_tails_omega_jump_meets"] and glued["e2e_tails_critical_depth_meets"]
+    view = criteria_planted.tails_view(record)
+    assert view.loc[tails["redrawn"], "outside a row's scope"] == ", ".join(pc.OMEGA_ROWS)
+    assert view.loc[tails["laplace"], "outside a row's scope"] == "-"
+    counted = criteria_planted.calibrated_cells(record.table)
+    assert counted == {"e2e_cells": 12, "e2e_cells_met": 12, "e2e_limits": 3}

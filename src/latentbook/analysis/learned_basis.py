@@ -39,6 +39,16 @@ found in Gaussian, Laplace, t3, gated or outlier coordinates or a Student-t clou
 each; a rotated 3-of-32 code found in 74 of 74 at strengths 0.6 and 0.75 (median excess +0.042 and +0.176); the
 code was missed at strength 0.5 in the two clouds tried (+0.000, +0.003): its detection threshold lies between.
 
+Not a verdict row (issue 54, item 1, tried on the end-to-end planted models and left out). A planted model's tokens
+are its words' embeddings, 2,000 fixed points, so ``m_ICA`` reads that discreteness: 0.42 at every depth of a
+model with nothing planted (12 layers, d = 256, the calibration's 506-token sample), against a Gaussian level of
+0.196. A rotated sparse code written there at three times the residual's norm raises it by 0.02 only, the width
+of its interval: the code has as many atoms as the stream has coordinates, and 32 sources fitted on 253 tokens see
+an arbitrary 32 of them, whose sum over a token's 8 active atoms is Gaussian again. A code redrawn at every token
+lowers it (to 0.25: fresh noise blurs the words' points). Finding such codes needs ``r`` near ``d`` and many more
+tokens than a capture's vector sample holds, so the book shows ``m_ICA`` in chapter 3 beside its twin and
+calibrated on clouds, and no verdict row reads it.
+
 Usage: ``capture_profile(cap)`` (a ``LearnedProfile`` per depth: ``m_ICA`` with its prompt-bootstrap interval, the
 Gaussian level, ``found``), ``twin_contrast(model, twin)``. Needs scikit-learn (imported on first use).
 

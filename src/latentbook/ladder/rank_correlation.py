@@ -148,7 +148,7 @@ def partial_spearman_ci(
     n = len(x)
     rng = np.random.default_rng(seed)
     pick = rng.integers(0, n, (n_boot, n))
-    distinct = np.array([len(np.unique(row)) for row in pick]) >= min_distinct
+    distinct = 1 + np.count_nonzero(np.diff(np.sort(pick, axis=1), axis=1), axis=1) >= min_distinct
     rx, ry = _ranks(x), _ranks(y)
     if z.ndim == 1:
         rz = _ranks(z)
@@ -158,12 +158,7 @@ def partial_spearman_ci(
     else:  # several controls: the correlation of the residuals of the ranks on every control's ranks
         rz = np.column_stack([_ranks(column) for column in z.T])
         rho = _residual_correlation(rx, ry, rz)
-        draws = np.array(
-            [
-                _residual_correlation(*(rankdata(v[rows], axis=0) for v in (x, y, z)))
-                for rows in pick[distinct]
-            ]
-        )
+        draws = _residual_correlations(*(rankdata(v[pick[distinct]], axis=1) for v in (x, y, z)))
         design = _design(rz)
     draws = draws[np.isfinite(draws)]
     low, high = percentile_interval(draws, level) if len(draws) else (np.nan, np.nan)
@@ -188,6 +183,20 @@ def _design(rz: np.ndarray) -> np.ndarray:
     """An intercept and every column of ``rz`` that varies (a constant control controls for nothing)."""
     varying = [column for column in np.atleast_2d(rz.T) if np.ptp(column) > 0]
     return np.column_stack([np.ones(len(rz)), *varying])
+
+
+def _residual_correlations(rx: np.ndarray, ry: np.ndarray, rz: np.ndarray) -> np.ndarray:
+    """``_residual_correlation`` of each bootstrap draw at once: ``rx``, ``ry`` of shape ``(n_draws, n)``, ``rz`` of
+    shape ``(n_draws, n, k)``. Centring removes the intercept; the least-squares fit on the centred controls (a
+    constant control centres to zeros, which the pseudo-inverse ignores) removes the rest, as ``_design`` does."""
+    xc, yc = rx - rx.mean(axis=1, keepdims=True), ry - ry.mean(axis=1, keepdims=True)
+    zc = rz - rz.mean(axis=1, keepdims=True)
+    inverse = np.linalg.pinv(zc)  # (n_draws, k, n)
+    ex = xc - np.einsum("dnk,dk->dn", zc, np.einsum("dkn,dn->dk", inverse, xc))
+    ey = yc - np.einsum("dnk,dk->dn", zc, np.einsum("dkn,dn->dk", inverse, yc))
+    norm = np.linalg.norm(ex, axis=1) * np.linalg.norm(ey, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(norm > 1e-9, np.sum(ex * ey, axis=1) / np.where(norm > 0, norm, 1.0), np.nan)
 
 
 def _residual_correlation(rx: np.ndarray, ry: np.ndarray, rz: np.ndarray) -> float:

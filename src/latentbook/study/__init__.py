@@ -13,6 +13,7 @@ __all__ = [
     "ladder_rows",
     "landmark_calibration",
     "measure",
+    "measurement_cache",
     "paths",
     "planted_calibration",
     "power_confirmation",

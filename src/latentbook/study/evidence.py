@@ -1,7 +1,7 @@
 """What a run's verdict rows are evidence of: each row weighed against the random twin's row, the judge's power and
 the kind of model it was measured on (``weigh``), after ``study.rows.claim_rows`` has judged it.
 
-Four rules of ``analysis.verdict`` and ``analysis.bimodality_power``, applied to every run's rows by ``study.verdict_table.runs_table`` and
+Five rules of ``analysis.verdict`` and ``analysis.bimodality_power``, applied to every run's rows by ``study.verdict_table.runs_table`` and
 ``latentbook report``:
 
 1. the power of the jump rows (``critical_depth``, ``omega_jump``, ``omega_jump_cleaned``): a "does not hold" that
@@ -12,7 +12,9 @@ Four rules of ``analysis.verdict`` and ``analysis.bimodality_power``, applied to
    seen the paper's two bands at the run's own sample size and spread, else it is "inconclusive"
    (``bimodality_power.run_power``, ``bimodality_power.judge_power``);
 3. a trained model's "holds" that its random twin holds too is "uninformative" (``verdict.uninformative``);
-4. the scope of an encoder's sized claims is ``OTHER_KIND`` (the paper analysed decoders).
+4. the scope of an encoder's sized claims is ``OTHER_KIND`` (the paper analysed decoders);
+5. a "holds" of an m_z row (``verdict.TAIL_BLIND_CLAIMS``) says in its reason what it is evidence of: heavier tails,
+   which heavy-tailed coordinates with no object in them make too (``verdict.TAIL_NOTE``).
 
 The planted calibration (``study.planted_calibration``) counts the judges' "holds" before these rules; the rules
 never turn another verdict into "holds", so what it measures still bounds the table's false holds.
@@ -28,6 +30,8 @@ from ..analysis import bimodality_power
 from ..analysis.verdict import (
     MIN_TRANSITION,
     OTHER_KIND,
+    TAIL_BLIND_CLAIMS,
+    TAIL_NOTE,
     Row,
     min_jump,
     paper_jump,
@@ -89,10 +93,10 @@ def weigh(
     encoder: bool = False,
     spreads: Sequence[float] | None = None,
 ) -> list[Row]:
-    """``rows`` of the run ``m`` (``claim_rows``) with the four rules of this module: the jump rows' power (against
+    """``rows`` of the run ``m`` (``claim_rows``) with the five rules of this module: the jump rows' power (against
     ``twin``'s jump), the bimodality row's power (at the run's ``spreads``, ``bimodality_power.band_spreads``),
     "uninformative" where ``twin_rows`` (the twin's rows, judged the same way) hold the same claim (only for a
-    trained run: a null has no twin), and the encoder's scope."""
+    trained run: a null has no twin), the encoder's scope and what an m_z row's "holds" is evidence of."""
     verdict_of: Mapping[str, str] = {r.claim: r.verdict for r in twin_rows or ()}
     weighed = []
     for row in rows:
@@ -102,5 +106,7 @@ def weigh(
             row = replace(row, verdict=verdict, reason=reason)
         if encoder and scope_of(row.claim, row.parameters, encoder=True) == OTHER_KIND:
             row = replace(row, scope=OTHER_KIND)
+        if row.claim in TAIL_BLIND_CLAIMS and row.verdict == "holds":
+            row = replace(row, reason=f"{row.reason}; {TAIL_NOTE}")
         weighed.append(row)
     return weighed

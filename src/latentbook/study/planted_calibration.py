@@ -416,8 +416,26 @@ def run_case(case: int, seed: int = 0, names: tuple[str, ...] | None = None) -> 
     return records
 
 
+REDRAWN = "a sparse code redrawn at every token"
+# The families a row cannot tell from the phenomenon by what it reads (issue 54), with why: their cells are run and
+# shown, but they are the row's scope (``analysis.verdict.CLAIMS`` says so), not a target it could meet.
+UNSEPARABLE: dict[str, dict[str, str]] = {
+    REDRAWN: {
+        row: "it reads how each token's coordinates are spread, which a code redrawn at every token keeps, "
+        "not whether a word keeps its code"
+        for row in OMEGA_ROWS
+    },
+}
+
+
+def unseparable(family: str, claim: str) -> str:
+    """Why ``claim`` cannot tell ``family`` from the phenomenon (``UNSEPARABLE``), or "" where it should."""
+    return UNSEPARABLE.get(family, {}).get(claim, "")
+
+
 def confusion(records: list[dict]) -> pd.DataFrame:
-    """Per family and row: cases, the rate of each verdict, the Wilson 95 % interval of "holds" and the target."""
+    """Per family and row: cases, the rate of each verdict, the Wilson 95 % interval of "holds" and the target
+    (``limit``: the row cannot tell the family from the phenomenon, ``UNSEPARABLE``; such a cell has no target)."""
     import pandas as pd
 
     frame = pd.DataFrame(records)
@@ -427,6 +445,7 @@ def confusion(records: list[dict]) -> pd.DataFrame:
         rates = {word: float((group["verdict"] == word).mean()) for word in VERDICTS}
         low, high = wilson_interval(rates["holds"], n)
         present = group["planted"].iloc[0] == "present"
+        limit = bool(unseparable(family, claim))
         rows.append(
             {
                 "family": family,
@@ -436,23 +455,28 @@ def confusion(records: list[dict]) -> pd.DataFrame:
                 **rates,
                 "holds_ci_low": low,
                 "holds_ci_high": high,
-                "target": f">= {MIN_FOUND:.0%} holds"
+                "target": "none: the row's scope"
+                if limit
+                else f">= {MIN_FOUND:.0%} holds"
                 if present
                 else f"Wilson upper <= {MAX_FALSE_HOLDS:.0%}",
                 "meets": bool(rates["holds"] >= MIN_FOUND) if present else bool(high <= MAX_FALSE_HOLDS),
+                "limit": limit,
             }
         )
     return pd.DataFrame(rows)
 
 
 def claims_meeting_targets(table: pd.DataFrame) -> tuple[list[str], dict[str, tuple[str, float]]]:
-    """The rows (claims) that meet their target on every family of ``table`` (``confusion``), in the verdict's
-    order, and for each other row its worst family and that family's rate of "holds"."""
+    """The rows (claims) that meet their target on every family of ``table`` (``confusion``) but those of their
+    scope (``limit``), in the verdict's order, and for each other row its worst family and that family's rate of
+    "holds"."""
     from ..analysis.verdict import CLAIMS
 
     met, missed = [], {}
-    for claim in [c for c in CLAIMS if c in set(table["claim"])]:
-        cells = table[table["claim"] == claim]
+    targets = table[~table["limit"]] if "limit" in table else table
+    for claim in [c for c in CLAIMS if c in set(targets["claim"])]:
+        cells = targets[targets["claim"] == claim]
         failing = cells[~cells["meets"]]
         if failing.empty:
             met.append(claim)
@@ -480,6 +504,12 @@ def conclusion(table: pd.DataFrame) -> str:
         text += "; " + "; ".join(
             f"{claim} does not ({family}: holds in {rate:.0%} of cases)"
             for claim, (family, rate) in missed.items()
+        )
+    limits = table[table["limit"]] if "limit" in table else table.iloc[:0]
+    for family, group in limits.groupby("family", sort=False):
+        text += (
+            f"; {', '.join(group['claim'])} cannot tell {family} from the phenomenon (its scope, not a target: "
+            f"holds in {group['holds'].min():.0%}-{group['holds'].max():.0%} of cases)"
         )
     return text
 

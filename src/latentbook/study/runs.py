@@ -42,16 +42,21 @@ class Run:
         """The zoo name the capture loads (the twin is the ``random:`` model)."""
         return f"random:{self.model}" if self.kind == "random twin" else self.model
 
+    def capture_path(self, attention: bool = False) -> Path:
+        """The file ``capture(attention=attention)`` reads or writes (``.is_file()``: already captured)."""
+        from ..capturing.cache import book_capture_path
+
+        shuffle = self.kind == "shuffled words"
+        return book_capture_path(self.capture_name, attention=attention, shuffle=shuffle)
+
     def capture(self, cached_only: bool = False, attention: bool = False) -> Capture | None:
         """The book's capture of this run (``capturing.cache.book_capture``; ``attention``: the one with attention
         statistics, chapter 2); with ``cached_only``, None when it is not in the cache yet."""
-        from ..capturing.cache import book_capture, book_capture_path
+        from ..capturing.cache import book_capture
 
-        shuffle = self.kind == "shuffled words"
-        path = book_capture_path(self.capture_name, attention=attention, shuffle=shuffle)
-        if cached_only and not path.is_file():
+        if cached_only and not self.capture_path(attention).is_file():
             return None
-        return book_capture(self.capture_name, attention=attention, shuffle=shuffle)
+        return book_capture(self.capture_name, attention=attention, shuffle=self.kind == "shuffled words")
 
     def attention_capture(self, cap: Capture | None, cached_only: bool = False) -> Capture | None:
         """The run's capture with attention statistics: ``cap`` itself when it has them (the book's models and

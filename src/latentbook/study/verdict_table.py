@@ -13,32 +13,32 @@ Usage:
    "not testable here" rows, with the command that would test them, for what needs 1.5B-30B weights.
 
 ``verdict_table(results_dir, book=True, capture_missing=False)`` does all of it for the book's runs whose
-captures are cached (``measured_runs``); ``latentbook verdict [--csv PATH]`` calls it and writes
-``to_csv_frame(table)``. ``interval_problems`` lists the rows whose estimate lies outside its interval (none
-should), ``summary`` the verdicts at a glance.
+captures are cached (``measured_runs``, ``measured_landmarks``: each run measured once and kept on disk beside its
+capture by ``study.measurement_cache``, so chapter 8, chapter 9 and the command line share them);
+``latentbook verdict [--csv PATH]`` calls it and writes ``to_csv_frame(table)``. ``interval_problems`` lists the
+rows whose estimate lies outside its interval (none should), ``summary`` the verdicts at a glance.
 Introduced in: chapter 8.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..analysis.bimodality_power import band_spreads
 from ..analysis.verdict import CLAIMS, COLUMNS, Row, TCOSummary
 from ..errors import CaptureFileError, InvalidInputError, LatentbookError
 from .capture_report import (
     SPECTRAL_CLAIMS,
     cooling_problem_of,
-    measure_what_it_can,
     results_label,
     untestable_row,
 )
 from .evidence import is_encoder, weigh
 from .ladder_rows import ladder_rows
-from .measure import Measurements, measure
+from .measure import Measurements
+from .measurement_cache import landmarks_of, measurements_of, results_file_measurements, spreads_of
 from .paths import find_results_dir
 from .rows import (
     claim_rows,
@@ -48,8 +48,8 @@ from .rows import (
     run_kind,
     scaling_row,
 )
-from .run_landmarks import DepthLandmarks, book_landmarks, depth_landmarks
-from .runs import book_runs
+from .run_landmarks import DepthLandmarks
+from .runs import Run, book_runs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -72,6 +72,12 @@ def load_results(folder: str | Path | None) -> tuple[dict[str, Capture], list[st
     """Every ``*.safetensors`` capture in ``folder`` (not recursive), by label ``"<model> (<file>)"``, and a
     message for each file that is not a readable capture or not named ``*.safetensors`` (it is skipped, never
     silently; folders and hidden files are passed over). A ``folder`` that is not one is refused."""
+    files, problems = results_files(folder)
+    return {label: cap for label, (cap, _) in files.items()}, problems
+
+
+def results_files(folder: str | Path | None) -> tuple[dict[str, tuple[Capture, Path]], list[str]]:
+    """``load_results`` with the file each capture was read from: ``{label: (capture, path)}`` and the problems."""
     from ..capturing.results import load_capture
 
     captures, problems = {}, []
@@ -89,7 +95,7 @@ def load_results(folder: str | Path | None) -> tuple[dict[str, Capture], list[st
         except CaptureFileError as exc:
             problems.append(f"{path.name}: {exc}")
             continue
-        captures[results_label(cap, path.name)] = cap
+        captures[results_label(cap, path.name)] = cap, path
     return captures, problems
 
 
@@ -133,16 +139,16 @@ def runs_table(
     runs, landmarks = dict(runs), dict(landmarks or {})
     spreads = dict(spreads if spreads is not None else book_spreads(runs))
     kinds = {label: run_kind(label) for label in runs}
-    results, problems = load_results(results_dir)
+    files, problems = results_files(results_dir)
+    results = {label: cap for label, (cap, _) in files.items()}
     cooling_problems = {}  # attention a results file holds but the cooling claim cannot read: that row only
     spectra_missing: dict[str, str] = {}  # a results file too shallow for the spectra: those rows only
     for label, cap in results.items():
         if problem := cooling_problem_of(cap):
             cap, cooling_problems[label] = replace(cap, attention=None), problem
-        try:
-            runs[label], spectra_missing[label] = measure_what_it_can(cap, label, n_boot=n_boot)
-            landmarks[label] = depth_landmarks(cap, label)
-            spreads[label] = band_spreads(cap, runs[label].split)
+        try:  # each measured once and kept on disk, keyed on the file's content
+            measured = results_file_measurements(cap, files[label][1], label, n_boot=n_boot)
+            runs[label], spectra_missing[label], landmarks[label], spreads[label] = measured
         except LatentbookError as exc:  # one capture that cannot be measured costs its rows, not the table
             problems.append(f"{label}: could not be measured: {exc}")
             continue
@@ -193,12 +199,13 @@ def runs_table(
 
 def book_spreads(runs: Mapping[str, Measurements]) -> dict[str, list[float]]:
     """``bimodality_power.band_spreads`` of each book run in ``runs`` whose capture is cached (what the verdict page
-    and ``measured_runs`` measured), at the split it was measured at."""
+    and ``measured_runs`` measured), at the split it was measured at (``measurement_cache.spreads_of``: kept on
+    disk)."""
     found = {}
     for run in book_runs():
-        cap = run.capture(cached_only=True) if run.label in runs else None
-        if cap is not None:
-            found[run.label] = band_spreads(cap, runs[run.label].split)
+        spreads = spreads_of(run, runs[run.label].split) if run.label in runs else None
+        if spreads is not None:
+            found[run.label] = spreads
     return found
 
 
@@ -206,20 +213,23 @@ def measured_runs(
     capture_missing: bool = False, progress: Callable[[str], None] | None = None
 ) -> tuple[dict[str, Measurements], list[str]]:
     """``measure`` of every book run whose capture is cached (all of them with ``capture_missing``), and the
-    labels of those skipped."""
+    labels of those skipped: each run's measurements computed once and kept on disk beside its capture
+    (``measurement_cache.measurements_of``; a shuffled-words run, a null for bimodality, without spectra)."""
     runs, skipped = {}, []
     for run in book_runs():
-        cap = run.capture(cached_only=not capture_missing)
-        if cap is None:
+        if not capture_missing and not run.capture_path().is_file():
             skipped.append(run.label)
             continue
         if progress is not None:
             progress(run.label)
-        attention = run.attention_capture(cap, cached_only=True)
-        shuffled = run.kind == "shuffled words"  # a null for bimodality: its spectra are not judged
-        gains = run.gains(cached_only=not capture_missing)
-        runs[run.label] = measure(cap, run.label, attention=attention, spectra=not shuffled, gains=gains)
+        runs[run.label] = measurements_of(run, capture_missing=capture_missing)
     return runs, skipped
+
+
+def measured_landmarks(runs: Iterable[Run] | None = None) -> dict[str, DepthLandmarks]:
+    """``run_landmarks.book_landmarks`` of each of ``runs`` (default: every book run), by label, each computed once
+    and kept on disk beside its capture (``measurement_cache.landmarks_of``): chapters 8 and 9 share them."""
+    return {run.label: landmarks_of(run) for run in (book_runs() if runs is None else runs)}
 
 
 def verdict_table(
@@ -244,7 +254,7 @@ def verdict_table(
             "and the working folder is not inside the book's repository). Pass --results FOLDER."
         )
     runs, skipped = measured_runs(capture_missing, progress) if book else ({}, [])
-    landmarks = {run.label: book_landmarks(run) for run in book_runs() if run.label in runs}
+    landmarks = measured_landmarks(run for run in book_runs() if run.label in runs)
     table = runs_table(runs, results_dir=folder, ladder=ladder, landmarks=landmarks)
     table.attrs["skipped"] = skipped
     return table

@@ -12,14 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pandas as pd
+
 from .. import planted_calibration as pc
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from ..planted_calibration import PlantedTable
 
-E2E_COLUMNS = ("family", "claim", "planted", "n", "holds", "holds_ci_low", "holds_ci_high", "meets")
+E2E_COLUMNS = ("family", "claim", "planted", "n", "holds", "holds_ci_low", "holds_ci_high", "target", "meets")
 CLASS_CODE = "class code, step in 0.33-0.51"
 SPARSE_CODE = "sparse code, step in 0.33-0.51"
 GROWING = "norm growth from 0.42"
@@ -31,11 +31,30 @@ NOTHING = "nothing planted"
 # the artefacts the Omega rows must see through ("massive and rogue coordinates, norm growth and a change at the sink")
 OMEGA_ARTEFACTS = (MASSIVE, ROGUE, GROWING, GROWING_WRITING, "a change at the sink only")
 CLEANED_ROWS = (("effective_rank_cleaned", "erank"), ("spectral_concentration_cleaned", "pr"))
+# issue 54's families with no object in them, by the key their glued numbers carry
+TAILS = {
+    "laplace": "Laplace coordinates from 0.42",
+    "t3": "Student-t coordinates (3 df) from 0.42",
+    "gated": "a gated product (SwiGLU) from 0.42",
+    "outliers": "outlier features on 25-40 % of tokens",
+    "redrawn": pc.REDRAWN,
+}
 
 
 def cells(record: PlantedTable, column: str = "holds") -> pd.Series:
     """One column of a record's confusion table (the rate of "holds" by default), by ``(family, claim)``."""
     return record.table.set_index(["family", "claim"])[column]
+
+
+def calibrated_cells(table: pd.DataFrame) -> dict[str, int]:
+    """The cells of a confusion table that have a target (``e2e_cells``), how many meet it (``e2e_cells_met``),
+    and the cells that are a row's scope instead (``e2e_limits``: ``planted_calibration.UNSEPARABLE``)."""
+    limit = table["limit"] if "limit" in table else pd.Series(False, index=table.index)
+    return {
+        "e2e_cells": int((~limit).sum()),
+        "e2e_cells_met": int(table.loc[~limit, "meets"].sum()),
+        "e2e_limits": int(limit.sum()),
+    }
 
 
 def end_to_end_view(record: PlantedTable) -> pd.DataFrame:
@@ -53,8 +72,7 @@ def overview_glue(record: PlantedTable) -> dict[str, object]:
         "e2e_n_max": int(table["n"].max()),
         "e2e_words": pc.planted.N_WORDS,
         "e2e_families": int(table["family"].nunique()),
-        "e2e_cells": int(len(table)),
-        "e2e_cells_met": int(table["meets"].sum()),
+        **calibrated_cells(table),
         "e2e_date": str(record.provenance["date"])[:10],
         "e2e_minutes": record.provenance["seconds"] / 60,
         "e2e_current": "the current code"
@@ -217,6 +235,37 @@ def liquid_glue(record: PlantedTable) -> dict[str, object]:
     }
 
 
+def tails_view(record: PlantedTable) -> pd.DataFrame:
+    """The Omega rows on the families of ``TAILS``: the share of models each row holds on, one column per row, and
+    the row's scope where it cannot tell the family from objects (``planted_calibration.UNSEPARABLE``)."""
+    rates = cells(record)
+    frame = pd.DataFrame(
+        {row: [float(rates[family, row]) for family in TAILS.values()] for row in pc.OMEGA_ROWS},
+        index=pd.Index(list(TAILS.values()), name="family"),
+    )
+    frame["outside a row's scope"] = [
+        ", ".join(row for row in pc.OMEGA_ROWS if pc.unseparable(family, row)) or "-"
+        for family in TAILS.values()
+    ]
+    return frame
+
+
+def tails_glue(record: PlantedTable) -> dict[str, object]:
+    """``e2e_tails_<key>_<row>``: the share of the models of ``TAILS[key]`` that the Omega row holds on; whether
+    each row meets its target on all of them where it has one (``e2e_tails_<row>_meets``); the number of models
+    each family holds (``e2e_tails_n``)."""
+    rates, meets = cells(record), cells(record, "meets")
+    glued: dict[str, object] = {"e2e_tails_n": int(cells(record, "n")[TAILS["laplace"], "omega_jump"])}
+    for key, family in TAILS.items():
+        for row in pc.OMEGA_ROWS:
+            glued[f"e2e_tails_{key}_{row}"] = float(rates[family, row])
+    for row in pc.OMEGA_ROWS:
+        glued[f"e2e_tails_{row}_meets"] = all(
+            bool(meets[family, row]) for family in TAILS.values() if not pc.unseparable(family, row)
+        )
+    return glued
+
+
 def end_to_end_glue(
     record: PlantedTable, results_dir: str | Path, statistic_table: pd.DataFrame
 ) -> dict[str, object]:
@@ -236,5 +285,6 @@ def end_to_end_glue(
         | twin_margin_glue(record, earlier(pc.BEFORE_TWIN_MARGIN))
         | previous_run_glue(record, earlier(pc.BEFORE_RAW_BESIDE_CLEANED))
         | liquid_glue(record)
+        | tails_glue(record)
         | {"e2e_statistic_pr_found": float(statistic["spectral_concentration", "PR falls 30-50 %"])}
     )

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ...analysis import transition, verdict
 from ..verdict_table import interval_problems, scope_counts, scope_sentence, summary
+from .criteria_planted import calibrated_cells
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -156,7 +157,6 @@ def first_screen(
         "gemma_clean_m": float(cleaned["value"].iloc[0]) if len(cleaned) else float("nan"),
         "gemma_onset": float(onset),
         "gemma_onset_words": onset_words,
-        "e2e_cells": int(len(end_to_end)),
-        "e2e_cells_met": int(end_to_end["meets"].sum()),
+        **calibrated_cells(end_to_end),
         "e2e_n": int(end_to_end["n"].min()),
     }
