@@ -530,7 +530,7 @@ def _check_ladder_options(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """The ``latentbook`` command: parse ``argv`` and run its subcommand (``models``, ``capture``, ``report``,
-    ``verdict``, ``plan`` or ``train-ladder``; ``latentbook SUBCOMMAND -h`` lists each one's options).
+    ``verdict``, ``plan``, ``train-ladder`` or ``records``; ``latentbook SUBCOMMAND -h`` lists each one's options).
 
     A ``LatentbookError`` (bad input, an output that exists, a damaged file, ...) or a full disk is printed as one
     ``latentbook: error:`` line, not a traceback; after Ctrl-C the message says what is on disk and how to
@@ -578,6 +578,8 @@ def main(argv: list[str] | None = None) -> int:
             _plan(args)
         elif args.command == "train-ladder":
             _train_ladder(args)
+        elif args.command == "records":
+            _records(args)
     except LatentbookError as exc:
         print(printable(f"latentbook: error: {exc}"), file=sys.stderr)
         return 2
@@ -628,6 +630,24 @@ def _disk_full(exc: BaseException) -> bool:
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
         return True
     return any(sign in str(exc) for sign in ("StorageFull", "No space left on device", "os error 28"))
+
+
+def _records(args: argparse.Namespace) -> None:
+    """``latentbook records status``: one line per record of ``study.records.RECORDS``."""
+    import pandas as pd
+
+    from ._text import text_table
+    from .study.paths import find_results_dir
+    from .study.records import status
+
+    results = args.results if args.results is not None else find_results_dir()
+    if results is None or not Path(results).is_dir():
+        raise InvalidInputError(
+            f"No results folder at {results}: run from inside the book's repository or pass --results FOLDER."
+        )
+    lines = status(results)
+    table = pd.DataFrame([vars(line) for line in lines])[["name", "state", "file", "command"]]
+    print(text_table(table, wrap_column="state"))
 
 
 def _what_is_safe(args: argparse.Namespace) -> str:

@@ -156,6 +156,15 @@ def build_parser(summary: str) -> argparse.ArgumentParser:
     )
     lad.add_argument("--jobs", type=int, default=1, help="rungs trained at once, one process and thread each")
     lad.add_argument("--force", action="store_true", help="retrain rungs whose folder is already complete")
+    rec = sub.add_parser("records", help="the long-run records the book reads and whether each is current")
+    rec_actions = rec.add_subparsers(dest="action", required=True, metavar="ACTION")
+    rec_status = rec_actions.add_parser(
+        "status",
+        help="each record's file, whether the code that wrote it is the current code, and how to rerun it",
+    )
+    rec_status.add_argument(
+        "--results", type=Path, default=None, help="the results folder (default: the book's results/)"
+    )
     plan = sub.add_parser(
         "plan",
         help="the memory a capture needs per device, from the model's config alone (no weights read)",

@@ -1,0 +1,82 @@
+"""The registry of long-run records (``study.records``) and ``latentbook records status``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from latentbook.cli import main
+from latentbook.ladder import report
+from latentbook.study import ladder_landmarks, records
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "results"
+
+
+def test_every_record_the_book_reads_is_registered_and_found():
+    lines = records.status(RESULTS)
+    assert [line.name for line in lines] == [record.name for record in records.RECORDS]
+    for line in lines:
+        assert Path(line.file).is_file(), line
+        assert line.state == records.CURRENT or line.state.startswith("stale: "), line
+    assert "ladder/measurements.json" in {record.file for record in records.RECORDS}
+    assert report.COMMAND in {record.command for record in records.RECORDS}
+    assert ladder_landmarks.FILE == "landmarks.json"
+
+
+def _copy_calibration(tmp_path: Path) -> Path:
+    results = tmp_path / "results"
+    shutil.copytree(RESULTS / "calibration", results / "calibration")
+    return results
+
+
+def test_a_record_of_other_code_is_stale_a_missing_one_missing_a_broken_one_unreadable(tmp_path):
+    results = _copy_calibration(tmp_path)
+    by_name = {line.name: line.state for line in records.status(results)}
+    assert by_name["jump power"] == records.CURRENT  # the committed record, read from the copy
+    path = results / "calibration" / "jump_power.json"
+    record = json.loads(path.read_text())
+    record["provenance"]["source_hash"] = "0" * 64
+    path.write_text(json.dumps(record))
+    (results / "calibration" / "slow_families.json").write_text("{not json")
+    by_name = {line.name: line.state for line in records.status(results)}
+    assert by_name["jump power"] == records.CHANGED
+    assert by_name["slow families"].startswith("unreadable: ")
+    assert by_name["ladder measurements (ladder)"] == records.MISSING  # not copied
+
+
+def test_a_ladder_record_counts_its_models_measured_by_older_code(tmp_path):
+    folder = tmp_path / "results" / "ladder"
+    folder.mkdir(parents=True)
+    code = report.diagnostics_hash()
+    measured = {
+        "command": report.COMMAND,
+        "rungs": ["a", "b"],
+        "models": {
+            "a": {"measured_by": code, "checkpoints": {"10": {"measured_by": "old"}}},
+            "b": {"measured_by": code},
+        },
+    }
+    (folder / report.MEASUREMENTS).write_text(json.dumps(measured))
+    state = {line.name: line.state for line in records.status(tmp_path / "results")}
+    assert state["ladder measurements (ladder)"] == "stale: 1 of 3 models measured by older code"
+    measured["models"]["a"]["checkpoints"]["10"]["measured_by"] = code
+    (folder / report.MEASUREMENTS).write_text(json.dumps(measured))
+    state = {line.name: line.state for line in records.status(tmp_path / "results")}
+    assert state["ladder measurements (ladder)"] == records.CURRENT
+
+
+def test_the_command_prints_a_line_per_record_and_refuses_a_missing_folder(tmp_path, capsys):
+    results = _copy_calibration(tmp_path)
+    assert main(["records", "status", "--results", str(results)]) == 0
+    out = capsys.readouterr().out
+    for record in records.RECORDS:
+        assert record.name in out and record.command in out
+    assert records.MISSING in out
+    assert main(["records", "status", "--results", str(tmp_path / "nowhere")]) == 2
+    assert "pass --results FOLDER" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["records"])  # an action is required
