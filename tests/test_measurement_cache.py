@@ -43,6 +43,16 @@ def _entries(folder: Path) -> list[str]:
     return sorted(p.name for p in (folder / "cache").iterdir()) if (folder / "cache").is_dir() else []
 
 
+def _one_entry(folder: Path):
+    """A capture file, a counting computation, and the one entry ``cached`` wrote for it."""
+    data = folder / "capture.bin"
+    data.write_bytes(b"capture one")
+    compute, calls = _counting()
+    mc.cached("measure", compute, name="toy", files={"capture": data})
+    (entry,) = (folder / "cache").glob("toy-measure-*.pickle")
+    return data, compute, calls, entry
+
+
 def test_an_entry_is_computed_once_and_read_back_equal(folder):
     data = folder / "capture.bin"
     data.write_bytes(b"capture one")
@@ -159,11 +169,7 @@ def test_a_failed_computation_or_write_leaves_no_entry_and_no_temporary(folder, 
 
 
 def test_an_entry_cut_short_or_of_another_key_is_computed_again_and_replaced(folder):
-    data = folder / "capture.bin"
-    data.write_bytes(b"capture one")
-    compute, calls = _counting()
-    mc.cached("measure", compute, name="toy", files={"capture": data})
-    (entry,) = (folder / "cache").glob("toy-measure-*.pickle")
+    data, compute, calls, entry = _one_entry(folder)
     whole = entry.read_bytes()
     entry.write_bytes(whole[: len(whole) // 2])
     assert mc.cached("measure", compute, name="toy", files={"capture": data})["value"] == 1
@@ -173,11 +179,7 @@ def test_an_entry_cut_short_or_of_another_key_is_computed_again_and_replaced(fol
 
 
 def test_a_crafted_entry_is_never_executed(folder):
-    data = folder / "capture.bin"
-    data.write_bytes(b"capture one")
-    compute, calls = _counting()
-    mc.cached("measure", compute, name="toy", files={"capture": data})
-    (entry,) = (folder / "cache").glob("toy-measure-*.pickle")
+    data, compute, calls, entry = _one_entry(folder)
     planted = folder / "planted"
 
     class Exploit:

@@ -32,6 +32,22 @@ import pytest
 
 from .test_imports import module_names
 
+# the front matter of a MyST chapter, as jupytext writes it
+MYST_HEADER = textwrap.dedent(
+    """\
+    ---
+    jupytext:
+      text_representation:
+        extension: .md
+        format_name: myst
+    kernelspec:
+      display_name: Python 3
+      language: python
+      name: python3
+    ---
+
+    """
+)
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "latentbook"
 
@@ -340,19 +356,9 @@ def test_the_scan_reads_every_kind_of_cell(tmp_path):
     Markdown, a notebook's cells and a plain Markdown file's blocks."""
     chapter = tmp_path / "chapter.md"
     chapter.write_text(
-        textwrap.dedent(
+        MYST_HEADER
+        + textwrap.dedent(
             """\
-            ---
-            jupytext:
-              text_representation:
-                extension: .md
-                format_name: myst
-            kernelspec:
-              display_name: Python 3
-              language: python
-              name: python3
-            ---
-
             ```{code-cell} ipython3
             import latentbook as lb
             from latentbook.study.chapters import omega_tables as tables
@@ -399,19 +405,9 @@ def test_the_check_names_the_file_and_the_unexported_name(tmp_path):
     """A chapter (or a lab) that imports what no ``__all__`` exports fails, naming the file and the name."""
     chapter = tmp_path / "chapter.md"
     chapter.write_text(
-        textwrap.dedent(
+        MYST_HEADER
+        + textwrap.dedent(
             """\
-            ---
-            jupytext:
-              text_representation:
-                extension: .md
-                format_name: myst
-            kernelspec:
-              display_name: Python 3
-              language: python
-              name: python3
-            ---
-
             # A chapter
 
             ```{code-cell} ipython3

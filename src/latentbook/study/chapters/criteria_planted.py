@@ -253,9 +253,16 @@ def tails_view(record: PlantedTable) -> pd.DataFrame:
 def tails_glue(record: PlantedTable) -> dict[str, object]:
     """``e2e_tails_<key>_<row>``: the share of the models of ``TAILS[key]`` that the Omega row holds on; whether
     each row meets its target on all of them where it has one (``e2e_tails_<row>_meets``); the number of models
-    each family holds (``e2e_tails_n``)."""
+    each family holds (``e2e_tails_n``), and the planted vocabulary's size and the outlier features' coordinates and
+    share of the tokens that the prose quotes (``e2e_tails_words``, ``_outlier_coordinates``, ``_share_low/high``)."""
     rates, meets = cells(record), cells(record, "meets")
-    glued: dict[str, object] = {"e2e_tails_n": int(cells(record, "n")[TAILS["laplace"], "omega_jump"])}
+    glued: dict[str, object] = {
+        "e2e_tails_n": int(cells(record, "n")[TAILS["laplace"], "omega_jump"]),
+        "e2e_tails_words": pc.planted.N_WORDS,
+        "e2e_tails_outlier_coordinates": pc.planted.N_OUTLIERS,
+        "e2e_tails_share_low": pc.planted.OUTLIER_SHARE[0],
+        "e2e_tails_share_high": pc.planted.OUTLIER_SHARE[1],
+    }
     for key, family in TAILS.items():
         for row in pc.OMEGA_ROWS:
             glued[f"e2e_tails_{key}_{row}"] = float(rates[family, row])
