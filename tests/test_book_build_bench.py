@@ -28,3 +28,41 @@ def test_pages_run_two_at_a_time_are_counted_against_their_own_wall_time():
     assert "pages executing 10.0 min, Sphinx and setup 0.0 min" in serial
     assert "Pages Sphinx executed itself: book/omega.md." in serial
     assert "Wall 10.0 min against a target of 10 min (met)" in serial
+
+
+def test_a_newcomers_build_counts_its_setup_apart_from_the_pages_and_sphinx():
+    bench = load_benchmark("book_build")
+    steps = [
+        {"step": "test -x .venv/bin/python || python3 -m venv .venv", "seconds": 30.0},
+        {"step": ".venv/bin/python -m pip install -q -c constraints.txt torch==2.13.0", "seconds": 90.0},
+        {"step": "make book (setup found done)", "seconds": 480.0},
+    ]
+    text = bench.markdown(
+        RECORD
+        | {"model_cache": "newcomer", "setup_steps": steps, "page_jobs": 2, "pages_wall_s": 330.0}
+        | {"pages_run_in_sphinx": []}
+    )
+    assert text.startswith("# A newcomer's make book (a fresh clone, an empty HOME, setup included)")
+    # 600 s of wall: 120 s of setup, 330 s of pages, and the 150 s left are Sphinx's
+    assert "setup 2.0 min; pages executing 10.0 min of page time in 5.5 min of wall" in text
+    assert "(`tools/execute_pages.py`); Sphinx 2.5 min." in text
+    assert "| `test -x .venv/bin/python \\|\\| python3 -m venv .venv` | 30 |" in text  # pipes escaped
+    assert "| `make book (setup found done)` | 480 |" in text
+
+
+def test_a_newcomer_has_the_machines_pip_configuration_and_none_of_its_caches(tmp_path, monkeypatch):
+    bench = load_benchmark("book_build")
+    own_home = tmp_path / "own"
+    (own_home / ".config" / "pip").mkdir(parents=True)
+    (own_home / ".config" / "pip" / "pip.conf").write_text("[global]\nfind-links = /opt/wheels\n")
+    (own_home / ".cache" / "latentbook").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(own_home))
+    for name in ("LATENTBOOK_CACHE", "XDG_CACHE_HOME", "HF_HOME", "PIP_CACHE_DIR"):
+        monkeypatch.setenv(name, str(own_home / ".cache"))
+    monkeypatch.setenv("PIP_FIND_LINKS", "/opt/wheels")  # the machine's registries stay
+    home = bench.newcomer_home(tmp_path / "home")
+    assert (home / ".config" / "pip" / "pip.conf").read_text().endswith("/opt/wheels\n")
+    assert not (home / ".cache").exists()
+    env = bench.newcomer_env(home)
+    assert env["HOME"] == str(home) and env["PIP_FIND_LINKS"] == "/opt/wheels"
+    assert not {"LATENTBOOK_CACHE", "XDG_CACHE_HOME", "HF_HOME", "PIP_CACHE_DIR"} & set(env)

@@ -25,7 +25,8 @@ from .built_book import newest_source
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = Path(os.environ.get("LATENTBOOK_HTML", ROOT / "_build" / "html"))  # another built site, if set
-ARTIFACTS = ROOT / "_build" / "browser-artifacts"
+# Screenshots of this run only, one folder per pytest-xdist worker (each clears its own at its start)
+ARTIFACTS = ROOT / "_build" / "browser-artifacts" / os.environ.get("PYTEST_XDIST_WORKER", "main")
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",

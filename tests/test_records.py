@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,57 @@ def test_the_command_prints_a_line_per_record_and_refuses_a_missing_folder(tmp_p
     assert "pass --results FOLDER" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["records"])  # an action is required
+
+
+def test_the_ladder_records_rerun_with_the_commands_that_wrote_them():
+    assert records.find("ladder measurements (ladder)").command == report.COMMAND
+    assert records.find("ladder-measurements-ladder-v2").command == report.V2_COMMAND
+
+
+def test_records_run_runs_the_producer_from_the_repository_with_its_arguments(monkeypatch, capsys):
+    calls = []
+
+    def fake_run(argv, cwd):
+        calls.append((argv, Path(cwd)))
+        return type("Done", (), {"returncode": 0})()
+
+    monkeypatch.setattr("subprocess.run", fake_run)
+    main(["records", "restamp", "Planted-Calibration", "--", "--n-cases", "3"])
+    argv, cwd = calls.pop()
+    assert cwd == ROOT and Path(argv[0]).name.startswith("python")
+    assert argv[1:] == ["tools/calibrate_planted.py", "--jobs", "2", "--restamp", "--n-cases", "3"]
+    main(["records", "run", "ladder measurements (ladder)"])
+    argv, _ = calls.pop()
+    assert argv[1:] == ["-m", "latentbook", "train-ladder", "--measure"]
+    main(["records", "run", "jump-power", "--dry-run"])
+    assert not calls and "tools/jump_power.py" in capsys.readouterr().out
+
+
+def test_records_run_passes_on_the_producers_failure(monkeypatch):
+    monkeypatch.setattr("subprocess.run", lambda argv, cwd: type("Done", (), {"returncode": 3})())
+    with pytest.raises(SystemExit) as exit_info:
+        main(["records", "run", "slow-families"])
+    assert exit_info.value.code == 3
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["records", "run", "planted"], "The records are: planted-calibration, "),
+        (["records", "restamp", "jump-power"], "latentbook records run jump-power"),
+        (["records", "run", "jump-power", "--repository", "{tmp}"], "tools/jump_power.py is not in"),
+    ],
+)
+def test_records_run_refuses_what_it_cannot_run_and_names_the_fix(
+    argv, message, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setattr("subprocess.run", lambda *a, **k: pytest.fail("nothing may run"))
+    assert main([part.format(tmp=tmp_path) for part in argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("record", [r for r in records.RECORDS if r.restamp], ids=lambda r: r.slug)
+def test_a_record_that_offers_a_restamp_has_a_producer_that_takes_one(record):
+    argv = records.producer_argv(record, "restamp", ROOT, ["--help"])
+    shown = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert "--restamp" in shown

@@ -556,7 +556,12 @@ def main(argv: list[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):  # an ASCII terminal shows "mod\xe8le", not a UnicodeEncodeError
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # `records run NAME -- ARGS`: ARGS go to the record's producer, unread (argparse's subcommands misread "--")
+    cut = argv.index("--") if "--" in argv else len(argv)
+    passthrough = argv[cut + 1 :] if "records" in argv[:cut] else []
+    args = _parser().parse_args(argv[:cut] if "records" in argv[:cut] else argv)
+    args.extra = passthrough
     try:
         if args.command == "models":
             from ._text import text_table
@@ -633,14 +638,33 @@ def _disk_full(exc: BaseException) -> bool:
 
 
 def _records(args: argparse.Namespace) -> None:
-    """``latentbook records status``: one line per record of ``study.records.RECORDS``."""
+    """``latentbook records status``: one line per record of ``study.records.RECORDS``; ``run NAME`` and ``restamp
+    NAME``: that record's producer, run from the repository (``study.records.producer_argv``)."""
+    import shlex
+    import subprocess
+
     import pandas as pd
 
     from ._text import text_table
     from .study.paths import find_results_dir
-    from .study.records import status
+    from .study.records import find, producer_argv, status
 
-    results = args.results if args.results is not None else find_results_dir()
+    results = getattr(args, "results", None)
+    results = results if results is not None else find_results_dir()
+    if args.action != "status":
+        record = find(args.name)  # a wrong name is named before the repository is looked for
+        repository = args.repository if args.repository is not None else results and Path(results).parent
+        if repository is None or not Path(repository).is_dir():
+            raise InvalidInputError(
+                "No repository of the book found: run from inside a clone of it or pass --repository FOLDER."
+            )
+        argv = producer_argv(record, args.action, repository, args.extra)
+        print(" ".join(shlex.quote(part) for part in argv), flush=True)
+        if not args.dry_run:
+            status_code = subprocess.run(argv, cwd=repository).returncode
+            if status_code != 0:
+                raise SystemExit(status_code)
+        return
     if results is None or not Path(results).is_dir():
         raise InvalidInputError(
             f"No results folder at {results}: run from inside the book's repository or pass --results FOLDER."

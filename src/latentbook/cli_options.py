@@ -165,6 +165,23 @@ def build_parser(summary: str) -> argparse.ArgumentParser:
     rec_status.add_argument(
         "--results", type=Path, default=None, help="the results folder (default: the book's results/)"
     )
+    for action, what in (
+        ("run", "compute a record again with its producer (hours for a calibration: see `status`)"),
+        ("restamp", "keep a record for the current code once its spot cases reproduce (minutes)"),
+    ):
+        rec_action = rec_actions.add_parser(
+            action, help=what, epilog="Arguments after -- go to the producer: ... -- --jobs 1"
+        )
+        rec_action.add_argument("name", help="the record: its name or slug, e.g. planted-calibration")
+        rec_action.add_argument(
+            "--repository",
+            type=Path,
+            default=None,
+            help="the book's repository, which holds the producers (default: the one around results/)",
+        )
+        rec_action.add_argument(
+            "--dry-run", action="store_true", help="print the command line and run nothing"
+        )
     plan = sub.add_parser(
         "plan",
         help="the memory a capture needs per device, from the model's config alone (no weights read)",

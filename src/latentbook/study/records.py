@@ -2,9 +2,11 @@
 
 A record is computed offline (hours of both cores: planted models, training a ladder) and kept in ``results/`` with
 the hash of the code that computed it; the book shows it and says when that code has changed since. ``RECORDS``
-names each one: its file, the command that writes it again, and the reader that says whether it is current (each
+names each one: its file, the command that writes it again (and, where its producer can, the command that keeps it
+for new code once a few of its cases reproduce: ``restamp``), and the reader that says whether it is current (each
 record's own ``source_hash`` or ``measured_by``). ``status()`` reads them all, ``latentbook records status``
-prints them:
+prints them, and ``latentbook records run NAME`` / ``restamp NAME`` run a record's producer from the repository
+(``producer_argv``):
 
     name                   state     file                                       rerun with
     planted calibration    current   results/calibration/planted_models.json    python tools/calibrate_planted.py ...
@@ -16,12 +18,15 @@ Introduced in: the contributing guide (records and their producers).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+import shlex
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from ..errors import LatentbookError
+from ..errors import InvalidInputError, LatentbookError
 
 CURRENT, MISSING = "current", "missing"
 CHANGED = "stale: the code it hashes has changed since"
@@ -30,12 +35,21 @@ CHANGED = "stale: the code it hashes has changed since"
 @dataclass(frozen=True)
 class Record:
     """A long-run record: ``file`` under the results folder, the ``command`` that writes it, and ``check(results)``,
-    its state ("current" or "stale: ..."); a reader's ``LatentbookError`` makes it "missing" or "unreadable"."""
+    its state ("current" or "stale: ..."); a reader's ``LatentbookError`` makes it "missing" or "unreadable".
+    ``restamp``: the command that keeps the record for new code once its spot cases reproduce, None where its
+    producer has none."""
 
     name: str
     file: str
     command: str
     check: Callable[[Path], str]
+    restamp: str | None = None
+
+    @property
+    def slug(self) -> str:
+        """The record's name as one word for the command line: "ladder measurements (ladder-v2)" ->
+        "ladder-measurements-ladder-v2"."""
+        return re.sub(r"[^a-z0-9]+", "-", self.name.lower()).strip("-")
 
 
 def _current(flag: bool) -> str:
@@ -94,6 +108,7 @@ RECORDS: tuple[Record, ...] = (
         "calibration/planted_models.json",
         "python tools/calibrate_planted.py --jobs 2",
         _planted,
+        restamp="python tools/calibrate_planted.py --jobs 2 --restamp",
     ),
     Record(
         "power confirmation",
@@ -109,14 +124,18 @@ RECORDS: tuple[Record, ...] = (
         _landmarks,
     ),
     Record("slow families", "calibration/slow_families.json", "python tools/calibrate_slow.py", _slow),
-    *(
-        Record(
-            f"ladder measurements ({folder})",
-            f"{folder}/measurements.json",
-            "latentbook train-ladder --measure",  # ladder.report.COMMAND
-            partial(_ladder_measurements, folder),
-        )
-        for folder in ("ladder", "ladder-v2")
+    Record(
+        "ladder measurements (ladder)",
+        "ladder/measurements.json",
+        "latentbook train-ladder --measure",  # ladder.report.COMMAND
+        partial(_ladder_measurements, "ladder"),
+    ),
+    Record(
+        "ladder measurements (ladder-v2)",
+        "ladder-v2/measurements.json",
+        "latentbook train-ladder --out results/ladder-v2 --seeds 0,1,2 --balanced --checkpoint-every 500 "
+        "--checkpoint-rungs l4-d64,l8-d64 --jobs 2 --measure",  # ladder.report.V2_COMMAND
+        partial(_ladder_measurements, "ladder-v2"),
     ),
     Record(
         "ladder landmarks (ladder-v2)",
@@ -154,3 +173,41 @@ def status(results_dir: str | Path | None = None) -> list[RecordStatus]:
                 state = f"unreadable: {exc}"
         lines.append(RecordStatus(record.name, state, str(path), record.command))
     return lines
+
+
+def find(name: str) -> Record:
+    """The record called ``name`` (its name or its ``slug``, any case), or an error listing the slugs."""
+    wanted = name.strip().lower()
+    for record in RECORDS:
+        if wanted in (record.name.lower(), record.slug):
+            return record
+    slugs = ", ".join(record.slug for record in RECORDS)
+    raise InvalidInputError(f"No record called {name!r}. The records are: {slugs}.")
+
+
+def producer_argv(
+    record: Record, action: str, repository: str | Path, extra: Sequence[str] = ()
+) -> list[str]:
+    """The command line that ``run``s or ``restamp``s ``record`` from ``repository`` (its root, holding ``tools/``
+    and ``benchmarks/``): the record's command with ``python`` as this interpreter and ``latentbook`` as ``python
+    -m latentbook``, then ``extra``. Refused where the producer has no such action or its script is not there."""
+    if action not in ("run", "restamp"):
+        raise InvalidInputError(f"A record's action is 'run' or 'restamp', got {action!r}.")
+    command = record.command if action == "run" else record.restamp
+    if command is None:
+        raise InvalidInputError(
+            f"The {record.name} record has no restamp: its producer keeps no spot cases to check new code "
+            f"against. Run it again: latentbook records run {record.slug}"
+        )
+    argv = shlex.split(command)
+    if argv[0] == "python":
+        script = Path(repository) / argv[1]
+        if not script.is_file():
+            raise InvalidInputError(
+                f"{argv[1]} is not in {repository}: the {record.name} record's producer is a script of the "
+                "book's repository. Run this from a clone of it (or pass --repository)."
+            )
+        argv = [sys.executable, *argv[1:]]
+    elif argv[0] == "latentbook":
+        argv = [sys.executable, "-m", "latentbook", *argv[1:]]
+    return [*argv, *extra]
