@@ -311,3 +311,30 @@ def test_a_results_file_is_measured_once(folder, monkeypatch):
     monkeypatch.setattr(capture_report, "measure", lambda *a, **k: pytest.fail("measured again"))
     again = verdict_table.runs_table({}, results_dir=results, ladder=False, n_boot=100)
     assert first.equals(again) and (first["run"] == "results file").any()
+
+
+def test_a_table_is_computed_once_and_read_back_with_its_types_and_index(folder):
+    import pandas as pd
+
+    calls = []
+
+    def compute() -> pd.DataFrame:
+        calls.append(1)
+        table = pd.DataFrame(
+            {
+                "family": ["a", "b"],
+                "n": np.array([40, 20], dtype=np.int64),
+                "holds": [0.1, 1 / 3],
+                "met": [True, False],
+            },
+            index=pd.Index([100, 2000], name="samples"),
+        )
+        return table
+
+    first = mc.cached_frame("table_test", compute, settings={"n_cases": 40})
+    again = mc.cached_frame("table_test", compute, settings={"n_cases": 40})
+    assert len(calls) == 1
+    pd.testing.assert_frame_equal(again, compute())  # exact floats, dtypes and the index's name
+    pd.testing.assert_frame_equal(first, again)
+    mc.cached_frame("table_test", compute, settings={"n_cases": 41})
+    assert len(calls) == 3  # other settings: computed again (the third call is the comparison above)

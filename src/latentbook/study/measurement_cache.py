@@ -50,6 +50,8 @@ from ..capturing.cache import capture_cache_dir, package_source_hash
 from ..errors import InvalidInputError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from ..capturing.results import Capture
     from .measure import Measurements
     from .run_landmarks import DepthLandmarks
@@ -262,6 +264,34 @@ def cached(
         data = pickle.dumps({"key": key, "kind": kind, "value": value}, protocol=pickle.HIGHEST_PROTOCOL)
         atomic_write(path, lambda tmp: tmp.write_bytes(data))
     return value
+
+
+def cached_frame(
+    kind: str,
+    compute: Callable[[], pd.DataFrame],
+    *,
+    modules: Iterable[str] = (),
+    settings: Mapping[str, Any] | None = None,
+) -> pd.DataFrame:
+    """``compute()``, a table that reads no file (a calibration on planted data, a power grid), kept as ``cached``
+    keeps a measurement: computed again when the code (``CODE_PARTS``, ``modules``) or the ``settings`` change. The
+    entry holds the table's cells, index and column types as plain values (``SafeUnpickler`` reads no pandas), and
+    the table read back equals the one computed, dtypes included."""
+    import pandas as pd
+
+    def plain() -> dict[str, Any]:
+        table = compute()
+        return {
+            "split": table.to_dict(orient="split"),
+            "dtypes": {str(column): str(dtype) for column, dtype in table.dtypes.items()},
+            "index_name": table.index.name,
+        }
+
+    entry = cached(kind, plain, name="table", files={}, modules=modules, settings=settings)
+    split = entry["split"]
+    table = pd.DataFrame(split["data"], index=split["index"], columns=split["columns"])
+    table.index.name = entry["index_name"]
+    return table.astype({column: entry["dtypes"][str(column)] for column in table.columns})
 
 
 # --- the book's runs -------------------------------------------------------------------------------------------

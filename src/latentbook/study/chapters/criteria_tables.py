@@ -4,7 +4,8 @@ its confirmation on planted models and the statistic-level calibration, as table
 Usage: ``glue_frame("vd", criteria_constants())``; ``power_rates(power)`` and ``power_glue(power)`` of
 ``power_record.load_power_record``; ``confirmation_glue(confirmation, power.table)`` of
 ``power_confirmation.load_confirmation``; ``calibration_glue(table)`` and ``wilson_view(table)`` of
-``calibration.calibrate_statistics`` (and of the slow families); ``percent_table`` shows any of them. The
+``calibration.calibrate_statistics`` (and of the slow families; ``statistic_calibration`` computes it once for the
+code and keeps it, as ``power_bands`` keeps ``bimodality_power.power_table``); ``percent_table`` shows any of them. The
 end-to-end record's numbers are ``criteria_planted``, the flow families' ``criteria_flow``.
 Introduced in: chapter 8's appendix.
 """
@@ -148,3 +149,30 @@ def wilson_view(table: pd.DataFrame) -> pd.DataFrame:
     from ...analysis import calibration
 
     return table[list(CALIBRATION_COLUMNS)].assign(**{"met (Wilson)": calibration.meets_by_wilson(table)})
+
+
+def statistic_calibration(n_cases: int = 40, seed: int = 0) -> pd.DataFrame:
+    """``calibration.calibrate_statistics(n_cases, seed)``, computed once for the current code and kept beside the
+    captures (``measurement_cache.cached_frame``): the page shows it again in seconds until an estimator, a judge
+    or a planted family changes (the ``analysis`` wing is in the key), and a fresh machine computes it."""
+    from ...analysis import calibration
+    from ..measurement_cache import cached_frame
+
+    return cached_frame(
+        "statistic_calibration",
+        lambda: calibration.calibrate_statistics(n_cases=n_cases, seed=seed),
+        settings={"n_cases": n_cases, "seed": seed},
+    )
+
+
+def power_bands(samples: Sequence[int], separations: Sequence[float], n_depths: int) -> pd.DataFrame:
+    """``bimodality_power.power_table(samples, separations, n_depths=n_depths)``, kept as ``statistic_calibration``
+    keeps its table."""
+    from ...analysis import bimodality_power
+    from ..measurement_cache import cached_frame
+
+    return cached_frame(
+        "bimodality_power",
+        lambda: bimodality_power.power_table(samples, separations, n_depths=n_depths),
+        settings={"samples": list(samples), "separations": list(separations), "n_depths": n_depths},
+    )
