@@ -173,3 +173,18 @@ def test_the_gpu_sections_wait_for_a_gpu_run(tmp_path, monkeypatch):
     }
     (tmp_path / "gpu.json").write_text(json.dumps(gpu | {"dry_run": True}))
     assert pt.gpu_glue() == {} and pt.gpu_figures().data == pt.NO_GPU
+
+
+def test_the_build_section_shows_a_newcomers_make_book_beside_the_cold_build_once_measured(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(pt, "bench_folder", lambda: tmp_path)
+    (tmp_path / "book_build.json").write_text("{}")
+    (tmp_path / "book_build.md").write_text("# Cold book build\n\nWall 8.9 min\n")
+    assert pt.build_times().data == "Wall 8.9 min\n"  # no newcomer measured: the cold build alone
+    (tmp_path / "book_build_newcomer.json").write_text("{}")
+    (tmp_path / "book_build_newcomer.md").write_text("# A newcomer's make book\n\nWall 12.6 min\n")
+    shown = pt.build_times().data
+    assert shown.startswith("Wall 8.9 min\n")
+    assert shown.endswith("**A newcomer's make book.**\n\nWall 12.6 min\n")
+    assert "\n#" not in shown  # no heading inside a cell's output

@@ -146,10 +146,20 @@ def bench_findings(bench: dict, target: float = TARGET) -> str:
 
 
 def build_times() -> Markdown:
-    """The cold build's page times (``results/bench/book_build.md``), or what to run where it has not been timed."""
+    """The cold build's page times (``results/bench/book_build.md``) and, where it was measured, a newcomer's whole
+    ``make book`` (``book_build_newcomer.md``: a fresh clone, an empty HOME, setup included), or what to run where
+    the build has not been timed."""
     from IPython.display import Markdown
 
-    return bench_table("book_build") if bench_record("book_build") is not None else Markdown(NO_BUILD)
+    if bench_record("book_build") is None:
+        return Markdown(NO_BUILD)
+    parts = [bench_table("book_build").data]
+    if bench_record("book_build_newcomer") is not None:
+        title, body = (bench_folder() / "book_build_newcomer.md").read_text().split("\n", 1)
+        parts.append(
+            f"**{title.lstrip('# ')}.**\n{body}"
+        )  # a heading in a cell's output would break the page's
+    return Markdown("\n\n".join(parts))
 
 
 def gpu_figures() -> Markdown:
