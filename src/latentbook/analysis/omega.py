@@ -53,6 +53,25 @@ def omega(x: Any) -> Any:
     ------
     InvalidInputError
         For a scalar, an empty last axis or complex input.
+
+    Examples
+    --------
+    One coordinate holding the vector gives the maximum ``1 - 1/sqrt(d)``, a vector spread evenly over its
+    coordinates gives 0, and Gaussian vectors sit near ``gaussian_omega(d)``:
+
+    >>> import numpy as np
+    >>> import latentbook as lb
+    >>> round(float(lb.omega(np.eye(64)[0])), 3)  # one-hot, d = 64: 1 - 1/8
+    0.875
+    >>> float(lb.omega(np.array([1.0, -1.0, 1.0, -1.0])))  # constant magnitude
+    0.0
+    >>> h = np.random.default_rng(0).standard_normal((1000, 512))
+    >>> lb.omega(h).shape  # one value per vector
+    (1000,)
+    >>> round(float(lb.omega(h).mean()), 2), round(lb.omega_analysis.gaussian_omega(512), 2)
+    (0.2, 0.2)
+    >>> float(lb.omega(np.array([1.0, np.nan])))  # never a number made up
+    nan
     """
     torch_input = type(x).__module__.startswith("torch")
     shape = tuple(x.shape) if torch_input else np.shape(x)

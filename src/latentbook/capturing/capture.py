@@ -322,6 +322,23 @@ def capture(
         For a checkpoint written with other settings (model, prompts, dtype, ...), before any forward pass.
     NonFiniteActivationError
         For a forward pass that produces NaN or infinite activations (the depth and batch are named).
+
+    Examples
+    --------
+    The 2-layer random-weight Llama (``d = 64``, no download) on four of the shipped prompts: three depths,
+    and tokens near the Gaussian level of Omega (``gaussian_omega(64) = 0.20``), as random weights give:
+
+    >>> import numpy as np
+    >>> import latentbook as lb
+    >>> model = lb.load_model("random:llama-tiny", device="cpu")
+    >>> cap = lb.capture(model, lb.prompts.load("general", limit=4), progress=False)
+    >>> cap.gamma
+    array([0. , 0.5, 1. ])
+    >>> np.round(cap.omega_mean(), 1)
+    array([0.2, 0.2, 0.2])
+    >>> eigvals = cap.eigvals(-1)  # the last depth's covariance spectrum, largest first
+    >>> eigvals.shape, bool((np.diff(eigvals) <= 0).all())
+    ((64,), True)
     """
     request = parse_depths(depths)
     prompts = check_prompts(prompts)

@@ -565,6 +565,22 @@ def load_capture(path: str | Path) -> Capture:
     ------
     CaptureFileError
         Whatever is wrong with the file: missing, a folder, not a capture, another schema, a bad checksum.
+
+    Examples
+    --------
+    A capture saved and read back holds the same statistics:
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import numpy as np
+    >>> import latentbook as lb
+    >>> cap = lb.capture("random:llama-tiny", lb.prompts.load("general", limit=2), progress=False)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     again = lb.load_capture(cap.save(Path(folder) / "tiny.safetensors"))
+    >>> again.gamma
+    array([0. , 0.5, 1. ])
+    >>> bool(np.array_equal(again.omega_mean(), cap.omega_mean()))
+    True
     """
     from safetensors.torch import load_file
 

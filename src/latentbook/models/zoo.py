@@ -139,6 +139,14 @@ def models():
     -------
     pandas.DataFrame
         One row per embedded model and per random twin, with ``available`` saying whether it loads offline here.
+
+    Examples
+    --------
+    >>> import latentbook as lb
+    >>> table = lb.models().set_index("name")
+    >>> row = table.loc["random:llama-tiny"]  # the 2-layer random-weight Llama, built here: no download
+    >>> row.family, int(row.layers), int(row.d_model)
+    ('llama', 2, 64)
     """
     import pandas as pd
 
@@ -263,6 +271,17 @@ def load_model(
         For a name that is none of the above (the message lists what would load).
     ModelUnavailableError
         For a known model whose files are not on this machine (the message says how to get them).
+
+    Examples
+    --------
+    A random-weight twin is built locally (seed 0), so it loads without a download:
+
+    >>> import latentbook as lb
+    >>> model = lb.load_model("random:llama-tiny", device="cpu")
+    >>> model.name, model.kind, model.n_layers, model.d_model
+    ('random:llama-tiny', 'causal', 2, 64)
+    >>> model.model.training  # eval mode
+    False
     """
     if isinstance(name, os.PathLike):  # lb.load_model(Path("my-model")): a folder, as its string would be
         name = os.fspath(name)
