@@ -21,6 +21,8 @@ is what the word writes:
   which the norms of the later layers give no weight (variance that nothing reads);
 - ``sink_only``: a sparse code written at the first token (``<bos>``) only;
 - ``rotated_code``: ``sparse_code`` in a random orthonormal basis (the same geometry; Omega cannot see it);
+- ``atom_code``: ``k`` of ``n_atoms`` random orthonormal directions of the stream, random signs (few atoms, off the
+  axes: features in superposition, the code a basis learned from the tokens can find, ``analysis.learned_basis``);
 - ``norm_growth``: no writer; the layers from ``l*`` on write ``growth_factor`` times more (the norm grows);
 - ``none``: the base model alone (a random twin when built with another seed).
 
@@ -75,6 +77,7 @@ PLANTS = (
     "gated",
     "outlier_features",
     "redrawn_code",
+    "atom_code",
 )
 HEAVY_TAILS = ("laplace", "t3", "gated")
 N_OUTLIERS = 6  # outlier_features: coordinates
@@ -95,7 +98,8 @@ class PlantSpec:
     d: int = 256
     seed: int = 0
     strength: float = 2.0  # norm written / median residual norm at that depth
-    k: int = 8  # coordinates of a sparse code
+    k: int = 8  # coordinates of a sparse code (atoms of an atom code)
+    n_atoms: int = 32  # atom_code: the directions its code is written in
     n_classes: int = 4  # class_code: prototypes
     n_rogue: int = 3  # rogue: coordinates
     growth_factor: float = 6.0  # norm_growth: how much more the later layers write
@@ -115,6 +119,10 @@ class PlantSpec:
             raise InvalidInputError(f"gamma must lie in (0, 1], got {self.gamma!r}.")
         if not 1 <= self.k <= self.d // 2 or not 1 <= self.n_rogue <= self.d // 2:
             raise InvalidInputError(f"k and n_rogue must lie in 1..d/2 = {self.d // 2}.")
+        if self.plant == "atom_code" and not self.k < self.n_atoms <= self.d:
+            raise InvalidInputError(
+                f"an atom code needs k < n_atoms <= d, got k = {self.k}, n_atoms = {self.n_atoms}, d = {self.d}."
+            )
         if self.strength <= 0 or self.growth <= 0 or self.growth_factor <= 0 or self.massive_size <= 0:
             raise InvalidInputError("strength, growth, growth_factor and massive_size must be positive.")
 
@@ -245,6 +253,9 @@ def written(spec: PlantSpec, vocab_size: int) -> np.ndarray | None:
         if spec.plant == "rotated_code":
             rotation, _ = np.linalg.qr(rng.standard_normal((d, d)))
             rows = rows @ rotation
+    elif spec.plant == "atom_code":
+        atoms, _ = np.linalg.qr(rng.standard_normal((d, spec.n_atoms)))  # (d, n_atoms), orthonormal columns
+        rows = _sparse_rows(vocab_size, spec.n_atoms, spec.k, rng) @ atoms.T
     elif spec.plant == "class_code":
         prototypes = _sparse_rows(spec.n_classes, d, spec.k, rng)
         rows = prototypes[rng.integers(spec.n_classes, size=vocab_size)]
