@@ -47,7 +47,9 @@ of its interval: the code has as many atoms as the stream has coordinates, and 3
 an arbitrary 32 of them, whose sum over a token's 8 active atoms is Gaussian again. A code redrawn at every token
 lowers it (to 0.25: fresh noise blurs the words' points). Finding such codes needs ``r`` near ``d`` and many more
 tokens than a capture's vector sample holds, so the book shows ``m_ICA`` in chapter 3 beside its twin and
-calibrated on clouds, and no verdict row reads it.
+calibrated on clouds, and no verdict row reads it yet. A code of few atoms is within reach of 32 sources: the
+planted ``atom_code`` (``models.planted``: ``k`` of ``n_atoms`` orthonormal directions) is what a learned-basis row
+is to be calibrated on end to end (issue 54).
 
 Usage: ``capture_profile(cap)`` (a ``LearnedProfile`` per depth: ``m_ICA`` with its prompt-bootstrap interval, the
 Gaussian level, ``found``), ``twin_contrast(model, twin)``. Needs scikit-learn (imported on first use).
