@@ -39,11 +39,14 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ["bash", "tools/build_book.sh", "--all", "-W", "--keep-going"]
 # The cold-build targets: model cache kept, model cache empty, a newcomer's make book (issue 52: setup included)
+T = TypeVar("T")
 TARGET_MINUTES = {"kept": 10.0, "empty": 12.0, "newcomer": 10.0}
 # What a newcomer's machine has in HOME: the pip configuration naming the registries (part of the machine, not a cache)
 MACHINE_CONFIG = (".config/pip/pip.conf", ".pip/pip.conf", ".pydistutils.cfg", ".npmrc")
@@ -96,38 +99,50 @@ def page_seconds(cache_folder: Path, root: Path = ROOT) -> dict[str, float]:
     }
 
 
-def build(empty_model_cache: bool, log: Path) -> dict:
-    """Run the cold build; its wall and CPU seconds, exit status, load and the pages' execution seconds."""
-    env = os.environ | {"LATENTBOOK_BOOK_FRESH": "1"}
-    if empty_model_cache:
-        env["LATENTBOOK_CACHE"] = tempfile.mkdtemp(prefix="latentbook-cache-")
+def _measured(run: Callable[[], T]) -> tuple[T, dict]:
+    """``run()``, with its wall seconds, its child processes' CPU seconds and the load average sampled through it."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     sampler = LoadSampler()
     sampler.start()
     start = time.perf_counter()
-    with log.open("w") as out:
-        status = subprocess.run(BUILD, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
+    result = run()
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return result, {"wall_s": wall, "cpu_s": cpu, "load_average": sampler.stop()}
+
+
+def _pages(log: Path, root: Path, env: dict[str, str]) -> dict:
+    """What the build log and the execution cache of the checkout ``root`` say of the pages."""
     text = log.read_text(errors="replace")
     done = re.findall(r"execute_pages: done in (\d+) s", text)
+    cache = root / "_build" / ".jupyter_cache"
     return {
-        "status": status,
-        "wall_s": wall,
-        "cpu_s": cpu,
-        "load_average": sampler.stop(),
-        "pages": page_seconds(ROOT / "_build" / ".jupyter_cache"),
+        "pages": page_seconds(cache, root) if cache.is_dir() else {},
         # tools/execute_pages.py: the pages run this many at a time, for this long, before Sphinx renders them
         "page_jobs": int(env.get("LATENTBOOK_BOOK_JOBS", "2")),
         "pages_wall_s": float(done[-1]) if done else None,
         # pages Sphinx executed itself: those that ask for it (execution_mode: force), and any whose cache key
         # did not match the pre-executed notebook's (a regression of tools/execute_pages.py: they run twice)
         "pages_run_in_sphinx": sorted(
-            str(Path(path).relative_to(ROOT))
+            str(Path(path).relative_to(root))
             for path in re.findall(r"^(\S+): Executing notebook", text, re.M)
         ),
     }
+
+
+def build(empty_model_cache: bool, log: Path) -> dict:
+    """Run the cold build; its wall and CPU seconds, exit status, load and the pages' execution seconds."""
+    env = os.environ | {"LATENTBOOK_BOOK_FRESH": "1"}
+    if empty_model_cache:
+        env["LATENTBOOK_CACHE"] = tempfile.mkdtemp(prefix="latentbook-cache-")
+
+    def run() -> int:
+        with log.open("w") as out:
+            return subprocess.run(BUILD, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
+
+    status, measured = _measured(run)
+    return {"status": status, **measured, **_pages(log, ROOT, env)}
 
 
 def newcomer_home(home: Path) -> Path:
@@ -170,43 +185,25 @@ def newcomer_build(log: Path) -> dict:
     clone, home = work / "latentbook", newcomer_home(work / "home")
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
     env = newcomer_env(home)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    sampler = LoadSampler()
-    sampler.start()
-    start = time.perf_counter()
-    steps, status = [], 0
-    with log.open("w") as out:
-        for line in setup_steps(clone, env):
-            out.write(f"$ {line}\n")
-            out.flush()
-            status, seconds = _timed(["bash", "-o", "pipefail", "-c", line], clone, env, out)
-            steps.append({"step": line, "seconds": seconds})
-            if status != 0:
-                break
-        if status == 0:
+
+    def run() -> tuple[int, list[dict]]:
+        steps, status = [], 0
+        with log.open("w") as out:
+            for line in setup_steps(clone, env):
+                out.write(f"$ {line}\n")
+                out.flush()
+                status, seconds = _timed(["bash", "-o", "pipefail", "-c", line], clone, env, out)
+                steps.append({"step": line, "seconds": seconds})
+                if status != 0:
+                    return status, steps
             out.write("$ make book\n")
             out.flush()
             status, seconds = _timed(["make", "book"], clone, env, out)
             steps.append({"step": "make book (setup found done)", "seconds": seconds})
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    text = log.read_text(errors="replace")
-    done = re.findall(r"execute_pages: done in (\d+) s", text)
-    cache = clone / "_build" / ".jupyter_cache"
-    record = {
-        "status": status,
-        "wall_s": wall,
-        "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
-        "load_average": sampler.stop(),
-        "setup_steps": steps,
-        "pages": page_seconds(cache, clone) if cache.is_dir() else {},
-        "page_jobs": int(env.get("LATENTBOOK_BOOK_JOBS", "2")),
-        "pages_wall_s": float(done[-1]) if done else None,
-        "pages_run_in_sphinx": sorted(
-            str(Path(path).relative_to(clone))
-            for path in re.findall(r"^(\S+): Executing notebook", text, re.M)
-        ),
-    }
+        return status, steps
+
+    (status, steps), measured = _measured(run)
+    record = {"status": status, **measured, "setup_steps": steps, **_pages(log, clone, env)}
     if status == 0:
         shutil.rmtree(work, ignore_errors=True)
     else:
