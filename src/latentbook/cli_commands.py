@@ -290,7 +290,7 @@ def _records(args: argparse.Namespace) -> None:
                 "No repository of the book found: run from inside a clone of it or pass --repository FOLDER."
             )
         argv = producer_argv(record, args.action, repository, args.extra)
-        print(" ".join(shlex.quote(part) for part in argv), flush=True)
+        print(shlex.join(argv), flush=True)
         if not args.dry_run:
             status_code = subprocess.run(argv, cwd=repository).returncode
             if status_code != 0:
