@@ -169,10 +169,22 @@ def test_heavy_tails_pass_the_jump_rows_except_laplace(g):
     assert g["ch3_e2e_tails_laplace_omega_jump"] < 0.05, "let the Laplace coordinates through on (few)"
     for key in ("t3", "gated", "outliers"):
         assert g[f"ch3_e2e_tails_{key}_omega_jump"] > 0.05, "but the Student-t ones ... the outlier features"
-    assert g["ch3_e2e_tails_omega_jump_meets"] == "False", "a 'holds' of an m_z row ... no object at all"
+    assert g["ch3_e2e_tails_omega_jump_max"] > 0.05, "a 'holds' of an m_z row ... no object at all"
 
 
 def test_a_redrawn_code_passes_the_m_z_rows(g):
     for row in ("omega_jump", "omega_jump_cleaned"):
         assert g[f"ch3_e2e_tails_redrawn_{row}"] > 0.8, "A code redrawn at every token passes the jump rows"
     assert g["ch3_e2e_tails_redrawn_critical_depth"] > 0.5, "and the critical-depth row"
+
+
+def test_the_learned_basis_row_finds_the_atom_code_the_m_z_rows_miss(g):
+    assert g["ch3_e2e_lb_atom"] >= 0.8, "The learned-basis row finds the atom code in ..."
+    for row in ("omega_jump", "omega_jump_cleaned"):
+        assert g[f"ch3_e2e_lb_atom_{row}"] <= 0.05, "where the m_z rows see it in ..."
+    assert g["ch3_e2e_lb_absent_high_max"] <= 0.05, "largest Wilson upper bound ..."
+    for key in ("t3", "gated", "outliers"):
+        assert g[f"ch3_e2e_tails_{key}_omega_jump"] > 0.05, (
+            "the ... coordinates that pass the m_z rows included"
+        )
+        assert g[f"ch3_e2e_lb_{key}"] <= 0.05

@@ -55,3 +55,9 @@ def test_the_ladder_has_no_critical_depth_of_its_own():
     assert str(g["vd_ladder_critical_depth"]).startswith(("none", "not measured")), (
         "What the ladder does not show is the paper's claim in its own terms"
     )
+
+
+def test_the_learned_basis_row_tells_a_code_off_the_axes_from_heavy_tails():
+    g = glued("verdict")
+    assert g["vd_e2e_lb_found"] >= 0.8, "it finds ... of planted sparse codes written off the coordinate axes"
+    assert g["vd_e2e_lb_false_high"] <= 0.05, "at a Wilson bound of at most ..."

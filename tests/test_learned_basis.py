@@ -97,3 +97,77 @@ def test_equalise_removes_source_scales_and_ignores_extreme_tokens():
     s[:8] *= 100  # a few tokens large in every source at once, as in a heavy-tailed cloud
     assert abs(omega(lb.equalise(s))[8:].mean() - gaussian_omega(32)) < 0.005
     assert omega(standardise(s))[8:].mean() - gaussian_omega(32) > 0.01  # they set the standard deviation
+
+
+def _profile_with_draws(means, step_sd, seed, shared=None):
+    """A ``LearnedProfile`` at 6 depths whose bootstrap draws are ``means`` plus normal noise: each depth's draw
+    moves by ``step_sd`` from the one before (a random walk, so a step's spread is ``step_sd`` whatever the depth),
+    plus ``shared`` (the prompt effect a model and its twin share when their draws are paired)."""
+    from latentbook.analysis.omega_profiles import Profile
+
+    rng = np.random.default_rng(seed)
+    means = np.asarray(means, dtype=float)
+    draws = means + np.cumsum(rng.standard_normal((4000, means.size)) * step_sd, axis=1)
+    if shared is not None:
+        draws = draws + shared
+    gamma = np.linspace(0.15, 1.0, means.size)
+    prof = Profile(gamma, means, means - 0.01, means + 0.01, 512, 128, "prompt", 0.95, draws)
+    return lb.LearnedProfile(
+        prof, gaussian_omega(32), means, np.ones(means.size, bool), np.zeros(means.size), 32
+    )
+
+
+FLAT = [0.30] * 6
+
+
+def test_a_rise_beyond_the_twins_holds_and_says_where():
+    model = _profile_with_draws([0.30, 0.30, 0.30, 0.40, 0.40, 0.40], 0.005, seed=0)
+    twin = _profile_with_draws(FLAT, 0.005, seed=1)
+    steps = lb.rise_contrast(model, twin)
+    assert list(steps["gamma_to"]) == list(model.profile.gamma[1:])
+    np.testing.assert_allclose(steps["excess"], [0, 0, 0.1, 0, 0], atol=1e-12)
+    assert (steps["low"] <= steps["excess"]).all() and (steps["excess"] <= steps["high"]).all()
+    verdict, reason = lb.judge_rise(steps)
+    assert verdict == "holds" and "0.49 -> 0.66" in reason
+
+
+def test_a_rise_the_twin_makes_too_is_no_evidence():
+    rise = [0.30, 0.30, 0.30, 0.40, 0.40, 0.40]
+    model, twin = _profile_with_draws(rise, 0.005, seed=0), _profile_with_draws(rise, 0.005, seed=1)
+    verdict, _ = lb.judge_rise(lb.rise_contrast(model, twin))
+    assert verdict == "does not hold"  # every step's excess lies within 0.03 of 0, below the bar
+
+
+def test_the_interval_is_family_wise_over_the_steps():
+    """A step whose excess is 0.04 with a spread of 0.01 (the model's and the twin's step each 0.007) clears the
+    bar at 95 % for one step (0.04 - 1.96 x 0.01 = 0.0204) but not family-wise over five (2.58 x 0.01: 0.014)."""
+    model = _profile_with_draws([0.30, 0.30, 0.30, 0.34, 0.34, 0.34], 0.01 / np.sqrt(2), seed=2)
+    twin = _profile_with_draws(FLAT, 0.01 / np.sqrt(2), seed=3)
+    steps = lb.rise_contrast(model, twin)
+    single = lb.rise_contrast(model, twin, level=1 - 0.05 * 5)  # each step at 95 %: no correction
+    assert steps.loc[2, "low"] < lb.RISE_BAR < single.loc[2, "low"]
+    assert lb.judge_rise(steps)[0] == "inconclusive"
+
+
+def test_paired_draws_cancel_the_prompt_effect_both_runs_share():
+    shared = np.random.default_rng(9).standard_normal((4000, 1)) * 0.05  # one shift per draw, at every depth
+    model = _profile_with_draws([0.30, 0.30, 0.30, 0.36, 0.36, 0.36], 0.003, seed=4, shared=shared)
+    twin = _profile_with_draws(FLAT, 0.003, seed=5, shared=shared)
+    assert lb.judge_rise(lb.rise_contrast(model, twin))[0] == "holds"
+
+
+def test_nan_draws_are_no_evidence_either_way():
+    model = _profile_with_draws([0.30, 0.30, 0.30, 0.40, 0.40, 0.40], 0.005, seed=6)
+    model.profile.draws[:, 3] = np.nan
+    twin = _profile_with_draws(FLAT, 0.005, seed=7)
+    verdict, _ = lb.judge_rise(lb.rise_contrast(model, twin))
+    assert verdict == "inconclusive"
+    assert lb.judge_rise(None)[0] == "not testable here"
+
+
+def test_a_rise_needs_two_depths_and_the_same_depths():
+    one = _profile_with_draws([0.3], 0.005, seed=0)
+    with pytest.raises(InvalidInputError, match="two depths"):
+        lb.rise_contrast(one, one)
+    with pytest.raises(InvalidInputError):
+        lb.rise_contrast(_profile_with_draws(FLAT, 0.005, 0), _profile_with_draws(FLAT[:5], 0.005, 1))

@@ -275,10 +275,16 @@ def _same(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
+def _untimed(m):
+    """``m`` without the learned basis's fitting times (wall clock, different at every run)."""
+    return dataclasses.replace(m, learned=dataclasses.replace(m.learned, seconds=None))
+
+
 def _measured(run: ToyRun):
-    """``measure`` of the run's capture as the cache computes it (on ``THREADS`` BLAS threads: the last digits)."""
+    """``measure`` of the run's capture as the cache computes it (on ``THREADS`` BLAS threads: the last digits),
+    with the learned basis a trained run is read in."""
     with threadpool_limits(limits=mc.THREADS):
-        return measure(run.capture(), "toy", spectra=True)
+        return measure(run.capture(), "toy", spectra=True, learned=True)
 
 
 def test_a_runs_measurements_are_measures_and_follow_its_capture_file(folder):
@@ -286,14 +292,14 @@ def test_a_runs_measurements_are_measures_and_follow_its_capture_file(folder):
     as_capture(*_tokens(0), name="toy").save(path)
     run = ToyRun(path)
     first = mc.measurements_of(run)
-    assert _same(first, _measured(run))
+    assert first.learned is not None and _same(_untimed(first), _untimed(_measured(run)))
     loads = run.loads
     assert (
         _same(mc.measurements_of(run), first) and run.loads == loads
     )  # read back: the capture is not loaded
     as_capture(*_tokens(1), name="toy").save(path, force=True)  # another capture under the same name
     changed = mc.measurements_of(run)
-    assert _same(changed, _measured(run)) and not _same(changed, first)
+    assert _same(_untimed(changed), _untimed(_measured(run))) and not _same(changed, first)
 
 
 def test_a_run_not_captured_is_none_unless_it_may_be_made(folder):
@@ -338,3 +344,14 @@ def test_a_table_is_computed_once_and_read_back_with_its_types_and_index(folder)
     pd.testing.assert_frame_equal(first, again)
     mc.cached_frame("table_test", compute, settings={"n_cases": 41})
     assert len(calls) == 3  # other settings: computed again (the third call is the comparison above)
+
+
+def test_a_capture_too_narrow_for_the_learned_basis_keeps_every_other_measurement():
+    """32 sources need 32 coordinates: a 16-wide capture is measured without the learned basis (no learned-basis
+    row), its spectra kept; a 32-wide one with it."""
+    from latentbook.study.capture_report import measure_what_it_can
+
+    narrow, missing = measure_what_it_can(as_capture(*_tokens(3, d=16), name="narrow"), "narrow", n_boot=100)
+    assert narrow.learned is None and narrow.pr is not None and missing == ""
+    wide, _ = measure_what_it_can(as_capture(*_tokens(3), name="wide"), "wide", n_boot=100)
+    assert wide.learned is not None and wide.pr is not None

@@ -146,7 +146,16 @@ def _landmarks(found, m):
     return types.SimpleNamespace(found=lambda: found, raw_step=step)
 
 
-E2E = pd.DataFrame({"meets": [True, True, False], "n": [74, 80, 74]})
+E2E = pd.DataFrame(
+    {
+        "claim": ["learned_basis_jump", "learned_basis_jump", "omega_jump"],
+        "planted": ["present", "absent", "absent"],
+        "holds": [0.9, 0.0, 0.2],
+        "holds_ci_high": [0.95, 0.049, 0.3],
+        "meets": [True, True, False],
+        "n": [74, 80, 74],
+    }
+)
 
 
 def test_first_screen_reads_where_raw_m_first_turns_solid_away_from_the_edges():
@@ -169,6 +178,7 @@ def test_first_screen_reads_where_raw_m_first_turns_solid_away_from_the_edges():
     assert screen["gemma_onset_words"].startswith("the depth where raw m rises most")
     assert screen["below_factor"] == pytest.approx(1.5e9 / 268e6)
     assert (screen["e2e_cells"], screen["e2e_cells_met"], screen["e2e_n"]) == (3, 2, 74)
+    assert (screen["e2e_lb_found"], screen["e2e_lb_false_high"]) == (0.9, 0.049)  # not the m_z row's 0.3
     far = [("massive onset", 0.5, (0.45, 0.55))]
     assert first_screen(table, _gemma(m), _landmarks(far, m), E2E)["gemma_onset_words"].startswith("apart")
     flat = np.full(19, 0.3)

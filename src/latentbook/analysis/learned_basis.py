@@ -39,20 +39,22 @@ found in Gaussian, Laplace, t3, gated or outlier coordinates or a Student-t clou
 each; a rotated 3-of-32 code found in 74 of 74 at strengths 0.6 and 0.75 (median excess +0.042 and +0.176); the
 code was missed at strength 0.5 in the two clouds tried (+0.000, +0.003): its detection threshold lies between.
 
-Not a verdict row (issue 54, item 1, tried on the end-to-end planted models and left out). A planted model's tokens
-are its words' embeddings, 2,000 fixed points, so ``m_ICA`` reads that discreteness: 0.42 at every depth of a
-model with nothing planted (12 layers, d = 256, the calibration's 506-token sample), against a Gaussian level of
-0.196. A rotated sparse code written there at three times the residual's norm raises it by 0.02 only, the width
-of its interval: the code has as many atoms as the stream has coordinates, and 32 sources fitted on 253 tokens see
-an arbitrary 32 of them, whose sum over a token's 8 active atoms is Gaussian again. A code redrawn at every token
-lowers it (to 0.25: fresh noise blurs the words' points). Finding such codes needs ``r`` near ``d`` and many more
-tokens than a capture's vector sample holds, so the book shows ``m_ICA`` in chapter 3 beside its twin and
-calibrated on clouds, and no verdict row reads it yet. A code of few atoms is within reach of 32 sources: the
-planted ``atom_code`` (``models.planted``: ``k`` of ``n_atoms`` orthonormal directions) is what a learned-basis row
-is to be calibrated on end to end (issue 54).
+The verdict row (``learned_basis_jump``, issue 54). A planted model's tokens are its words' embeddings, 2,000
+fixed points, so ``m_ICA`` reads that discreteness (0.42 at every depth of a model with nothing planted, against a
+Gaussian level of 0.196), and no level of ``m_ICA`` can be the criterion. The row reads a *change* instead
+(``rise_contrast``, ``judge_rise``): at the depths nearest ``BOOK_GAMMAS`` (``book_profile``), the rise of ``m_ICA``
+between two consecutive depths beyond the twin's rise there must clear ``RISE_BAR`` at some step, its interval from
+the paired prompt-bootstrap draws at ``RISE_LEVEL`` family-wise over the steps (Bonferroni). It is calibrated end to
+end (``study.planted_calibration``): the planted ``atom_code`` (``models.planted``: each word writes 3 of 32
+orthonormal directions of the stream) must be found, heavy-tailed and outlier coordinates, a code redrawn at every
+token, nothing planted, norm growth, a massive coordinate and a twin with its own atom code must not. A code with as
+many atoms as the stream has coordinates stays beyond 32 sources fitted on a capture's token sample (a rotated
+sparse code at three times the residual's norm raised ``m_ICA`` by 0.02 only, the width of its interval): their
+sum over a token's active atoms is Gaussian again.
 
 Usage: ``capture_profile(cap)`` (a ``LearnedProfile`` per depth: ``m_ICA`` with its prompt-bootstrap interval, the
-Gaussian level, ``found``), ``twin_contrast(model, twin)``. Needs scikit-learn (imported on first use).
+Gaussian level, ``found``), ``twin_contrast(model, twin)``; the row: ``judge_rise(rise_contrast(model, twin))``.
+Needs scikit-learn (imported on first use).
 
 Introduced in: chapter 3 (issue 54, item 2).
 """
@@ -82,6 +84,10 @@ N_COMPONENTS = (
     32  # sources per depth: whitening needs the fitting half (~256 tokens) to hold ~8 tokens per source
 )
 MARGIN = 0.02  # a code is found when m_ICA's interval clears the Gaussian level by this much
+# the depths the book and the verdict read: about 2 s of fitting each at d = 576
+BOOK_GAMMAS = (0.15, 0.3, 0.42, 0.6, 0.8, 1.0)
+RISE_BAR = 0.02  # the rise over the twin's, between two read depths, that the learned-basis row asks for
+RISE_LEVEL = 0.95  # family-wise over the steps between read depths (Bonferroni)
 
 
 @dataclass(frozen=True)
@@ -365,6 +371,18 @@ def capture_profile(
     )
 
 
+def nearest_depths(cap: Capture, gammas: Sequence[float] = BOOK_GAMMAS) -> list[int]:
+    """The captured depths nearest each of ``gammas`` (``argmin_l |gamma_l - g|``), each once, shallowest first."""
+    fractions = np.asarray(cap.gamma, dtype=float)
+    return sorted({int(cap.depths[int(np.argmin(np.abs(fractions - g)))]) for g in gammas})
+
+
+def book_profile(cap: Capture, n_boot: int = 1000, seed: int = 0) -> LearnedProfile:
+    """``capture_profile`` at the depths nearest ``BOOK_GAMMAS``: what the verdict's learned-basis row, its
+    end-to-end calibration and chapter 3 read."""
+    return capture_profile(cap, layers=nearest_depths(cap), n_boot=n_boot, seed=seed)
+
+
 def split_spread(
     x: np.ndarray, prompt_ids: np.ndarray, n_components: int = N_COMPONENTS, seeds: Sequence[int] = (0, 1, 2)
 ) -> np.ndarray:
@@ -430,3 +448,70 @@ def twin_contrast(model: LearnedProfile, twin: LearnedProfile, level: float = 0.
             "high": np.maximum(high, diff),
         }
     )
+
+
+def rise_contrast(model: LearnedProfile, twin: LearnedProfile, level: float = RISE_LEVEL) -> pd.DataFrame:
+    """Per step between consecutive read depths ``i - 1 -> i``: the model's rise of ``m_ICA`` beyond the twin's,
+
+        excess_i = (m_i - m_(i-1)) - (m'_i - m'_(i-1)),
+
+    with a percentile interval from the paired prompt-bootstrap draws, family-wise over the steps (Bonferroni: each
+    at ``1 - (1 - level) / steps``), widened to contain the estimate.
+
+    Parameters
+    ----------
+    model, twin : LearnedProfile
+        Profiles at the same depths and ``r``, with draws (``twin_contrast``'s pairing).
+    level : float
+        Family-wise coverage over the steps.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``gamma_from``, ``gamma_to``, ``rise`` (the model's), ``twin rise``, ``excess``, ``low``, ``high``.
+    """
+    import pandas as pd
+
+    both = twin_contrast(model, twin)  # checks the pairing
+    if len(both) < 2:
+        raise InvalidInputError("A rise needs profiles at two depths at least.")
+    a, b = model.profile, twin.profile
+    steps = len(both) - 1
+    draws = np.diff(a.draws, axis=1) - np.diff(b.draws, axis=1)
+    excess = np.diff(a.m) - np.diff(b.m)
+    low, high = percentile_interval(draws, 1 - (1 - level) / steps, axis=0)
+    return pd.DataFrame(
+        {
+            "gamma_from": a.gamma[:-1],
+            "gamma_to": a.gamma[1:],
+            "rise": np.diff(a.m),
+            "twin rise": np.diff(b.m),
+            "excess": excess,
+            "low": np.minimum(low, excess),
+            "high": np.maximum(high, excess),
+        }
+    )
+
+
+def best_step(steps: pd.DataFrame) -> pd.Series:
+    """The step of ``rise_contrast`` whose interval's low end is highest (the first where none is finite)."""
+    return steps.loc[steps["low"].fillna(-np.inf).idxmax()]
+
+
+def judge_rise(steps: pd.DataFrame | None, bar: float = RISE_BAR) -> tuple[str, str]:
+    """The learned-basis row on ``rise_contrast``'s steps: holds when ``m_ICA`` rises between two read depths by
+    more than the twin does, the excess's family-wise interval above ``bar``; does not hold when every step's
+    interval lies below ``bar`` (a rise that large is excluded); inconclusive otherwise. None (a run or its twin
+    not measured): not testable. NaN in an interval is no evidence."""
+    if steps is None:
+        return "not testable here", "m_ICA not measured for the model and its twin"
+    best = best_step(steps)
+    where = (
+        f"m_ICA {best['gamma_from']:.2f} -> {best['gamma_to']:.2f}: rise {best['rise']:+.3f} against the twin's "
+        f"{best['twin rise']:+.3f}, excess {best['excess']:+.3f} [{best['low']:+.3f}, {best['high']:+.3f}]"
+    )
+    if best["low"] > bar:
+        return "holds", f"{where} > {bar:.3f}"
+    if bool((steps["high"] < bar).all()):
+        return "does not hold", f"every step's excess lies below {bar:.3f}; the largest: {where}"
+    return "inconclusive", f"{where} straddles {bar:.3f} (or is not finite)"

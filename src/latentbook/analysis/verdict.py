@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidInputError
-from . import bimodality, omega, transition
+from . import bimodality, learned_basis, omega, transition
 from .paper import PAPER_GAMMA_C
 from .resampling import wilson_interval as wilson_interval  # re-exported: calibration reads it from here
 from .tco import TWO_WAY_CHANCE, TCOScores
@@ -94,6 +94,7 @@ LARGE_MODEL_CLAIMS = frozenset(
         "critical_depth",
         "omega_jump",
         "omega_jump_cleaned",
+        "learned_basis_jump",
         "bimodality",
         "spectral_concentration",
         "spectral_concentration_cleaned",
@@ -150,6 +151,13 @@ CLAIMS: dict[str, Claim] = {
             "omega_jump_cleaned",
             "the same jump with the first position and the massive coordinates removed; heavy-tailed coordinates pass it too",
             "jump ~0.21",
+        ),
+        Claim(
+            "learned_basis_jump",
+            "the same jump read in a basis fitted to each depth's tokens (Omega of 32 independent components, "
+            "cross-fitted by prompt: a sparse code off the coordinate axes, as features in superposition lie); "
+            "judged as a rise between two read depths beyond the random twin's",
+            f"a rise beyond the twin's > {learned_basis.RISE_BAR}",
         ),
         Claim(
             "stays_liquid",
@@ -227,6 +235,7 @@ CLAIM_TITLES = {
     "critical_depth": "a transition at 42 % of depth",
     "omega_jump": "Omega jumps (standardised)",
     "omega_jump_cleaned": "Omega jumps (cleaned)",
+    "learned_basis_jump": "Omega jumps in a learned basis",
     "stays_liquid": "small models stay liquid (raw m)",
     "stays_liquid_cleaned": "small models stay liquid (cleaned m)",
     "bimodality": "Omega becomes bimodal",

@@ -271,12 +271,21 @@ def cooling_problem_of(cap: Capture) -> str:
 def measure_what_it_can(
     cap: Capture, label: str, seed: int = 0, n_boot: int = 200
 ) -> tuple[Measurements, str]:
-    """(``measure`` of ``cap``, ""); where the spectra cannot be measured (too few depths or tokens), the Omega
-    claims' measurements and why the spectral ones are missing (their rows are then ``untestable_row``)."""
+    """(``measure`` of ``cap`` with Omega in a learned basis, ""); where the spectra cannot be measured (too few
+    depths or tokens), the Omega claims' measurements and why the spectral ones are missing (their rows are then
+    ``untestable_row``). Where the learned basis cannot be fitted (fewer coordinates, or tokens in a prompt half,
+    than its 32 sources), the measurements without it: no learned-basis row."""
     try:
-        return measure(cap, label, seed=seed, n_boot=n_boot), ""
+        return _with_learned_basis(cap, label, seed, n_boot, spectra=True), ""
     except InvalidInputError as exc:  # too few depths or tokens for the spectra: the Omega claims still run
-        return measure(cap, label, seed=seed, n_boot=n_boot, spectra=False), str(exc)
+        return _with_learned_basis(cap, label, seed, n_boot, spectra=False), str(exc)
+
+
+def _with_learned_basis(cap: Capture, label: str, seed: int, n_boot: int, spectra: bool) -> Measurements:
+    try:
+        return measure(cap, label, seed=seed, n_boot=n_boot, spectra=spectra, learned=True)
+    except InvalidInputError:  # the learned basis, or the spectra: without the first, the second raises again
+        return measure(cap, label, seed=seed, n_boot=n_boot, spectra=spectra)
 
 
 def untestable_row(claim: str, m: Measurements, why: str) -> judged.Row:

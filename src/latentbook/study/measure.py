@@ -70,6 +70,8 @@ class Measurements:
     contraction: Any  # contraction.GainFit of the Jacobian-vector gains, or None when not measured
     cooling: Any = None  # cooling.CoolingSummary, or None without attention statistics
     split: float = PAPER_GAMMA_C
+    # learned_basis.LearnedProfile at the depths nearest BOOK_GAMMAS, or None: not measured
+    learned: Any = None
 
     @property
     def n_bimodal_after(self) -> int:
@@ -92,6 +94,7 @@ def measure(
     spectra: bool = True,
     gains: Any = None,
     spikes: bool = True,
+    learned: bool = False,
 ) -> Measurements:
     """Measure every capture-based claim on ``cap`` (``analysis.verdict`` says what each claim reads);
     ``attention``: a capture of the same run with attention statistics, for the cooling claim (``cap`` itself
@@ -99,8 +102,9 @@ def measure(
     for bimodality, such as shuffled words); ``gains``: the run's ``capturing.jacobian.TransverseGains`` (a
     Jacobian-vector measurement needs the model, so a capture alone leaves the contraction claim untested);
     ``spikes=False`` skips the spike counts (each refits the MP law at every depth of every bootstrap draw), which
-    leaves the spike claim "not testable here"."""
-    from ..analysis import confounds, contraction, cooling, spectral_contrasts
+    leaves the spike claim "not testable here"; ``learned=True`` reads Omega in a learned basis
+    (``learned_basis.book_profile``, about 2 s a depth at d = 576) for the learned-basis row."""
+    from ..analysis import confounds, contraction, cooling, learned_basis, spectral_contrasts
 
     if attention is None and getattr(cap, "attention", None) is not None:
         attention = cap
@@ -172,4 +176,5 @@ def measure(
         contraction=contracted,
         cooling=cooling.cooling_summary(attention, split=split, seed=seed) if attention is not None else None,
         split=split,
+        learned=learned_basis.book_profile(cap, seed=seed) if learned else None,
     )

@@ -318,7 +318,8 @@ def _attention_path(run: Run, capture: Path) -> Path | None:
 
 def measurements_of(run: Run, capture_missing: bool = False) -> Measurements | None:
     """``study.measure.measure`` of the run's book capture, with its cached attention statistics and Jacobian-vector
-    gains and without spectra for a shuffled-words run (a null for bimodality), kept on disk (``cached``); None where
+    gains, Omega in a learned basis (``measure(learned=True)``), and without spectra or the learned basis for a
+    shuffled-words run (a null for bimodality), kept on disk (``cached``); None where
     the capture is not cached, unless ``capture_missing`` (then the capture and the gains are made first)."""
     from ..capturing.cache import book_gains_path
     from .measure import measure
@@ -335,10 +336,14 @@ def measurements_of(run: Run, capture_missing: bool = False) -> Measurements | N
         cap = run.capture()
         attention = run.attention_capture(cap, cached_only=True)
         gains = run.gains(cached_only=True) if gains_path is not None else None
-        return measure(cap, run.label, attention=attention, spectra=not shuffled, gains=gains)
+        return measure(
+            cap, run.label, attention=attention, spectra=not shuffled, gains=gains, learned=not shuffled
+        )
 
     files = {"capture": path, "attention": _attention_path(run, path), "gains": gains_path}
-    settings = call_settings(measure, ("cap", "attention", "gains"), label=run.label, spectra=not shuffled)
+    settings = call_settings(
+        measure, ("cap", "attention", "gains"), label=run.label, spectra=not shuffled, learned=not shuffled
+    )
     return cached(
         "measure",
         compute,

@@ -14,7 +14,10 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..analysis.cooling import judge_cooling
+from ..analysis.learned_basis import best_step, judge_rise, rise_contrast
 from ..analysis.verdict import (
     CLAIMS,
     SMALL_END,
@@ -131,6 +134,8 @@ def claim_rows(
             "cleaned m_z",
         ),
     ]
+    if m.learned is not None:
+        rows.append(learned_row(m, twin, run, command))
     if m.parameters < SMALL_END:
         for claim, peak, ci, gamma in (
             ("stays_liquid", m.m_peak, m.m_peak_ci, m.m_peak_gamma),
@@ -267,6 +272,36 @@ def tco_row(m, run: str, tco: TCOSummary, twin_tco: TCOSummary | None = None) ->
         tco.stability.ci,
         judge_tco(tco, twin_tco),
         f"book_token_states({m.model_name!r}, 'binding') then tco.score_token_states (chapter 6)",
+    )
+
+
+def learned_row(m: Measurements, twin: Measurements | None, run: str, command: str) -> Row:
+    """The ``learned_basis_jump`` row of a run measured with ``learned=True``: ``learned_basis.judge_rise`` of its
+    ``m_ICA`` steps beyond the twin's (``rise_contrast``); not testable without the twin's profile at the same
+    depths (two at least)."""
+    steps, judged = None, ("not testable here", "no random twin read in a learned basis to judge against")
+    if twin is not None and twin.learned is not None:
+        gamma, twin_gamma = m.learned.profile.gamma, twin.learned.profile.gamma
+        if len(gamma) >= 2 and np.array_equal(gamma, twin_gamma):
+            steps = rise_contrast(m.learned, twin.learned)
+            judged = judge_rise(steps)
+        else:
+            judged = (
+                "not testable here",
+                "the twin's learned basis was read at other depths: no step to compare",
+            )
+    best = best_step(steps) if steps is not None else None
+    return _row(
+        "learned_basis_jump",
+        m,
+        run,
+        f"m_ICA rise {best['gamma_from']:.2f} -> {best['gamma_to']:.2f}, beyond the twin's"
+        if best is not None
+        else "m_ICA without a twin's",
+        best["excess"] if best is not None else math.nan,
+        (best["low"], best["high"]) if best is not None else (math.nan, math.nan),
+        judged,
+        command,
     )
 
 

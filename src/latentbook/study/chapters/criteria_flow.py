@@ -2,7 +2,8 @@
 sharpening and a sink, each with its artefacts) as the criteria appendix quotes them.
 
 Usage: ``glue_frame("vd", flow_glue(record, before_steady))`` with ``record`` the current end-to-end record and
-``before_steady`` the one kept from before the steady-contraction condition (``BEFORE_STEADY``).
+``before_steady`` the stage kept from before the steady-contraction condition
+(``record_history.load_stage(results_dir, "flow before steady")``).
 Introduced in: chapter 8's appendix.
 """
 
@@ -18,7 +19,6 @@ if TYPE_CHECKING:
 
     from ..planted_calibration import PlantedTable
 
-BEFORE_STEADY = pc.FILE.with_name("planted_flow_before_steady.json")
 CONTRACTING = "transverse contraction from 0.42"
 SHARPENING = "attention sharpens from 0.42"
 CODE_ALONE = "a class code, no contraction"

@@ -1,5 +1,5 @@
 """The end-to-end calibration on planted models as the criteria appendix reads it: the current record
-(``planted_calibration.load_record``) beside the earlier records kept in ``results/calibration/``, each fix the
+(``planted_calibration.load_record``) beside its earlier stages (``record_history.load_stage``), each fix the
 book made and what it changed, as glued numbers.
 
 Usage: ``glue_frame("vd", end_to_end_glue(record, results_dir, statistic_table))`` (``statistic_table``: the
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from .. import planted_calibration as pc
+from .. import record_history
 
 if TYPE_CHECKING:
     from ..planted_calibration import PlantedTable
@@ -38,6 +39,17 @@ TAILS = {
     "gated": "a gated product (SwiGLU) from 0.42",
     "outliers": "outlier features on 25-40 % of tokens",
     "redrawn": pc.REDRAWN,
+}
+
+# the learned-basis row's families (issue 54): the atom code it must find, by the key their glued numbers carry,
+# and the families with no code off the axes that it must not (the heavy tails of ``TAILS`` too)
+LEARNED = {
+    "atom": pc.ATOM_CODE,
+    "atom_twin": "the twin has the atom code too",
+    "nothing": "nothing planted, learned basis",
+    "growth": "norm growth from 0.42, learned basis",
+    "massive": "massive coordinate at 0.42, learned basis",
+    **TAILS,
 }
 
 
@@ -83,7 +95,7 @@ def overview_glue(record: PlantedTable) -> dict[str, object]:
 
 def position_profile_glue(record: PlantedTable, before: PlantedTable) -> dict[str, object]:
     """Norm growth before and after the cleaned rows removed each coordinate's position profile (``before``: the
-    record ``BEFORE_POSITION_PROFILE``): the rates of the cleaned rows on the norm-growth families, and in
+    stage "before position profile"): the rates of the cleaned rows on the norm-growth families, and in
     ``before`` how many models the cleaned effective rank held on (``e2e_before_holds``, of ``e2e_before_n``) and
     how many of those carried both a sink and a massive coordinate (``e2e_before_both``)."""
     now, then = cells(record), cells(before)
@@ -111,7 +123,7 @@ def _narrowest_records(record: PlantedTable) -> pd.DataFrame:
 
 
 def code_share_glue(record: PlantedTable, fixed: PlantedTable) -> dict[str, object]:
-    """Class codes of a fixed number of coordinates (``fixed``: the record ``BEFORE_CODE_SHARE``, ``e2e_fixed_*``)
+    """Class codes of a fixed number of coordinates (``fixed``: the stage "before code share", ``e2e_fixed_*``)
     against codes of a share of the width (``record``, ``e2e_share_*``): the cleaned participation ratio's rate of
     "holds" in all, at the widest width and below it, its mean ratio at the widest, and the Omega jump's rate; the
     code's sizes; whether the narrowest models' records are the same in both (``e2e_narrowest_unchanged``); and
@@ -160,7 +172,7 @@ def artefact_glue(record: PlantedTable) -> dict[str, object]:
 
 def twin_margin_glue(record: PlantedTable, margin: PlantedTable) -> dict[str, object]:
     """The cleaned spectral rows on a twin with a class code of its own, before the twin margin (``margin``: the
-    record ``BEFORE_TWIN_MARGIN``, ``e2e_margin_*``: rates, false holds and how many of those grew) and now
+    stage "before twin margin", ``e2e_margin_*``: rates, false holds and how many of those grew) and now
     (``e2e_cct_*``), and the class codes against a random twin in ``margin`` (``e2e_margin_cc_*``)."""
     now, then = cells(record), cells(margin)
     glued: dict[str, object] = {"e2e_margin_date": str(margin.provenance["date"])[:10]}
@@ -176,9 +188,10 @@ def twin_margin_glue(record: PlantedTable, margin: PlantedTable) -> dict[str, ob
 
 def previous_run_glue(record: PlantedTable, previous: PlantedTable) -> dict[str, object]:
     """The record before rogue coordinates went unread and code twins wrote as much as their models (``previous``:
-    ``BEFORE_RAW_BESIDE_CLEANED``, ``e2e_prev_*``): the cleaned rows' false holds on the code twin and the rogue
-    family, how many of those models grew (``*_growing``) and their depths; and the raw spectral rows' rates on the
-    massive, rogue and norm-growth families then (the lowest) and now (the highest, beside the cleaned rows)."""
+    the stage "before raw beside cleaned", ``e2e_prev_*``): the cleaned rows' false holds on the code twin and the
+    rogue family, how many of those models grew (``*_growing``) and their depths; and the raw spectral rows' rates
+    on the massive, rogue and norm-growth families then (the lowest) and now (the highest, beside the cleaned
+    rows)."""
     glued: dict[str, object] = {
         "e2e_previous_date": str(previous.provenance["date"])[:16].replace("T", " "),
         "e2e_n_rogue": pc.planted.PlantSpec().n_rogue,
@@ -251,11 +264,12 @@ def tails_view(record: PlantedTable) -> pd.DataFrame:
 
 
 def tails_glue(record: PlantedTable) -> dict[str, object]:
-    """``e2e_tails_<key>_<row>``: the share of the models of ``TAILS[key]`` that the Omega row holds on; whether
-    each row meets its target on all of them where it has one (``e2e_tails_<row>_meets``); the number of models
-    each family holds (``e2e_tails_n``), and the planted vocabulary's size and the outlier features' coordinates and
-    share of the tokens that the prose quotes (``e2e_tails_words``, ``_outlier_coordinates``, ``_share_low/high``)."""
-    rates, meets = cells(record), cells(record, "meets")
+    """``e2e_tails_<key>_<row>``: the share of the models of ``TAILS[key]`` that the Omega row holds on; the highest
+    share over the heavy-tailed families (``e2e_tails_<row>_max``: ``planted_calibration.HEAVY_TAILED``, a scope
+    of the m_z rows, ``UNSEPARABLE``); the number of models each family holds (``e2e_tails_n``), and the planted
+    vocabulary's size and the outlier features' coordinates and share of the tokens that the prose quotes
+    (``e2e_tails_words``, ``_outlier_coordinates``, ``_share_low/high``)."""
+    rates = cells(record)
     glued: dict[str, object] = {
         "e2e_tails_n": int(cells(record, "n")[TAILS["laplace"], "omega_jump"]),
         "e2e_tails_words": pc.planted.N_WORDS,
@@ -267,31 +281,79 @@ def tails_glue(record: PlantedTable) -> dict[str, object]:
         for row in pc.OMEGA_ROWS:
             glued[f"e2e_tails_{key}_{row}"] = float(rates[family, row])
     for row in pc.OMEGA_ROWS:
-        glued[f"e2e_tails_{row}_meets"] = all(
-            bool(meets[family, row]) for family in TAILS.values() if not pc.unseparable(family, row)
+        glued[f"e2e_tails_{row}_max"] = float(max(rates[family, row] for family in pc.HEAVY_TAILED))
+    return glued
+
+
+def learned_view(record: PlantedTable) -> pd.DataFrame:
+    """The learned-basis row beside the m_z rows on the families of ``LEARNED``: per family, whether a code off the
+    axes is planted, the share of models the learned-basis row holds on with its Wilson 95 % interval, and the share
+    each m_z row holds on where the family judges it (blank where it does not)."""
+    rates, table = cells(record), record.table.set_index(["family", "claim"])
+    rows = []
+    for family in LEARNED.values():
+        own = table.loc[(family, pc.LEARNED_ROW)]
+        rows.append(
+            {
+                "family": family,
+                "code off the axes": own["planted"] == "present",
+                "models": int(own["n"]),
+                pc.LEARNED_ROW: float(own["holds"]),
+                "Wilson low": float(own["holds_ci_low"]),
+                "Wilson high": float(own["holds_ci_high"]),
+                **{row: float(rates.get((family, row), float("nan"))) for row in pc.OMEGA_ROWS},
+            }
         )
+    return pd.DataFrame(rows).set_index("family")
+
+
+def learned_glue(record: PlantedTable) -> dict[str, object]:
+    """``e2e_lb_<key>``: the share of the models of ``LEARNED[key]`` the learned-basis row holds on (with
+    ``_high``, its Wilson upper bound), ``e2e_lb_atom_<row>`` the share each m_z row holds on the atom code;
+    whether the row meets every target (``e2e_lb_meets``), its models per family (``e2e_lb_n``) and the atom code's
+    atoms (``e2e_lb_k`` of ``e2e_lb_atoms``)."""
+    view = learned_view(record)
+    meets = cells(record, "meets")
+    glued: dict[str, object] = {
+        "e2e_lb_n": int(view["models"].min()),
+        "e2e_lb_k": pc.ATOM_K,
+        "e2e_lb_atoms": pc.planted.PlantSpec.n_atoms,
+        "e2e_lb_meets": all(bool(meets[family, pc.LEARNED_ROW]) for family in LEARNED.values()),
+    }
+    for key, family in LEARNED.items():
+        glued[f"e2e_lb_{key}"] = float(view.loc[family, pc.LEARNED_ROW])
+        glued[f"e2e_lb_{key}_high"] = float(view.loc[family, "Wilson high"])
+    for row in pc.OMEGA_ROWS:
+        glued[f"e2e_lb_atom_{row}"] = float(view.loc[pc.ATOM_CODE, row])
+    glued["e2e_lb_absent_max"] = float(
+        max(view.loc[f, pc.LEARNED_ROW] for key, f in LEARNED.items() if key != "atom")
+    )
+    glued["e2e_lb_absent_high_max"] = float(
+        max(view.loc[f, "Wilson high"] for key, f in LEARNED.items() if key != "atom")
+    )
     return glued
 
 
 def end_to_end_glue(
     record: PlantedTable, results_dir: str | Path, statistic_table: pd.DataFrame
 ) -> dict[str, object]:
-    """Every number the appendix quotes of the end-to-end calibration: the current ``record`` and the earlier ones
-    kept in ``results_dir`` (each function of this module), and the statistic-level rate of the cleaned
-    participation ratio's 30-50 % falls (``e2e_statistic_pr_found``, of ``statistic_table``)."""
+    """Every number the appendix quotes of the end-to-end calibration: the current ``record`` and its earlier stages
+    kept in ``results_dir`` (``record_history``; each function of this module), and the statistic-level rate of the
+    cleaned participation ratio's 30-50 % falls (``e2e_statistic_pr_found``, of ``statistic_table``)."""
 
-    def earlier(file: Path) -> PlantedTable:
-        return pc.load_record(results_dir, file)
+    def earlier(stage: str) -> PlantedTable:
+        return record_history.load_stage(results_dir, stage)
 
     statistic = statistic_table.set_index(["claim", "family"])["holds"]
     return (
         overview_glue(record)
-        | position_profile_glue(record, earlier(pc.BEFORE_POSITION_PROFILE))
-        | code_share_glue(record, earlier(pc.BEFORE_CODE_SHARE))
+        | position_profile_glue(record, earlier("before position profile"))
+        | code_share_glue(record, earlier("before code share"))
         | artefact_glue(record)
-        | twin_margin_glue(record, earlier(pc.BEFORE_TWIN_MARGIN))
-        | previous_run_glue(record, earlier(pc.BEFORE_RAW_BESIDE_CLEANED))
+        | twin_margin_glue(record, earlier("before twin margin"))
+        | previous_run_glue(record, earlier("before raw beside cleaned"))
         | liquid_glue(record)
         | tails_glue(record)
+        | learned_glue(record)
         | {"e2e_statistic_pr_found": float(statistic["spectral_concentration", "PR falls 30-50 %"])}
     )

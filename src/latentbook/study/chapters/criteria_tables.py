@@ -29,7 +29,7 @@ TENTHS = ("holds_ci_low", "holds_ci_high", "holds_low", "holds_high", "absent_lo
 def criteria_constants() -> dict[str, object]:
     """The bars, tolerances and levels the criteria table quotes, by glue name, and the verdict words in quotes
     (``vocabulary``)."""
-    from ...analysis import contraction, cooling, omega, verdict
+    from ...analysis import contraction, cooling, learned_basis, omega, verdict
     from ...analysis import tco as tco_analysis
     from ...ladder import rank_correlation
 
@@ -52,6 +52,10 @@ def criteria_constants() -> dict[str, object]:
         "ladder_alpha": rank_correlation.ALPHA,
         "min_power": verdict.MIN_POWER,
         "landmark_tolerance": verdict.LANDMARK_TOLERANCE,
+        "lb_bar": learned_basis.RISE_BAR,
+        "lb_level": learned_basis.RISE_LEVEL,
+        "lb_r": learned_basis.N_COMPONENTS,
+        "lb_gammas": ", ".join(f"{g:g}" for g in learned_basis.BOOK_GAMMAS),
         "vocabulary": ", ".join(f'"{word}"' for word in verdict.VERDICTS),
     }
 

@@ -24,6 +24,7 @@ ROWS = (  # glue name -> the claim whose verdict it is
     ("liquid", "stays_liquid"),
     ("liquid_clean", "stays_liquid_cleaned"),
     ("jump", "omega_jump"),
+    ("learned", "learned_basis_jump"),
     ("bimodality", "bimodality"),
     ("critical", "critical_depth"),
     ("massive_step", "massive_step"),
@@ -34,6 +35,8 @@ REASONS = (  # the reasons the prose quotes: glue name, claim, model
     ("liquid_reason_gemma3", "stays_liquid", "gemma3-270m"),
     ("massive_step_reason_gemma3", "massive_step", "gemma3-270m"),
     ("jump_reason_gemma3", "omega_jump", "gemma3-270m"),
+    ("learned_reason_smollm2", "learned_basis_jump", "smollm2-135m"),
+    ("learned_reason_gemma3", "learned_basis_jump", "gemma3-270m"),
     ("critical_reason_smollm2", "critical_depth", "smollm2-135m"),
     ("critical_reason_minilm", "critical_depth", "minilm-l6"),
 )

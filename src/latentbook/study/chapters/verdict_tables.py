@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ...analysis import transition, verdict
+from .. import planted_calibration
 from ..verdict_table import interval_problems, scope_counts, scope_sentence, summary
 from .criteria_planted import calibrated_cells
 
@@ -128,7 +129,9 @@ def first_screen(
     solid level at its width (``gemma_cross_gamma``, ``gemma_cross_m``, ``gemma_solid``; NaN where it never does),
     its cleaned row's highest ``m`` (``gemma_clean_m``), its massive-activation onset (``gemma_onset``) and whether
     that onset is the depth where raw ``m`` rises most (``gemma_onset_words``, from ``landmarks.raw_step``), and the end-to-end calibration's
-    cells (``e2e_cells_met`` of ``e2e_cells``, ``e2e_n`` cases each: ``planted_calibration.load_record(...).table``)."""
+    cells (``e2e_cells_met`` of ``e2e_cells``, ``e2e_n`` cases each: ``planted_calibration.load_record(...).table``)
+    and its learned-basis row: the share of planted atom codes it finds (``e2e_lb_found``) and the largest Wilson
+    upper bound of its false holds on the families without one (``e2e_lb_false_high``)."""
     import numpy as np
 
     trained = table[table["run"].isin(("trained", "results file"))]
@@ -159,4 +162,14 @@ def first_screen(
         "gemma_onset_words": onset_words,
         **calibrated_cells(end_to_end),
         "e2e_n": int(end_to_end["n"].min()),
+        **_learned_cells(end_to_end),
+    }
+
+
+def _learned_cells(end_to_end: pd.DataFrame) -> dict[str, float]:
+    learned = end_to_end[end_to_end["claim"] == planted_calibration.LEARNED_ROW]
+    present = learned["planted"] == "present"
+    return {
+        "e2e_lb_found": float(learned.loc[present, "holds"].min()),
+        "e2e_lb_false_high": float(learned.loc[~present, "holds_ci_high"].max()),
     }
