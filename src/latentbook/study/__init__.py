@@ -18,6 +18,7 @@ __all__ = [
     "planted_calibration",
     "power_confirmation",
     "power_record",
+    "record_history",
     "records",
     "rows",
     "run_landmarks",
