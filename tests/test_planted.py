@@ -56,11 +56,21 @@ def test_cli_report_finds_a_planted_phase_and_is_not_fooled_by_its_artefacts(tmp
     late = replace(present, gamma=9 / 12)
     _, at_late = _capture_and_report(tmp_path, late, twin, capsys)
     assert at_late["critical_depth"] == "does not hold" and at_late["omega_jump"] == "holds", at_late
+    # a sparse code off the axes: the learned-basis row of the report finds it, the m_z rows do not
+    atoms = replace(present, plant="atom_code", k=planted_calibration.ATOM_K)
+    _, off_axes = _capture_and_report(tmp_path, atoms, twin, capsys)
+    assert off_axes[planted_calibration.LEARNED_ROW] == "holds", off_axes
+    assert all(off_axes[claim] != "holds" for claim in OMEGA_ROWS), off_axes
     for plant in ("massive", "rogue", "norm_growth"):
         spec = planted.PlantSpec(plant=plant, gamma=5 / 12, strength=10.0, massive=True, sink=True, **SHAPE)
         _, judged = _capture_and_report(tmp_path, spec, twin, capsys)
         # the raw spectral rows too: a covariance falling where the correlation matrix does not is no evidence
-        absent = OMEGA_ROWS + CLEAN_SPECTRA + planted_calibration.SPECTRAL_ROWS
+        absent = (
+            OMEGA_ROWS
+            + CLEAN_SPECTRA
+            + planted_calibration.SPECTRAL_ROWS
+            + (planted_calibration.LEARNED_ROW,)
+        )
         assert all(judged[claim] != "holds" for claim in absent), (plant, judged)
 
 
