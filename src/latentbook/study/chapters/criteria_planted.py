@@ -69,6 +69,17 @@ def calibrated_cells(table: pd.DataFrame) -> dict[str, int]:
     }
 
 
+def learned_cells(table: pd.DataFrame) -> dict[str, float]:
+    """Of a confusion table, the learned-basis row's lowest rate of "holds" where a code off the axes was planted
+    (``e2e_lb_found``) and its largest Wilson upper bound of false holds elsewhere (``e2e_lb_false_high``)."""
+    learned = table[table["claim"] == pc.LEARNED_ROW]
+    present = learned["planted"] == "present"
+    return {
+        "e2e_lb_found": float(learned.loc[present, "holds"].min()),
+        "e2e_lb_false_high": float(learned.loc[~present, "holds_ci_high"].max()),
+    }
+
+
 def end_to_end_view(record: PlantedTable) -> pd.DataFrame:
     """The record's confusion table in the columns the appendix shows (``E2E_COLUMNS``)."""
     return record.table[list(E2E_COLUMNS)]

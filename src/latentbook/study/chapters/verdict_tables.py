@@ -14,9 +14,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ...analysis import transition, verdict
-from .. import planted_calibration
 from ..verdict_table import interval_problems, scope_counts, scope_sentence, summary
-from .criteria_planted import calibrated_cells
+from .criteria_planted import calibrated_cells, learned_cells
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -162,14 +161,5 @@ def first_screen(
         "gemma_onset_words": onset_words,
         **calibrated_cells(end_to_end),
         "e2e_n": int(end_to_end["n"].min()),
-        **_learned_cells(end_to_end),
-    }
-
-
-def _learned_cells(end_to_end: pd.DataFrame) -> dict[str, float]:
-    learned = end_to_end[end_to_end["claim"] == planted_calibration.LEARNED_ROW]
-    present = learned["planted"] == "present"
-    return {
-        "e2e_lb_found": float(learned.loc[present, "holds"].min()),
-        "e2e_lb_false_high": float(learned.loc[~present, "holds_ci_high"].max()),
+        **learned_cells(end_to_end),
     }
