@@ -1,16 +1,21 @@
-"""The examples in the docstrings of the exported functions run, and every exported function has one (issue 51).
+"""The examples in the docstrings of the exported names run, and every exported function and class has one (issue 51).
 
-The functions in scope: those of the root's ``__all__`` (``lb.capture``, ``lb.omega``, ...) and, for the exported
+The names in scope: the functions of the root's ``__all__`` (``lb.capture``, ``lb.omega``, ...) and, for the exported
 modules of ``DOCUMENTED_MODULES`` that declare ``__all__``, the functions it names (a module without ``__all__`` is
-left out until it declares one). Each function's docstring has a numpydoc ``Examples`` section with at least one
-``>>>`` line; the doctests of every module defining one of them run with the standard library's ``doctest``, one test
-per module.
+left out until it declares one); and for every wing (``WINGS``, each package of latentbook), the functions and
+classes its ``__all__`` names, and those named by the ``__all__`` of each module of the wing that its ``__all__``
+names (``latentbook.study.chapters``, ``latentbook.capturing.capture``: the module beside the function of that
+name). Each one's docstring has a numpydoc ``Examples`` section with at least one ``>>>`` line; the doctests of every
+module defining one of them run with the standard library's ``doctest``, one test per module.
 """
 
 from __future__ import annotations
 
 import doctest
+import importlib
+import importlib.util
 import inspect
+import pkgutil
 import re
 from functools import cache
 from types import FunctionType, ModuleType
@@ -37,14 +42,29 @@ DOCUMENTED_MODULES = (
     "classes",
     "synthetic",
 )
+# The wings: every package of latentbook (``test_scope_is_not_empty`` checks that none is missing).
+WINGS = ("analysis", "capturing", "models", "study", "view", "ladder", "prompts", "course", "figure_standard")
 OPTIONFLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 EXAMPLES = re.compile(r"^Examples\n-{8,}\n(.*)", re.MULTILINE | re.DOTALL)
 
 
+def exported_modules(wing: str) -> list[ModuleType]:
+    """The wing, then each module of the wing that its ``__all__`` names (imported) and that declares ``__all__``."""
+    package = importlib.import_module(f"latentbook.{wing}")
+    found = [package]
+    for name in package.__all__:
+        if importlib.util.find_spec(f"latentbook.{wing}.{name}") is not None:
+            module = importlib.import_module(f"latentbook.{wing}.{name}")
+            if hasattr(module, "__all__"):
+                found.append(module)
+    return found
+
+
 @cache
-def functions_in_scope() -> dict[str, FunctionType]:
-    """``"lb.name"`` or ``"lb.module.name"`` -> the function, each function once (by the first name that exports it)."""
-    named: dict[str, FunctionType] = {}
+def functions_in_scope() -> dict[str, FunctionType | type]:
+    """``"lb.name"``, ``"lb.module.name"`` or ``"latentbook.wing[.module].name"`` -> the function or class, each once
+    (by the first name that exports it)."""
+    named: dict[str, FunctionType | type] = {}
     for name in lb.__all__:
         value = getattr(lb, name)
         if inspect.isfunction(value):
@@ -55,7 +75,13 @@ def functions_in_scope() -> dict[str, FunctionType]:
             value = getattr(module, name)
             if inspect.isfunction(value):
                 named[f"lb.{module_name}.{name}"] = value
-    unique: dict[str, FunctionType] = {}
+    for wing in WINGS:
+        for module in exported_modules(wing):
+            for name in module.__all__:
+                value = getattr(module, name, None)  # a submodule not imported yet is None: not a function
+                if inspect.isfunction(value) or inspect.isclass(value):
+                    named[f"{module.__name__}.{name}"] = value
+    unique: dict[str, FunctionType | type] = {}
     for label, function in named.items():
         if function not in unique.values():
             unique[label] = function
@@ -72,6 +98,14 @@ def test_scope_is_not_empty():
     )
     for module_name in DOCUMENTED_MODULES:
         assert isinstance(getattr(lb, module_name), ModuleType), module_name
+    packages = {info.name for info in pkgutil.iter_modules(lb.__path__) if info.ispkg}
+    assert set(WINGS) == packages, f"WINGS should name every package of latentbook: {sorted(packages)}"
+    assert {
+        "latentbook.capturing.Capture",
+        "latentbook.capturing.capture.check_prompts",
+        "latentbook.figure_standard.FigureStandardError",
+        "latentbook.study.chapters.glue_frame",
+    } <= set(functions_in_scope())
 
 
 def test_every_function_in_scope_has_an_example():
@@ -80,8 +114,9 @@ def test_every_function_in_scope_has_an_example():
         found = EXAMPLES.search(inspect.getdoc(function) or "")
         if found is None or ">>>" not in found.group(1):
             missing.append(f"{label} ({function.__module__}.{function.__qualname__})")
-    assert not missing, "exported functions without an Examples section holding a >>> doctest: " + ", ".join(
-        missing
+    assert not missing, (
+        "exported functions and classes without an Examples section holding a >>> doctest: "
+        + ", ".join(missing)
     )
 
 

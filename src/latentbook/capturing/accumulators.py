@@ -37,6 +37,30 @@ def omega_of(x: torch.Tensor) -> torch.Tensor:
     overflow float32 (coordinates above ~1.8e19) cannot turn ``||h||_2`` into inf and Omega into 1.
 
     Introduced in: chapter 3 (book/paper.md, "Order parameter").
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        Real vectors along the last axis, shape ``(..., d)``, any floating dtype and device.
+
+    Returns
+    -------
+    torch.Tensor
+        float32 Omega of each vector, shape ``(...)``, on the device of ``x``.
+
+    Examples
+    --------
+    A one-hot vector in ``d = 4`` gives ``1 - 1/sqrt(4) = 0.5``, equal magnitudes give 0, and coordinates whose
+    squares overflow float32 give the same value as small ones:
+
+    >>> import torch
+    >>> from latentbook.capturing import omega_of
+    >>> omega_of(torch.tensor([[1.0, 0.0, 0.0, 0.0], [1.0, -1.0, 1.0, -1.0]]))
+    tensor([0.5000, 0.0000])
+    >>> omega_of(torch.tensor([1e30, 1e30, 0.0, 0.0])), omega_of(torch.tensor([1.0, 1.0, 0.0, 0.0]))
+    (tensor(0.2929), tensor(0.2929))
+    >>> omega_of(torch.tensor([1.0, float("nan")]))
+    tensor(nan)
     """
     x = x.float()
     magnitude = x.abs()
@@ -78,6 +102,44 @@ class Moments:
     On a CUDA device, for bfloat16 / float16 activations (whose own rounding is ~4e-3), the float32 Grams run
     on TF32 tensor cores (``TF32_FOR_HALF_INPUTS``; float32 products are several times slower there): the
     centred values are rounded to 11 significant bits, a relative error of the scatter ~1e-5 at most.
+
+    Parameters
+    ----------
+    d : int
+        The width of the token vectors.
+    precision : torch.dtype
+        The dtype of the batch Grams (``torch.float32`` by default, or ``torch.float64``); the sums are float64.
+    batches_per_block : int, optional
+        Fold the pending block into the sums before a new batch once it holds this many batches; None folds
+        only every ``FLUSH_TOKENS`` tokens and before a read.
+
+    Attributes
+    ----------
+    n : int
+        Tokens added so far.
+    mean : torch.Tensor
+        float64 mean, shape ``(d,)``, on the host.
+    m2 : torch.Tensor
+        float64 centred scatter ``M2``, shape ``(d, d)``, on the host.
+
+    Examples
+    --------
+    Two halves merged give the covariance of the whole, which is numpy's maximum-likelihood covariance:
+
+    >>> import torch
+    >>> from latentbook.capturing import Moments
+    >>> x = torch.randn(1000, 8, generator=torch.Generator().manual_seed(0))
+    >>> whole, first, second = Moments(8), Moments(8), Moments(8)
+    >>> whole.add(x)
+    >>> first.add(x[:300])
+    >>> second.add(x[300:])
+    >>> first.merge(second)
+    >>> first.n, bool(torch.allclose(first.covariance(), whole.covariance()))
+    (1000, True)
+    >>> bool(torch.allclose(whole.covariance(), torch.cov(x.T.double(), correction=0)))
+    True
+    >>> whole.second_moment().shape, whole.mean.dtype
+    (torch.Size([8, 8]), torch.float64)
     """
 
     FLUSH_TOKENS = 8192
@@ -302,7 +364,38 @@ def _tf32_matmul(enabled: bool) -> Iterator[None]:
 
 
 class OmegaStats:
-    """Per-token Omega: a histogram on [0, 1] and the power sums ``sum Omega^k`` for k = 0..4 (float64)."""
+    """Per-token Omega: a histogram on [0, 1] and the power sums ``sum Omega^k`` for k = 0..4 (float64).
+
+    Parameters
+    ----------
+    device : torch.device or str
+        Where the histogram and the power sums live (the device of the Omega values added).
+    bins : int
+        Equal bins of the histogram on [0, 1] (``OMEGA_BINS`` by default).
+
+    Attributes
+    ----------
+    counts : torch.Tensor
+        float64 histogram counts, shape ``(bins,)``; ``edges()`` gives the ``bins + 1`` bin edges.
+    power_sums : torch.Tensor
+        float64 ``sum Omega^k`` for k = 0..4 (k = 0: the count).
+    n : int
+        Omega values added so far.
+    mean : float
+        Their mean.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from latentbook.capturing import OmegaStats
+    >>> stats = OmegaStats()
+    >>> stats.add_values(torch.tensor([0.1, 0.2, 0.3, 0.4]))
+    >>> stats.n, round(stats.mean, 3), int(stats.counts.sum()), len(stats.edges())
+    (4, 0.25, 4, 201)
+    >>> variance, skewness, kurtosis = stats.central_moments()
+    >>> round(variance, 4), round(kurtosis, 2)
+    (0.0125, 1.64)
+    """
 
     def __init__(self, device: torch.device | str = "cpu", bins: int = OMEGA_BINS):
         self.bins = bins
@@ -352,7 +445,31 @@ class OmegaStats:
 
 
 class AbsStats:
-    """Per-coordinate ``max |h_i|`` and ``sum |h_i|``: massive activations stand out as max >> typical mean."""
+    """Per-coordinate ``max |h_i|`` and ``sum |h_i|``: massive activations stand out as max >> typical mean.
+
+    Parameters
+    ----------
+    d : int
+        The width of the token vectors.
+    device : torch.device or str
+        Where the two statistics live (the device of the batches added).
+
+    Attributes
+    ----------
+    max : torch.Tensor
+        float32 ``max |h_i|`` over the tokens added, shape ``(d,)``.
+    sum : torch.Tensor
+        float64 ``sum |h_i|`` over the tokens added, shape ``(d,)`` (divide by the token count for the mean).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from latentbook.capturing import AbsStats
+    >>> stats = AbsStats(3)
+    >>> stats.add(torch.tensor([[1.0, -5.0, 0.0], [2.0, 1.0, 0.0]]))
+    >>> stats.max, stats.sum
+    (tensor([2., 5., 0.]), tensor([3., 6., 0.], dtype=torch.float64))
+    """
 
     def __init__(self, d: int, device: torch.device | str = "cpu"):
         self.max = torch.zeros(d, dtype=torch.float32, device=device)
@@ -385,6 +502,41 @@ class LayerStats:
 
     ``OmegaStats`` and ``AbsStats`` (a few ``d`` numbers) live on ``device``, the device of the layer whose
     output they see; ``Moments`` keeps its float64 sums on the host (its pending block on the batches' device).
+
+    Parameters
+    ----------
+    d : int
+        The width of the token vectors.
+    device : torch.device or str
+        Where ``omega`` and ``abs`` live.
+    precision : torch.dtype
+        The dtype of the batch Grams of ``moments`` (``torch.float32`` by default).
+    batches_per_block : int, optional
+        Passed to ``Moments``.
+
+    Attributes
+    ----------
+    moments : Moments
+        Count, mean and scatter of the token vectors.
+    omega : OmegaStats
+        Histogram and power sums of their Omega.
+    abs : AbsStats
+        Per-coordinate ``max |h_i|`` and ``sum |h_i|``.
+    n : int
+        Tokens added so far.
+
+    Examples
+    --------
+    ``add`` returns the batch's Omega values; Gaussian vectors in ``d = 8`` sit near ``gaussian_omega(8) = 0.18``:
+
+    >>> import torch
+    >>> from latentbook.capturing import LayerStats
+    >>> stats = LayerStats(8)
+    >>> omega = stats.add(torch.randn(1000, 8, generator=torch.Generator().manual_seed(0)))
+    >>> omega.shape, stats.n, round(stats.omega.mean, 2)
+    (torch.Size([1000]), 1000, 0.18)
+    >>> stats.moments.covariance().shape, stats.abs.max.shape
+    (torch.Size([8, 8]), torch.Size([8]))
     """
 
     def __init__(
@@ -459,6 +611,42 @@ class TokenReservoir:
     ``values`` has shape ``(n_depths, n_kept, width)``, in key order. An offer writes only the accepted
     tokens into free or evicted slots of a buffer that doubles up to the capacity (no copy per batch);
     the slots are put back in key order when the sample is read.
+
+    Parameters
+    ----------
+    capacity : int
+        The most tokens kept.
+    n_depths : int
+        Depths held per token.
+    width : int
+        Numbers held per token and depth (``d`` for token vectors, 1 for Omega values).
+
+    Attributes
+    ----------
+    keys, prompt_ids, positions : numpy.ndarray
+        Per kept token, in key order: its key, the index of its prompt and its position in the prompt.
+    values : torch.Tensor
+        float32 kept values, shape ``(n_depths, n_kept, width)``, on the host.
+
+    Examples
+    --------
+    Six tokens offered at once, or in two batches, leave the same three:
+
+    >>> import numpy as np
+    >>> import torch
+    >>> from latentbook.capturing import TokenReservoir
+    >>> from latentbook.capturing.accumulators import token_keys
+    >>> prompt_ids, positions = np.zeros(6, dtype=np.int64), np.arange(6)
+    >>> keys = token_keys(prompt_ids, positions)
+    >>> values = torch.arange(48.0).reshape(2, 6, 4)  # 2 depths, 6 tokens, width 4
+    >>> once, twice = TokenReservoir(3, n_depths=2, width=4), TokenReservoir(3, n_depths=2, width=4)
+    >>> once.offer(keys, prompt_ids, positions, values)
+    >>> twice.offer(keys[:2], prompt_ids[:2], positions[:2], values[:, :2])
+    >>> twice.offer(keys[2:], prompt_ids[2:], positions[2:], values[:, 2:])
+    >>> once.positions, twice.positions, once.values.shape
+    (array([3, 5, 4]), array([3, 5, 4]), torch.Size([2, 3, 4]))
+    >>> bool(torch.equal(once.values, twice.values))
+    True
     """
 
     def __init__(self, capacity: int, n_depths: int, width: int):

@@ -45,7 +45,29 @@ __all__ = [
 
 
 def prompt_set_hash(prompts: Sequence[str]) -> str:
-    """sha256 of the prompts, each length-prefixed, so any change of text or order changes it."""
+    """sha256 of the prompts, each length-prefixed, so any change of text or order changes it.
+
+    Parameters
+    ----------
+    prompts : sequence of str
+        The prompts, in order.
+
+    Returns
+    -------
+    str
+        The 64 hex digits of the sha256 of ``len(text) || text`` for each prompt's UTF-8 bytes, in order.
+
+    Examples
+    --------
+    The same texts in another order, or run together, hash differently:
+
+    >>> from latentbook.capturing import prompt_set_hash
+    >>> digest = prompt_set_hash(["a", "b"])
+    >>> digest[:16], len(digest)
+    ('cf6ab613e3942391', 64)
+    >>> prompt_set_hash(["b", "a"]) == digest, prompt_set_hash(["ab"]) == digest
+    (False, False)
+    """
     digest = hashlib.sha256()
     for text in prompts:
         data = text.encode("utf-8")
@@ -60,7 +82,33 @@ def prompt_fingerprints(prompts: Sequence[str]) -> list[str]:
 
 
 def check_prompts(prompts) -> list[str]:
-    """The prompts as a list of non-empty strings that encode as UTF-8, or an error naming the bad ones."""
+    """The prompts as a list of non-empty strings that encode as UTF-8, or an error naming the bad ones.
+
+    Parameters
+    ----------
+    prompts : iterable of str
+        The prompts of a capture (a list, a tuple, a generator ...), not one string.
+
+    Returns
+    -------
+    list of str
+        The same prompts, as a list.
+
+    Raises
+    ------
+    InvalidInputError
+        For one string, no prompt, an entry that is not a non-empty string, or text holding a lone surrogate.
+
+    Examples
+    --------
+    >>> from latentbook.capturing.capture import check_prompts
+    >>> check_prompts(("The cat sat.", "It rained."))
+    ['The cat sat.', 'It rained.']
+    >>> check_prompts(["The cat sat.", "  "])
+    Traceback (most recent call last):
+    ...
+    latentbook.errors.InvalidInputError: Prompts must be non-empty strings; entries [1] are not (first is '  ').
+    """
     if isinstance(prompts, str):
         raise InvalidInputError(
             "prompts must be a list of strings, not one string. For a shipped set use "
@@ -134,7 +182,41 @@ def _versions() -> dict[str, str]:
 
 def run_settings(loaded: LoadedModel, prompts: list[str], **settings) -> dict:
     """What a capture depends on, the weights' dtype included: a checkpoint is only resumed by a run with the same
-    settings."""
+    settings.
+
+    Parameters
+    ----------
+    loaded : LoadedModel
+        The model (``lb.load_model``).
+    prompts : list of str
+        The prompts, in order.
+    **settings
+        The capture's other settings (``batch_size``, ``max_length`` ...), kept as given.
+
+    Returns
+    -------
+    dict
+        ``model``, ``model_sha256``, ``prompt_set_sha256`` (``prompt_set_hash``), ``prompt_sha256s`` (16 hex
+        digits per prompt), ``n_prompts`` and ``dtype``, then ``settings``.
+
+    Examples
+    --------
+    A tiny random Llama built in place (``lb.load_model`` gives the same ``LoadedModel``):
+
+    >>> import torch
+    >>> from transformers import LlamaConfig, LlamaForCausalLM
+    >>> config = LlamaConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+    ...                      num_key_value_heads=1, vocab_size=32)
+    >>> model = LlamaForCausalLM(config).eval()
+    >>> from latentbook.capturing.capture import prompt_set_hash, run_settings
+    >>> from latentbook.models import LoadedModel, anatomy_of
+    >>> loaded = LoadedModel(model, None, "tiny-llama", "llama", "causal", "0" * 64, anatomy_of(model))
+    >>> settings = run_settings(loaded, ["a", "b"], batch_size=16)
+    >>> settings["model"], settings["n_prompts"], settings["dtype"], settings["batch_size"]
+    ('tiny-llama', 2, 'float32', 16)
+    >>> settings["prompt_set_sha256"] == prompt_set_hash(["a", "b"]), settings["prompt_sha256s"]
+    (True, ['ca978112ca1bbdca', '3e23e8160039594a'])
+    """
     return {
         "model": loaded.name,
         "model_sha256": loaded.sha,

@@ -392,7 +392,58 @@ def make_plan(
 ) -> Plan:
     """The plan of a capture of ``model`` on ``gpus`` GPUs of ``gpu_mem_gib`` GiB each (``gpus=0``: on the
     CPU, with ``gpu_mem_gib`` the RAM to plan for). ``dtype="auto"``: bfloat16 on GPUs, float32 on the CPU
-    (as ``lb.load_model``); ``depths`` as ``lb.capture``'s (``settings.DEPTHS_RULE``)."""
+    (as ``lb.load_model``); ``depths`` as ``lb.capture``'s (``settings.DEPTHS_RULE``).
+
+    Parameters
+    ----------
+    model : str or ModelConfig
+        A config file or folder, a zoo name (``lb.models()``), a hub id whose config is in the local cache or a
+        shipped config (``load_config``); or a ``ModelConfig`` read already.
+    gpus : int
+        GPUs to spread the layers over, 0 for a CPU capture.
+    gpu_mem_gib : float
+        GiB of memory per GPU (of RAM with ``gpus=0``).
+    depths : optional
+        The depths to capture, as ``lb.capture``'s; None: every depth.
+    batch_size, max_length : int
+        Prompts per batch and tokens per prompt.
+    dtype : str
+        The weights' dtype: ``"auto"``, ``"float32"``, ``"bfloat16"`` or ``"float16"``.
+    precision : str
+        The Grams' precision, ``"float32"`` or ``"float64"``.
+    attention : bool
+        Whether attention statistics are captured too.
+    n_vectors, n_omega_samples : int
+        Sizes of the token-vector and Omega reservoirs.
+
+    Returns
+    -------
+    Plan
+        The memory per device (``rows``, ``to_text()``), the largest batch that fits (``max_batch_size``),
+        ``fits`` and a ``verdict`` saying why.
+
+    Raises
+    ------
+    InvalidInputError
+        For a bad setting or an unreadable config.
+    ModelUnavailableError
+        For a model whose config is not on this machine.
+
+    Examples
+    --------
+    The 2-layer random-weight Llama (its config is built here, no weights are read) on 8 GiB of RAM, and on 10
+    MiB, too little for its weights:
+
+    >>> from latentbook.capturing import make_plan
+    >>> plan = make_plan("random:llama-tiny", gpus=0, gpu_mem_gib=8)
+    >>> plan.model.n_layers, plan.model.d_model, plan.devices, plan.depths, plan.fits
+    (2, 64, ('host',), (0, 1, 2), True)
+    >>> make_plan("random:llama-tiny", gpus=1, gpu_mem_gib=8, depths=[0, -1]).depths
+    (0, 2)
+    >>> small = make_plan("random:llama-tiny", gpus=0, gpu_mem_gib=0.01)
+    >>> small.fits, small.max_batch_size, small.verdict.startswith("does not fit, because the weights")
+    (False, 0, True)
+    """
 
     if isinstance(gpus, bool) or not isinstance(gpus, int) or not 0 <= gpus <= MAX_GPUS:
         raise InvalidInputError(

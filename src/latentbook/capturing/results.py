@@ -44,6 +44,51 @@ class Capture:
     (``lb.capture(..., depths=...)``): then ``gamma``, the read-outs and the reservoirs cover those depths
     only, and every read-out taking a ``layer`` takes the model's depth ``l`` and refuses one not held
     (``InvalidInputError``, as ``index_of`` does for a depth out of range).
+
+    Attributes
+    ----------
+    model_name : str
+        The model captured (``lb.models()`` name, folder or hub id).
+    n_layers : int
+        Its layer count ``L``.
+    d_model : int
+        Its width ``d``.
+    layers : list of LayerStats
+        The streamed statistics, one per depth held, in the order of ``depths``.
+    final_norm : LayerStats or None
+        The statistics of the final norm's output; None for a model without one.
+    vectors : TokenReservoir
+        Sampled token vectors at every depth held, ``(n_depths, k, d)``.
+    omega_sample : TokenReservoir
+        Sampled per-token Omega at every depth held, ``(n_depths, k, 1)``.
+    provenance : dict
+        How the capture was made: model, weights' and prompts' sha256, settings, versions.
+    attention : AttentionStats or None
+        Attention statistics when captured with ``attention=True``.
+    depths : numpy.ndarray
+        The depths held, ascending (every depth ``0..L`` unless some were asked for).
+
+    Examples
+    --------
+    ``lb.capture`` makes one; here one is put together from streamed Gaussian vectors (``d = 8``) at depths 0
+    and 4 of a 4-layer model, so a read-out at depth 2 is refused:
+
+    >>> import numpy as np
+    >>> import torch
+    >>> from latentbook.capturing import Capture, LayerStats, TokenReservoir
+    >>> layers = [LayerStats(8), LayerStats(8)]
+    >>> for stats in layers:
+    ...     omega = stats.add(torch.randn(100, 8, generator=torch.Generator().manual_seed(0)))
+    >>> cap = Capture("toy", n_layers=4, d_model=8, layers=layers, final_norm=None, vectors=TokenReservoir(16, 2, 8),
+    ...               omega_sample=TokenReservoir(16, 2, 1), depths=[0, 4])
+    >>> cap.depths, cap.gamma, cap.complete, cap.n_tokens
+    (array([0, 4]), array([0., 1.]), False, 100)
+    >>> cap.index_of(-1), cap.mean(4).shape, np.round(cap.omega_mean(), 2)
+    (1, (8,), array([0.18, 0.18]))
+    >>> cap.mean(2)
+    Traceback (most recent call last):
+    ...
+    latentbook.errors.InvalidInputError: Depth 2 is not in this capture of toy: it holds depths [0, 4] of 0..4 ...
     """
 
     model_name: str

@@ -30,6 +30,32 @@ def parse_depths(spec) -> tuple[str, list] | None:
     ``spec`` is a sequence (ints: depth indices; floats: gamma fractions) or a comma-separated string
     (``"0,7,14"``: indices; ``"0.25,0.5"``: fractions, told apart by the decimal point). Mixed kinds, an empty
     request, repeated entries and fractions outside [0, 1] are refused with the fix (``DEPTHS_RULE``).
+
+    Parameters
+    ----------
+    spec : sequence, str or None
+        The request: None or ``"all"``, a sequence of ints or of floats, or a comma-separated string.
+
+    Returns
+    -------
+    tuple of (str, list) or None
+        ``("index", [l, ...])`` or ``("gamma", [g, ...])`` in the order given; None for every depth.
+
+    Raises
+    ------
+    InvalidInputError
+        For a request that is empty, mixes kinds, repeats an entry, holds something else than numbers or a
+        fraction outside [0, 1].
+
+    Examples
+    --------
+    >>> from latentbook.capturing.capture import parse_depths
+    >>> parse_depths("0,7,14"), parse_depths("0.25,0.5"), parse_depths([0, -1]), parse_depths("all")
+    (('index', [0, 7, 14]), ('gamma', [0.25, 0.5]), ('index', [0, -1]), None)
+    >>> parse_depths([0, 0.5])
+    Traceback (most recent call last):
+    ...
+    latentbook.errors.InvalidInputError: depths=[0, 0.5] mixes depth indices (integers) and gamma fractions ...
     """
     if spec is None:
         return None
@@ -96,6 +122,38 @@ def resolve_depths(spec, n_layers: int, model: str = "the model") -> np.ndarray 
 
     An index outside ``-(L+1)..L``, a fraction half-way between two depths (``gamma L`` ends in ``.5``: which
     one is meant?) and two entries giving the same depth are refused, naming the fix.
+
+    Parameters
+    ----------
+    spec : sequence, str, tuple or None
+        A request as ``parse_depths`` reads it, or its ``parse_depths`` result.
+    n_layers : int
+        The model's layer count ``L``.
+    model : str
+        How messages name the model.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        The int64 depths named, ascending (negative indices taken from ``L``, fractions to the nearest depth
+        ``round(gamma L)``); None when they are every depth ``0..L``.
+
+    Raises
+    ------
+    InvalidInputError
+        For a bad request, an index out of range, a fraction half-way between two depths or a depth named twice.
+
+    Examples
+    --------
+    >>> from latentbook.capturing.capture import resolve_depths
+    >>> resolve_depths("0.25,0.5", 28), resolve_depths([-1, 0], 28), resolve_depths("0.2,1.0", 30)
+    (array([ 7, 14]), array([ 0, 28]), array([ 6, 30]))
+    >>> resolve_depths([0, 1, 2], 2) is None  # every depth of a 2-layer model
+    True
+    >>> resolve_depths([3], 2, "random:llama-tiny")
+    Traceback (most recent call last):
+    ...
+    latentbook.errors.InvalidInputError: Depth 3 is out of range: random:llama-tiny has depths 0..2 ...
     """
     parsed = parse_depths(spec) if not isinstance(spec, tuple) else spec
     if parsed is None:
@@ -170,7 +228,38 @@ def check_path(value, name: str) -> None:
 def check_settings(
     *, max_length, batch_size, checkpoint_every, precision, n_vectors=512, n_omega_samples=4096
 ) -> dict[str, int | str]:
-    """The numeric settings of a capture, checked (cheap: call it before loading a model)."""
+    """The numeric settings of a capture, checked (cheap: call it before loading a model).
+
+    Parameters
+    ----------
+    max_length : int
+        Tokens per prompt, at least 2.
+    batch_size, checkpoint_every, n_vectors, n_omega_samples : int
+        Positive integers: prompts per batch, batches between checkpoints, reservoir sizes.
+    precision : str
+        ``"float32"`` or ``"float64"``.
+
+    Returns
+    -------
+    dict
+        The settings by name, the integers as Python ints.
+
+    Raises
+    ------
+    InvalidInputError
+        For the first setting out of range or of the wrong type (a bool is not an integer).
+
+    Examples
+    --------
+    >>> from latentbook.capturing.capture import check_settings
+    >>> check_settings(max_length=128, batch_size=16, checkpoint_every=1, precision="float32")
+    {'batch_size': 16, 'checkpoint_every': 1, 'n_vectors': 512, 'n_omega_samples': 4096, 'max_length': 128,
+     'precision': 'float32'}
+    >>> check_settings(max_length=1, batch_size=16, checkpoint_every=1, precision="float32")
+    Traceback (most recent call last):
+    ...
+    latentbook.errors.InvalidInputError: max_length must be an integer >= 2, got 1.
+    """
     sizes = dict(
         batch_size=batch_size,
         checkpoint_every=checkpoint_every,

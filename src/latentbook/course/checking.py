@@ -36,7 +36,32 @@ class Case:
 
 @dataclass(frozen=True)
 class Result:
-    """The outcome of a check: ``passed`` (also its truth value) and the message that was printed."""
+    """The outcome of a check: ``passed`` (also its truth value) and the message that was printed.
+
+    Attributes
+    ----------
+    name : str
+        The exercise checked.
+    passed : bool
+        Whether every case passed; also the result's truth value.
+    message : str
+        What the check printed: ``All tests passed: <name>.`` or the first failing case with its hint.
+
+    Examples
+    --------
+    ``checking.run`` prints the message and returns the result:
+
+    >>> import latentbook as lb
+    >>> Case, run = lb.course.checking.Case, lb.course.checking.run
+    >>> good = run("double", [Case("double(2)", lambda: 2 * 2, 4)])
+    All tests passed: double.
+    >>> bool(good), good.name, type(good) is lb.course.Result
+    (True, 'double', True)
+    >>> bad = run("double", [Case("double(2)", lambda: 2 + 3, 4, hint="Multiply by 2.")])
+    Not yet. double(2): got 5, expected 4. Multiply by 2.
+    >>> bool(bad), bad.message == "Not yet. double(2): got 5, expected 4. Multiply by 2."
+    (False, True)
+    """
 
     name: str
     passed: bool

@@ -211,17 +211,102 @@ def text_collisions(fig: Figure) -> list[str]:
 
 
 def problems(fig: Figure, column_px: float = CONTENT_WIDTH_PX) -> list[str]:
-    """Everything in ``fig`` that breaks the book's standard; empty when it reads."""
+    """Everything in ``fig`` that breaks the book's standard; empty when it reads.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure, complete (it is laid out as saving it would).
+    column_px : float
+        The width of the page's content column, in pixels.
+
+    Returns
+    -------
+    list of str
+        One line per problem: a legend or text over data, two texts on top of each other, text under
+        ``MIN_TEXT_PX`` once the page scales the figure.
+
+    Examples
+    --------
+    Two crossing lines with the legend where they cross, then in a free corner:
+
+    >>> from matplotlib.figure import Figure
+    >>> fig = Figure(figsize=(6.5, 3.8))
+    >>> ax = fig.subplots()
+    >>> rising = ax.plot([0, 1], [0, 1], label="rising")
+    >>> falling = ax.plot([0, 1], [1, 0], label="falling")
+    >>> from latentbook.figure_standard import problems
+    >>> legend = ax.legend(loc="center")
+    >>> problems(fig)
+    ["legend ['rising', 'falling'] covers ... data points of axes 0 ('')"]
+    >>> legend = ax.legend(loc="upper center")
+    >>> problems(fig)
+    []
+    """
     drawn_texts(fig)  # lays the figure out as saving it would, before boxes are measured
     return legend_overlaps(fig) + text_overlaps(fig) + text_collisions(fig) + small_text(fig, column_px)
 
 
 class FigureStandardError(AssertionError):
-    """A figure breaks the book's standard (``problems``)."""
+    """A figure breaks the book's standard (``problems``).
+
+    An ``AssertionError``, so a test or a notebook cell that draws a figure which does not read fails.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong: ``problems``' lines.
+
+    Examples
+    --------
+    >>> from latentbook.figure_standard import FigureStandardError
+    >>> issubclass(FigureStandardError, AssertionError)
+    True
+    >>> raise FigureStandardError("the figure does not read")
+    Traceback (most recent call last):
+    ...
+    latentbook.figure_standard.check.FigureStandardError: the figure does not read
+    """
 
 
 def require_readable(fig: Figure, column_px: float = CONTENT_WIDTH_PX) -> Figure:
-    """``fig`` unchanged when ``problems(fig)`` is empty; else ``FigureStandardError`` listing them."""
+    """``fig`` unchanged when ``problems(fig)`` is empty; else ``FigureStandardError`` listing them.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure, complete.
+    column_px : float
+        The width of the page's content column, in pixels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``fig`` itself.
+
+    Raises
+    ------
+    FigureStandardError
+        When ``problems(fig)`` finds anything, listing it.
+
+    Examples
+    --------
+    >>> from matplotlib.figure import Figure
+    >>> fig = Figure(figsize=(6.5, 3.8))
+    >>> ax = fig.subplots()
+    >>> rising = ax.plot([0, 1], [0, 1], label="rising")
+    >>> falling = ax.plot([0, 1], [1, 0], label="falling")
+    >>> from latentbook.figure_standard import require_readable
+    >>> legend = ax.legend(loc="upper center")
+    >>> require_readable(fig) is fig
+    True
+    >>> legend = ax.legend(loc="center")  # where the lines cross
+    >>> require_readable(fig)
+    Traceback (most recent call last):
+    ...
+    latentbook.figure_standard.check.FigureStandardError: the figure does not read:
+    legend ['rising', 'falling'] covers ... data points of axes 0 ('')
+    """
     found = problems(fig, column_px)
     if found:
         raise FigureStandardError("the figure does not read:\n" + "\n".join(found))

@@ -24,7 +24,36 @@ PLACES = (
 def legend(ax: Axes, *, inside: int = 4, **options) -> Legend:
     """The legend in the first place of ``PLACES`` (corners first) where its box covers no data of the figure
     (``check.legend_overlaps``); to the right of the axes when no place is free or it has more than ``inside``
-    entries. ``options`` go to ``Axes.legend`` (``handles``, ``labels``, ``title``, ``ncol``...)."""
+    entries. ``options`` go to ``Axes.legend`` (``handles``, ``labels``, ``title``, ``ncol``...).
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The axes, with its data drawn.
+    inside : int
+        The most entries a legend inside the axes may have.
+    **options
+        Passed to ``Axes.legend``; ``frameon=False`` and ``fontsize="small"`` unless given.
+
+    Returns
+    -------
+    matplotlib.legend.Legend
+        The legend drawn.
+
+    Examples
+    --------
+    Two crossing lines cover the four corners, so the legend goes to a free place between them:
+
+    >>> from matplotlib.figure import Figure
+    >>> fig = Figure(figsize=(6.5, 3.8))
+    >>> ax = fig.subplots()
+    >>> rising = ax.plot([0, 1], [0, 1], label="rising")
+    >>> falling = ax.plot([0, 1], [1, 0], label="falling")
+    >>> from latentbook.figure_standard import legend, problems
+    >>> drawn = legend(ax)
+    >>> [text.get_text() for text in drawn.get_texts()], problems(fig)
+    (['rising', 'falling'], [])
+    """
     options = {"frameon": False, "fontsize": "small"} | options
     n_entries = len(options["labels"]) if "labels" in options else len(ax.get_legend_handles_labels()[1])
     drawn = None
@@ -61,7 +90,37 @@ def legend_below(
 ) -> Legend:
     """One legend for the whole figure, under its axes, where it covers no data: its entries are those of every
     axes (each label once) unless ``handles`` and ``labels`` are given, in ``ncol`` columns (at most 3 unless
-    given). Call it after the figure's layout (``tight_layout``), which it does not move."""
+    given). Call it after the figure's layout (``tight_layout``), which it does not move.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure, laid out.
+    handles, labels : list, optional
+        The entries; None takes every axes' entries, each label once.
+    **options
+        Passed to ``Figure.legend``; ``frameon=False``, ``fontsize="small"`` and ``ncol`` unless given.
+
+    Returns
+    -------
+    matplotlib.legend.Legend
+        The figure's legend.
+
+    Examples
+    --------
+    Two panels with the same two lines get one legend of two entries, under them:
+
+    >>> from matplotlib.figure import Figure
+    >>> from latentbook.figure_standard import legend_below, problems
+    >>> fig = Figure(figsize=(7, 3))
+    >>> for ax in fig.subplots(1, 2):
+    ...     rising = ax.plot([0, 1], [0, 1], label="rising")
+    ...     falling = ax.plot([0, 1], [1, 0], label="falling")
+    >>> fig.tight_layout()
+    >>> drawn = legend_below(fig)
+    >>> [text.get_text() for text in drawn.get_texts()], problems(fig)
+    (['rising', 'falling'], [])
+    """
     if handles is None:
         entries: dict[str, object] = {}
         for ax in fig.axes:

@@ -19,7 +19,48 @@ from .legends import settle
 def check_figures_on_show(shell=None) -> bool:
     """From now on, every figure the IPython ``shell`` (the running one when omitted) shows must pass
     ``check.require_readable``, or the cell that shows it fails once it has shown it. False, and nothing done,
-    outside IPython; calling it again changes nothing."""
+    outside IPython; calling it again changes nothing.
+
+    Parameters
+    ----------
+    shell : IPython.core.interactiveshell.InteractiveShell, optional
+        The shell whose display formatter is wrapped; None: the running one.
+
+    Returns
+    -------
+    bool
+        True when the shell's figures are checked (now or already), False outside IPython.
+
+    Examples
+    --------
+    In a shell (here a stand-in with the three parts of an IPython shell it uses), a figure with its legend over
+    the data is still shown, and the cell that showed it ends in ``FigureStandardError``:
+
+    >>> from types import SimpleNamespace
+    >>> from latentbook.figure_standard import check_figures_on_show
+    >>> hooks = {}
+    >>> shell = SimpleNamespace(
+    ...     display_formatter=SimpleNamespace(format=lambda obj, *args, **kwargs: "shown"),
+    ...     events=SimpleNamespace(register=hooks.__setitem__),
+    ...     showtraceback=lambda exc_info: print(exc_info[0].__name__),
+    ... )
+    >>> check_figures_on_show(shell), check_figures_on_show(shell)
+    (True, True)
+    >>> from matplotlib.figure import Figure
+    >>> fig = Figure(figsize=(6.5, 3.8))
+    >>> ax = fig.subplots()
+    >>> rising = ax.plot([0, 1], [0, 1], label="rising")
+    >>> falling = ax.plot([0, 1], [1, 0], label="falling")
+    >>> legend = ax.legend(loc="center")  # where the lines cross
+    >>> hooks["pre_run_cell"]()  # a cell starts, shows the figure and ends
+    >>> shell.display_formatter.format(fig)
+    'shown'
+    >>> cell = SimpleNamespace(success=True, error_in_exec=None)
+    >>> hooks["post_run_cell"](cell)
+    FigureStandardError
+    >>> type(cell.error_in_exec).__name__
+    'FigureStandardError'
+    """
     if shell is None:
         from IPython import get_ipython
 

@@ -16,7 +16,32 @@ from ..errors import InvalidInputError
 
 @dataclass(frozen=True)
 class Anatomy:
-    """Named places in one loaded model."""
+    """Named places in one loaded model.
+
+    Attributes
+    ----------
+    base : torch.nn.Module
+        The trunk without the language-model head: calling it never computes logits.
+    layers : torch.nn.ModuleList
+        The decoder (or encoder) layers, in order: depth ``l`` is the output of ``layers[l - 1]``.
+    final_norm : torch.nn.Module or None
+        The norm after the last layer; None for a model without one (BERT).
+    attention : tuple of torch.nn.Module
+        The attention module of each layer.
+    n_layers : int
+        ``len(layers)``, the model's ``L``.
+
+    Examples
+    --------
+    Usually made by ``anatomy_of``; any stack of torch modules can be described:
+
+    >>> from torch import nn
+    >>> from latentbook.models import Anatomy
+    >>> layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+    >>> anatomy = Anatomy(base=nn.Sequential(*layers), layers=layers, final_norm=None, attention=tuple(layers))
+    >>> anatomy.n_layers
+    3
+    """
 
     base: nn.Module  # the trunk without the language-model head: calling it never computes logits
     layers: nn.ModuleList
@@ -52,7 +77,39 @@ def _get(module: nn.Module, dotted: str) -> nn.Module:
 
 
 def anatomy_of(model: nn.Module) -> Anatomy:
-    """Look up the named places of ``model`` by its ``config.model_type``."""
+    """Look up the named places of ``model`` by its ``config.model_type``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A transformers model (with or without its head) of a known ``config.model_type``.
+
+    Returns
+    -------
+    Anatomy
+        Its trunk, layers, final norm and attention modules (the model's own modules, not copies).
+
+    Raises
+    ------
+    InvalidInputError
+        For an architecture not in the table (the message lists those known).
+
+    Examples
+    --------
+    A tiny random Llama built in place:
+
+    >>> import torch
+    >>> from transformers import LlamaConfig, LlamaForCausalLM
+    >>> config = LlamaConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+    ...                      num_key_value_heads=1, vocab_size=32)
+    >>> model = LlamaForCausalLM(config).eval()
+    >>> from latentbook.models import anatomy_of
+    >>> anatomy = anatomy_of(model)
+    >>> anatomy.n_layers, type(anatomy.layers[0]).__name__, type(anatomy.final_norm).__name__
+    (2, 'LlamaDecoderLayer', 'LlamaRMSNorm')
+    >>> anatomy.base is model.model, [type(a).__name__ for a in anatomy.attention]
+    (True, ['LlamaAttention', 'LlamaAttention'])
+    """
     model_type = getattr(getattr(model, "config", None), "model_type", None)
     if model_type not in _TABLE:
         raise InvalidInputError(

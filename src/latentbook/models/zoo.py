@@ -52,7 +52,45 @@ HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 @dataclass
 class LoadedModel:
-    """A model ready for capture: the torch module, its tokenizer and where its depths are."""
+    """A model ready for capture: the torch module, its tokenizer and where its depths are.
+
+    Attributes
+    ----------
+    model : torch.nn.Module
+        The transformers model, in eval mode.
+    tokenizer : transformers tokenizer
+        Its tokenizer.
+    name : str
+        The name it was loaded by (``lb.models()`` name, folder or hub id).
+    family : str
+        Its ``config.model_type`` (``"llama"``, ``"bert"`` ...).
+    kind : str
+        ``"causal"`` or ``"encoder"``.
+    sha : str
+        sha256 of the weights file it came from, or of the config for a random-weight model.
+    anatomy : Anatomy
+        Where its layers, final norm and attention modules are.
+    n_layers, d_model : int
+        Its layer count ``L`` and width ``d``.
+    device : torch.device
+        Where its (first) parameters are.
+    dtype : torch.dtype
+        The dtype of its (first) parameters.
+
+    Examples
+    --------
+    ``lb.load_model`` makes one; here one is put together from a tiny random Llama built in place (no tokenizer):
+
+    >>> import torch
+    >>> from transformers import LlamaConfig, LlamaForCausalLM
+    >>> config = LlamaConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+    ...                      num_key_value_heads=1, vocab_size=32)
+    >>> model = LlamaForCausalLM(config).eval()
+    >>> from latentbook.models import LoadedModel, anatomy_of
+    >>> loaded = LoadedModel(model, None, "tiny-llama", "llama", "causal", "0" * 64, anatomy_of(model))
+    >>> loaded.n_layers, loaded.d_model, loaded.dtype, loaded.device
+    (2, 16, torch.float32, device(type='cpu'))
+    """
 
     model: torch.nn.Module
     tokenizer: Any

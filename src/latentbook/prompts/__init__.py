@@ -26,6 +26,12 @@ def names() -> list[str]:
     -------
     list of str
         The names ``load`` accepts, sorted (``["general"]``).
+
+    Examples
+    --------
+    >>> import latentbook as lb
+    >>> lb.prompts.names()
+    ['general']
     """
     return sorted(_FILES)
 
@@ -49,6 +55,15 @@ def load(name: str = "general", limit: int | None = None) -> list[str]:
     ------
     InvalidInputError
         For an unknown ``name`` or a ``limit`` that is not a positive integer.
+
+    Examples
+    --------
+    >>> import latentbook as lb
+    >>> texts = lb.prompts.load("general", limit=3)
+    >>> len(texts), texts[0][:29]
+    (3, 'On Saturday mornings the bake')
+    >>> lb.prompts.load("general")[:3] == texts
+    True
     """
     if name not in _FILES:
         raise InvalidInputError(f"Unknown prompt set {name!r}: choose one of {names()}.")
@@ -76,6 +91,16 @@ def check_limit(limit, name: str = "limit") -> None:
     ------
     InvalidInputError
         For anything but None or a positive integer (a bool is refused too).
+
+    Examples
+    --------
+    >>> import latentbook as lb
+    >>> lb.prompts.check_limit(None), lb.prompts.check_limit(4)
+    (None, None)
+    >>> lb.prompts.check_limit(-1, "max_prompts")
+    Traceback (most recent call last):
+    ...
+    latentbook.errors.InvalidInputError: max_prompts must be a positive integer (or None for all), got -1.
     """
     if limit is None:
         return
@@ -99,6 +124,12 @@ def shuffled(texts: list[str], seed: int = 0) -> list[str]:
     -------
     list of str
         One shuffled text per prompt, in the same order, its words joined by single spaces.
+
+    Examples
+    --------
+    >>> import latentbook as lb
+    >>> lb.prompts.shuffled(["the cat sat on the mat", "one two three"], seed=0)
+    ['the sat cat the mat on', 'one three two']
     """
     import random
 

@@ -45,7 +45,31 @@ __all__ = [
 
 
 def nearest_depth(cap: Capture, gamma: float) -> int:
-    """The captured depth whose depth fraction is nearest ``gamma``, ``argmin_l |gamma_l - gamma|``."""
+    """The captured depth whose depth fraction is nearest ``gamma``, ``argmin_l |gamma_l - gamma|``.
+
+    Parameters
+    ----------
+    cap : Capture
+        The capture; only the depths it holds are candidates.
+    gamma : float
+        A depth fraction ``l / L``.
+
+    Returns
+    -------
+    int
+        The model's depth ``l`` (the first of two equally near).
+
+    Examples
+    --------
+    A capture of depths 0, 2 and 4 of a 4-layer model (``gamma = 0, 0.5, 1``; no statistics added):
+
+    >>> from latentbook.capturing import Capture, LayerStats, TokenReservoir
+    >>> from latentbook.study.chapters import nearest_depth
+    >>> cap = Capture("toy", n_layers=4, d_model=8, layers=[LayerStats(8) for _ in range(3)], final_norm=None,
+    ...               vectors=TokenReservoir(4, 3, 8), omega_sample=TokenReservoir(4, 3, 1), depths=[0, 2, 4])
+    >>> nearest_depth(cap, 0.3), nearest_depth(cap, 0.9), nearest_depth(cap, 0.25)
+    (2, 4, 0)
+    """
     import numpy as np
 
     return int(cap.depths[int(np.argmin(np.abs(np.asarray(cap.gamma, dtype=float) - gamma)))])
@@ -53,7 +77,25 @@ def nearest_depth(cap: Capture, gamma: float) -> int:
 
 def label_key(label: str) -> str:
     """Glue-name stem of a run label: ``smollm2-135m`` is ``smollm2``, ``random:gemma3-270m`` ``random_gemma3``,
-    ``smollm2-135m (shuffled)`` ``smollm2_shuffled``."""
+    ``smollm2-135m (shuffled)`` ``smollm2_shuffled``.
+
+    Parameters
+    ----------
+    label : str
+        A run label (``runs``).
+
+    Returns
+    -------
+    str
+        The stem: the name before its first ``-``, ``random_`` before it for a random twin, ``_shuffled`` after it
+        for a shuffled run.
+
+    Examples
+    --------
+    >>> from latentbook.study.chapters import label_key
+    >>> label_key("smollm2-135m"), label_key("random:gemma3-270m"), label_key("smollm2-135m (shuffled)")
+    ('smollm2', 'random_gemma3', 'smollm2_shuffled')
+    """
     stem = label.removeprefix("random:").split(" ")[0].split("-")[0]
     return (
         ("random_" if label.startswith("random:") else "")
@@ -65,7 +107,41 @@ def label_key(label: str) -> str:
 def glue_keys(prefix: str, values: Mapping[str, object] | pd.Series | pd.DataFrame) -> dict[str, object]:
     """``{f"{prefix}_{key}": value}`` for a mapping or a Series (its index the keys); for a DataFrame, one key
     ``f"{prefix}_{row}_{column}"`` per cell. Numpy scalars become Python numbers (so the glued text is a plain
-    ``0.25``, not ``np.float64(0.25)``); a key that is not a valid name part is refused."""
+    ``0.25``, not ``np.float64(0.25)``); a key that is not a valid name part is refused.
+
+    Parameters
+    ----------
+    prefix : str
+        Letters, digits and underscores (the chapter's, e.g. ``"ch3"``).
+    values : mapping, pandas.Series or pandas.DataFrame
+        What to glue.
+
+    Returns
+    -------
+    dict of str to object
+        The glue names and their values, in the order of ``values`` (a DataFrame row by row).
+
+    Raises
+    ------
+    ValueError
+        For a bad prefix, or a key giving a name a ``{glue:}`` role cannot use.
+    TypeError
+        For ``values`` of another type.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from latentbook.study.chapters import glue_keys
+    >>> glue_keys("ch3", {"gmax": np.float64(0.5), "n": 3})
+    {'ch3_gmax': 0.5, 'ch3_n': 3}
+    >>> glue_keys("ch3", pd.DataFrame({"mean": [0.2, 0.3]}, index=["smollm2", "gemma3"]))
+    {'ch3_smollm2_mean': 0.2, 'ch3_gemma3_mean': 0.3}
+    >>> glue_keys("ch3", {"a b": 1})
+    Traceback (most recent call last):
+    ...
+    ValueError: glue key 'ch3_a b' holds characters a {glue:} role cannot name; rename 'a b'.
+    """
     import numpy as np
     import pandas as pd
 
@@ -96,7 +172,35 @@ def glue_keys(prefix: str, values: Mapping[str, object] | pd.Series | pd.DataFra
 
 def glue_frame(prefix: str, values: Mapping[str, object] | pd.Series | pd.DataFrame) -> dict[str, object]:
     """Glue every value of ``values`` (see ``glue_keys`` for the names) with myst-nb, none displayed in place;
-    returns what it glued. A float NaN is glued as ``nan``: the prose shows it, nothing turns it into a number."""
+    returns what it glued. A float NaN is glued as ``nan``: the prose shows it, nothing turns it into a number.
+
+    Parameters
+    ----------
+    prefix : str
+        Letters, digits and underscores (the chapter's, e.g. ``"ch3"``).
+    values : mapping, pandas.Series or pandas.DataFrame
+        What to glue (``glue_keys``).
+
+    Returns
+    -------
+    dict of str to object
+        What was glued, by glue name (``glue_keys(prefix, values)``): end the cell with ``;`` so the page does
+        not print it.
+
+    Examples
+    --------
+    Each value goes to myst-nb's ``glue`` (here replaced by a mock, which records its calls):
+
+    >>> from unittest import mock
+    >>> import numpy as np
+    >>> from latentbook.study.chapters import glue_frame
+    >>> with mock.patch("myst_nb.glue") as glue:
+    ...     glued = glue_frame("ch3", {"gmax": np.float64(0.5), "missing": float("nan")})
+    >>> glued
+    {'ch3_gmax': 0.5, 'ch3_missing': nan}
+    >>> glue.call_args_list
+    [call('ch3_gmax', 0.5, display=False), call('ch3_missing', nan, display=False)]
+    """
     from myst_nb import glue
 
     glued = glue_keys(prefix, values)
