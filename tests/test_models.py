@@ -81,3 +81,26 @@ def test_random_twin_has_the_embedded_config_and_other_weights(smollm2):
     w, v = twin.anatomy.layers[0].mlp.up_proj.weight, smollm2.anatomy.layers[0].mlp.up_proj.weight
     assert w.shape == v.shape and not torch.allclose(w, v)
     assert len(twin.tokenizer) == len(smollm2.tokenizer)
+
+
+def test_a_dequantisation_parses_its_gguf_once(tmp_path, monkeypatch):
+    """``transformers`` opens the GGUF for the config, the tokenizer and the tensors: inside ``_one_gguf_reader``
+    they share one parsed reader (the parse is most of a dequantisation's time), and the module is as before after."""
+    import gguf
+
+    from latentbook.models import embedded
+
+    opened = []
+
+    class CountingReader:
+        def __init__(self, path, mode="r"):
+            opened.append((str(path), mode))
+
+    monkeypatch.setattr(gguf, "GGUFReader", CountingReader)
+    path = tmp_path / "model.gguf"
+    with embedded._one_gguf_reader():
+        first = gguf.GGUFReader(path)
+        assert gguf.GGUFReader(str(path)) is first  # the same file by another spelling: the same reader
+        assert gguf.GGUFReader(path, "c") is not first  # another mode is another reader
+    assert opened == [(str(path), "r"), (str(path), "c")]
+    assert gguf.GGUFReader is CountingReader and isinstance(gguf.GGUFReader(path), CountingReader)
