@@ -33,8 +33,14 @@ def families():
     return [Family(name) for name in os.environ.get("FAKE_FAMILIES", "f").split(",")]
 
 
+def code_hashes():
+    return {"fake_calibration": os.environ.get("FAKE_HASH", "h1")}
+
+
 def source_hash():
-    return os.environ.get("FAKE_HASH", "h1")
+    from latentbook._code_hash import digest
+
+    return digest(code_hashes())
 
 
 def run_case(case, seed=0, names=None):
@@ -179,7 +185,9 @@ def test_a_record_is_restamped_for_new_code_only_where_every_family_reproduces(c
     ran = calibration("--n-cases", "4", "--out", str(out), "--restamp", FAKE_HASH="h2", FAKE_JITTER="1e-13")
     assert ran == ["0ab", "1ab"]  # the spot check alone
     record = json.loads(out.read_text())
-    assert record["records"] == first["records"] and record["provenance"]["source_hash"] == "h2"
+    assert record["records"] == first["records"] and record["provenance"]["code"] == {
+        "fake_calibration": "h2"
+    }
     assert record["provenance"]["restamped"] == {"spot_cases": [0, 1], "kept_from": first["provenance"]}
     with pytest.raises(SystemExit, match="on its own"):
         calibration("--n-cases", "4", "--out", str(out), "--restamp", "--add-families", "c", FAKE_HASH="h3")

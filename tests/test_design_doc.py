@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from .test_imports import ALLOWED, module_names
+from latentbook._code_hash import module_files as module_names
+
+from .test_imports import ALLOWED
 
 ROOT = Path(__file__).resolve().parents[1]
 DESIGN = ROOT / "DESIGN.md"

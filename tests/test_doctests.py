@@ -1,8 +1,8 @@
 """The examples in the docstrings of the exported names run, and every exported function and class has one (issue 51).
 
-The names in scope: the functions of the root's ``__all__`` (``lb.capture``, ``lb.omega``, ...) and, for the exported
-modules of ``DOCUMENTED_MODULES`` that declare ``__all__``, the functions it names (a module without ``__all__`` is
-left out until it declares one); and for every wing (``WINGS``, each package of latentbook), the functions and
+The names in scope: the functions of the root's ``__all__`` (``lb.capture``, ``lb.omega``, ...), the public functions
+and classes of the exported modules of ``DOCUMENTED_MODULES`` (``public_names``: those they define whose names do not
+start with ``_``); and for every wing (``WINGS``, each package of latentbook), the functions and
 classes its ``__all__`` names, and those named by the ``__all__`` of each module of the wing that its ``__all__``
 names (``latentbook.study.chapters``, ``latentbook.capturing.capture``: the module beside the function of that
 name). Each one's docstring has a numpydoc ``Examples`` section with at least one ``>>>`` line; the doctests of every
@@ -60,6 +60,21 @@ def exported_modules(wing: str) -> list[ModuleType]:
     return found
 
 
+def public_names(module: ModuleType) -> list[str]:
+    """The functions and classes ``module`` defines whose names do not start with ``_`` (those of its ``__all__``
+    where it declares one): what a user of the module may call."""
+    if hasattr(module, "__all__"):
+        names = list(module.__all__)
+    else:
+        names = [name for name in vars(module) if not name.startswith("_")]
+    return [
+        name
+        for name in names
+        if (inspect.isfunction(getattr(module, name)) or inspect.isclass(getattr(module, name)))
+        and getattr(module, name).__module__ == module.__name__
+    ]
+
+
 @cache
 def functions_in_scope() -> dict[str, FunctionType | type]:
     """``"lb.name"``, ``"lb.module.name"`` or ``"latentbook.wing[.module].name"`` -> the function or class, each once
@@ -71,10 +86,8 @@ def functions_in_scope() -> dict[str, FunctionType | type]:
             named[f"lb.{name}"] = value
     for module_name in DOCUMENTED_MODULES:
         module = getattr(lb, module_name)
-        for name in getattr(module, "__all__", ()):
-            value = getattr(module, name)
-            if inspect.isfunction(value):
-                named[f"lb.{module_name}.{name}"] = value
+        for name in public_names(module):
+            named[f"lb.{module_name}.{name}"] = getattr(module, name)
     for wing in WINGS:
         for module in exported_modules(wing):
             for name in module.__all__:

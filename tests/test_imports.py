@@ -4,17 +4,14 @@ The rule is drawn in DESIGN.md ("The one-way flow"): models -> capturing -> anal
 prompts and the shared helpers below them, the ladder beside study, and the CLI and the package's ``__init__``
 on top; its table is ``ALLOWED`` below (``tests/test_design_doc.py`` keeps the two equal). The graph is read
 from the source with ``ast`` (every ``import``, also those inside functions), so a lazy import cannot hide a
-cycle.
+cycle: ``_code_hash.import_graph``, the graph the long-run records hash their producers' modules from.
 """
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "latentbook"
+from latentbook._code_hash import import_graph
 
 # What each wing may import (besides itself). Helpers first, then the one-way flow (DESIGN.md's table).
 ALLOWED: dict[str, set[str]] = {
@@ -74,40 +71,6 @@ ALLOWED: dict[str, set[str]] = {
         "figure_standard",
     },
 }
-
-
-def module_names() -> dict[str, Path]:
-    names = {}
-    for path in SRC.rglob("*.py"):
-        parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        names[".".join(parts)] = path
-    return names
-
-
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the package modules it imports (``from . import x`` counts as ``x``, not the package)."""
-    names = module_names()
-    graph = {}
-    for name, path in names.items():
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        targets = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                found = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
-                module = ".".join(base + ([node.module] if node.module else []))
-                submodules = [f"{module}.{alias.name}" for alias in node.names]
-                found = [m for m in submodules if m in names]
-                if len(found) < len(submodules):
-                    found.append(module)
-            else:
-                continue
-            targets |= {m for m in found if m in names and m != name}
-        graph[name] = targets
-    return graph
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:

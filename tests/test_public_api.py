@@ -30,7 +30,7 @@ from types import ModuleType
 import jupytext
 import pytest
 
-from .test_imports import module_names
+from latentbook._code_hash import module_files as module_names
 
 # the front matter of a MyST chapter, as jupytext writes it
 MYST_HEADER = textwrap.dedent(

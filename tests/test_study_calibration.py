@@ -27,7 +27,7 @@ def test_the_summary_reads_the_worst_families_and_whether_the_code_is_current(tm
         _family("none", "absent", 0.0),
         _family("a massive coordinate", "absent", 0.05),
     ]
-    _write(tmp_path, table, calibration.slow_source_hash())
+    _write(tmp_path, table, calibration.source_hash())
     slow = slow_families(tmp_path)
     summary = slow.summary()
     assert slow.current and summary["current"] == "the current code"

@@ -5,7 +5,7 @@ provenance, for chapter 8 to show beside the families it calibrates as it builds
     .venv/bin/python tools/calibrate_slow.py                # 10 cases per family (about 20 min on 2 cores)
     .venv/bin/python tools/calibrate_slow.py --n-cases 2    # a smoke test, written to --out
 
-Rerun it whenever an estimator of those claims changes: the file records ``calibration.slow_source_hash()``
+Rerun it whenever an estimator of those claims changes: the file records ``calibration.source_hash()``
 of the code it ran on, and chapter 8 says so when the code has changed since.
 """
 
@@ -21,7 +21,6 @@ if __name__ == "__main__":
         "calibrate_slow.py",
         ROOT / "results" / "calibration" / "slow_families.json",
         10,
-        calibration.slow_source_hash,
-        "from latentbook.analysis import calibration; print(calibration.slow_source_hash())",
+        calibration.__name__,
         lambda n_cases, seed: calibration.calibrate_statistics(n_cases=n_cases, seed=seed, slow=True),
     )

@@ -20,8 +20,7 @@ if __name__ == "__main__":
         "jump_power.py",
         ROOT / "results" / "calibration" / "jump_power.json",
         20,
-        jump_power.source_hash,
-        "from latentbook.analysis import jump_power; print(jump_power.source_hash())",
+        jump_power.__name__,
         lambda n_cases, seed: jump_power.power_table(n_cases=n_cases, seed=seed),
         d=jump_power.D,
     )

@@ -29,16 +29,29 @@ def fresh_value(code: str) -> str:
     ).stdout.strip()
 
 
-def run_provenance(source_hash: str, n_cases: int, seed: int, seconds: float, **settings) -> dict:
-    """What a calibration record keeps of its run: the package version, the source hash of the code it ran on,
-    the commit, the date, its cases and seed, any ``settings``, and how long it took."""
+def fresh_hashes(producer: str, function: str = "latentbook._code_hash.module_hashes") -> dict[str, str]:
+    """``module_hashes(producer)`` of the files as they are now, read in a new interpreter; with ``function`` a
+    calibration module's ``code_hashes``, called without arguments (``producer`` is then its module)."""
+    import json
+
+    module, _, name = function.rpartition(".")
+    call = f"{name}({producer!r})" if function.startswith("latentbook._code_hash.") else f"{name}()"
+    return json.loads(fresh_value(f"import json; from {module} import {name}; print(json.dumps({call}))"))
+
+
+def run_provenance(code: dict[str, str], n_cases: int, seed: int, seconds: float, **settings) -> dict:
+    """What a calibration record keeps of its run: the package version, the code it ran on (``source_hash``, the
+    digest of ``code``: the hash of each module its producer imports), the commit, the date, its cases and seed,
+    any ``settings``, and how long it took."""
     from datetime import datetime, timezone
 
+    from latentbook._code_hash import digest
     from latentbook._version import __version__
 
     return {
         "latentbook": __version__,
-        "source_hash": source_hash,
+        "source_hash": digest(code),
+        "code": code,
         "git_commit": git_commit(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "n_cases": n_cases,
@@ -53,15 +66,15 @@ def table_main(
     script: str,
     out: Path,
     default_cases: int,
-    source_hash,
-    fresh_hash_code: str,
+    producer: str,
     make_table,
     **settings,
 ) -> None:
     """The command line of a script that keeps one table in ``results/``: ``--n-cases``, ``--seed``, ``--out``;
-    ``make_table(n_cases, seed)`` run on the code whose hash ``source_hash()`` gives, refused if that code changed
-    while it ran (``fresh_hash_code`` printed again in a fresh interpreter), then the table and its provenance
-    (``run_provenance``, ``settings`` included) written atomically to ``--out`` and printed."""
+    ``make_table(n_cases, seed)`` run on the code of the module ``producer`` and what it imports
+    (``_code_hash.module_hashes``), refused if that code changed while it ran (read again in a fresh interpreter),
+    then the table and its provenance (``run_provenance``, ``settings`` included) written atomically to ``--out``
+    and printed."""
     import argparse
     import json
     import time
@@ -86,9 +99,11 @@ def table_main(
             "another --out."
         )
     start = time.perf_counter()
-    ran_on = source_hash()  # of the code just imported: the code that runs
+    from latentbook._code_hash import module_hashes
+
+    ran_on = module_hashes(producer)  # of the code just imported: the code that runs
     table = make_table(args.n_cases, args.seed)
-    if fresh_value(fresh_hash_code) != ran_on:
+    if fresh_hashes(producer) != ran_on:
         raise SystemExit(
             "The code changed while the table ran, so it belongs to no version of it: nothing written to "
             f"{args.out}. Rerun tools/{script} once the code has settled."
@@ -103,7 +118,7 @@ def table_main(
 def calibration_main(module, script: str, description: str, **settings) -> None:
     """The command line of a calibration script: run ``module.iter_cases(cases, seed=, jobs=)``, keep each finished
     case in a checkpoint beside the output (``checkpoint_path``; a rerun with the same code, seed and settings
-    carries on from it), refuse to write when the code changed while it ran (``module.source_hash`` read again
+    carries on from it), refuse to write when the code changed while it ran (``module.code_hashes()`` read again
     in a fresh interpreter), and write the records with their provenance (``run_provenance``, ``settings``
     included) to ``results/<module.FILE>`` or ``--out``, atomically; print ``module.confusion(records)``."""
     import argparse
@@ -147,13 +162,13 @@ def calibration_main(module, script: str, description: str, **settings) -> None:
             f"--out {args.out} is a file that is not a calibration record, and it would be lost: choose another --out."
         )
     start = time.perf_counter()
-    source_hash = module.source_hash()  # of the code just imported: the code that runs
+    code = module.code_hashes()  # of the code just imported: the code that runs
     if getattr(args, "restamp", False):
         if args.add_families:
             raise SystemExit("--restamp keeps every family as it is: run --add-families on its own.")
-        restamp(module, args, script, source_hash, settings)
+        restamp(module, args, script, code, settings)
         return
-    header = {"source_hash": source_hash, "seed": args.seed, "settings": settings}
+    header = {"source_hash": module.source_hash(), "seed": args.seed, "settings": settings}
     names, kept = None, None
     if getattr(args, "add_families", None):
         names = tuple(args.add_families)
@@ -180,7 +195,7 @@ def calibration_main(module, script: str, description: str, **settings) -> None:
             log.flush()
             os.fsync(log.fileno())
             done[case], seconds, last = records, seconds + now - last, now
-    if fresh_value(f"from {module.__name__} import source_hash; print(source_hash())") != source_hash:
+    if fresh_hashes(module.__name__, f"{module.__name__}.code_hashes") != code:
         raise SystemExit(
             "The code changed while the calibration ran, so the records belong to no version of it: nothing "
             f"written to {args.out}. Delete {checkpoint} and rerun tools/{script} once the code has settled."
@@ -192,7 +207,7 @@ def calibration_main(module, script: str, description: str, **settings) -> None:
         records = sorted(kept["records"] + records, key=lambda r: (r["case"], order[r["family"]]))
         seconds += kept["provenance"]["seconds"]
         settings = {**settings, "extended": {"families": list(names), "kept_from": kept["provenance"]}}
-    provenance = run_provenance(source_hash, args.n_cases, args.seed, seconds, **settings)
+    provenance = run_provenance(code, args.n_cases, args.seed, seconds, **settings)
     record = {"provenance": provenance, "records": records}
     atomic_write(args.out, lambda tmp: tmp.write_text(json.dumps(record, indent=0) + "\n", encoding="utf-8"))
     checkpoint.unlink()
@@ -227,8 +242,8 @@ def reproduces(again: list[dict], before: list[dict], rtol: float = SPOT_RTOL) -
     return True
 
 
-def restamp(module, args, script: str, source_hash: str, settings: dict) -> None:
-    """Keep the record at ``args.out`` for the code of ``source_hash`` once ``SPOT_CASES`` of every family
+def restamp(module, args, script: str, code: dict[str, str], settings: dict) -> None:
+    """Keep the record at ``args.out`` for the code whose module hashes are ``code`` once ``SPOT_CASES`` of every family
     reproduce it (``kept_families``: verdicts exactly, values to ``SPOT_RTOL``), writing it atomically with provenance that says so
     (``"restamped"``: the cases checked and the provenance kept); a record of this very code is left alone."""
     import json
@@ -236,15 +251,15 @@ def restamp(module, args, script: str, source_hash: str, settings: dict) -> None
     from latentbook._files import atomic_write
 
     if args.out.is_file() and _is_calibration_record(args.out):
-        if json.loads(args.out.read_text(encoding="utf-8"))["provenance"]["source_hash"] == source_hash:
+        if json.loads(args.out.read_text(encoding="utf-8"))["provenance"].get("code") == code:
             print(f"{args.out} was written by the current code: nothing to restamp.")
             return
     kept = kept_families(module, args.out, (), args.n_cases, args.seed, args.jobs, script)
-    if fresh_value(f"from {module.__name__} import source_hash; print(source_hash())") != source_hash:
+    if fresh_hashes(module.__name__, f"{module.__name__}.code_hashes") != code:
         raise SystemExit(f"The code changed while the spot check ran: nothing written to {args.out}.")
     restamped = {"spot_cases": list(SPOT_CASES), "kept_from": kept["provenance"]}
     provenance = run_provenance(
-        source_hash, args.n_cases, args.seed, kept["provenance"]["seconds"], **settings, restamped=restamped
+        code, args.n_cases, args.seed, kept["provenance"]["seconds"], **settings, restamped=restamped
     )
     record = {"provenance": provenance, "records": kept["records"]}
     atomic_write(args.out, lambda tmp: tmp.write_text(json.dumps(record, indent=0) + "\n", encoding="utf-8"))

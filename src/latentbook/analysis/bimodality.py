@@ -40,7 +40,44 @@ ASHMAN_D = 2.0  # two equal-variance Gaussians make a bimodal density iff D > 2
 
 @dataclass(frozen=True)
 class Bimodality:
-    """Three tests of bimodality of one sample, and their combined verdict."""
+    """Three tests of bimodality of one sample, and their combined verdict.
+
+    Attributes
+    ----------
+    n : int
+        Values in the sample.
+    n_distinct : int
+        Distinct values (ties are point masses, which the dip test rightly calls non-unimodal).
+    coefficient : float
+        Sarle's bimodality coefficient (``bimodality_coefficient``).
+    dip : float
+        Hartigan's dip statistic.
+    dip_p : float
+        Its p-value against the uniform (the least favourable unimodal law).
+    delta_bic : float
+        ``BIC(1 Gaussian) - BIC(2-component mixture)``: positive favours two.
+    ashman_d : float
+        Ashman's ``D``, the separation of the two fitted components.
+    votes : dict of str to bool
+        ``"coefficient"``, ``"dip"``, ``"mixture"``: does each test say bimodal?
+    verdict : str
+        ``"bimodal"`` (all three), ``"unimodal"`` (none) or ``"inconclusive"``.
+    n_effective : float
+        ``n`` over the design effect (``n`` when the values are treated as independent).
+
+    Examples
+    --------
+    ``bimodality`` makes one; here for two well separated modes of 500 values each:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis.bimodality import Bimodality, bimodality
+    >>> rng = np.random.default_rng(0)
+    >>> result = bimodality(np.concatenate([rng.normal(0.2, 0.02, 500), rng.normal(0.6, 0.02, 500)]))
+    >>> isinstance(result, Bimodality), result.n, result.n_distinct, result.n_effective
+    (True, 1000, 1000, 1000.0)
+    >>> result.votes, result.verdict
+    ({'coefficient': True, 'dip': True, 'mixture': True}, 'bimodal')
+    """
 
     n: int
     n_distinct: int  # distinct values: ties (a token repeated at depth 0, where Omega depends on the token
@@ -70,6 +107,21 @@ def bimodality_coefficient(values: np.ndarray) -> float:
     -------
     float
         ``BC``.
+
+    Examples
+    --------
+    Two separated modes lie above the uniform's 5/9, a Gaussian sample near its 1/3, a large uniform sample
+    within sampling error of 5/9:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis.bimodality import bimodality_coefficient
+    >>> rng = np.random.default_rng(0)
+    >>> two = np.concatenate([rng.normal(0.2, 0.02, 500), rng.normal(0.6, 0.02, 500)])
+    >>> one = rng.normal(0.2, 0.02, 1000)
+    >>> round(bimodality_coefficient(two), 2), round(bimodality_coefficient(one), 2)
+    (0.96, 0.35)
+    >>> bool(abs(bimodality_coefficient(rng.uniform(size=100_000)) - 5 / 9) < 0.005)
+    True
     """
     from scipy.stats import kurtosis, skew
 
@@ -98,6 +150,23 @@ def dip_test(values: np.ndarray, n_effective: float | None = None) -> tuple[floa
         The dip statistic.
     p_value : float
         Its p-value.
+
+    Examples
+    --------
+    Two separated modes are rejected as unimodal, a Gaussian sample is not; read at fewer effective values, the
+    same dip is less significant:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis.bimodality import dip_test
+    >>> rng = np.random.default_rng(0)
+    >>> two = np.concatenate([rng.normal(0.2, 0.02, 500), rng.normal(0.6, 0.02, 500)])
+    >>> one = rng.normal(0.2, 0.02, 1000)
+    >>> dip, p = dip_test(two)
+    >>> round(dip, 3), p < 0.001
+    (0.192, True)
+    >>> dip, p = dip_test(one)
+    >>> round(dip, 3), round(p, 2), dip_test(one, n_effective=50)[1] > p
+    (0.01, 0.81, True)
     """
     import diptest
     from diptest.consts import Consts
@@ -123,6 +192,22 @@ def design_effect(values: np.ndarray, prompt_ids: np.ndarray) -> float:
     -------
     float
         The design effect, at least 1 (exactly 1 with one prompt, or one token per prompt).
+
+    Examples
+    --------
+    Values fixed by their prompt (intraclass correlation 1) in prompts of 4 tokens: the design effect is the
+    cluster size 4; independent values give about 1:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis.bimodality import design_effect
+    >>> rng = np.random.default_rng(0)
+    >>> prompt_ids = np.repeat(np.arange(50), 4)
+    >>> round(design_effect(np.repeat(rng.standard_normal(50), 4), prompt_ids), 6)
+    4.0
+    >>> bool(design_effect(rng.standard_normal(200), prompt_ids) < 1.3)
+    True
+    >>> design_effect(rng.standard_normal(200), np.zeros(200))  # one prompt
+    1.0
     """
     x = np.asarray(values, dtype=np.float64)
     _, groups = np.unique(prompt_ids, return_inverse=True)
@@ -181,6 +266,21 @@ def two_gaussians(
         Its two means, shape ``(2,)``.
     variances : numpy.ndarray
         Its two variances, shape ``(2,)``.
+
+    Examples
+    --------
+    Two equal modes at 0.2 and 0.6 of s.d. 0.02 are recovered, with the mean log-likelihood of the true mixture,
+    ``-log(2 pi 0.02^2) / 2 - 1/2 + log(1/2) = 1.80``, up to sampling error:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis.bimodality import two_gaussians
+    >>> rng = np.random.default_rng(0)
+    >>> log_likelihood, means, variances = two_gaussians(np.concatenate([rng.normal(0.2, 0.02, 500),
+    ...                                                                  rng.normal(0.6, 0.02, 500)]))
+    >>> np.sort(means).round(2).tolist(), np.sqrt(variances).round(2).tolist()
+    ([0.2, 0.6], [0.02, 0.02])
+    >>> bool(abs(log_likelihood - 1.80) < 0.05)
+    True
     """
     x = np.asarray(values, dtype=np.float64).ravel()
     floor = 1e-6 * x.var() + 1e-300
@@ -224,6 +324,23 @@ def mixture_comparison(values: np.ndarray, n_effective: float | None = None) -> 
         ``BIC_1 - BIC_2``: positive favours two components.
     ashman_d : float
         Ashman's ``D`` of the two fitted components.
+
+    Examples
+    --------
+    Two separated modes: two components win by far and are well apart (``D > 2``); a Gaussian sample: one
+    component wins (``BIC_1 - BIC_2 < 0``):
+
+    >>> import numpy as np
+    >>> from latentbook.analysis.bimodality import mixture_comparison
+    >>> rng = np.random.default_rng(0)
+    >>> two = np.concatenate([rng.normal(0.2, 0.02, 500), rng.normal(0.6, 0.02, 500)])
+    >>> one = rng.normal(0.2, 0.02, 1000)
+    >>> delta_bic, d = mixture_comparison(two)
+    >>> delta_bic > 1000, round(d, 1)
+    (True, 20.4)
+    >>> delta_bic, d = mixture_comparison(one)
+    >>> delta_bic < 0, d < 2
+    (True, True)
     """
     x = np.asarray(values, dtype=np.float64).ravel()
     n_e = float(n_effective or len(x))
@@ -266,6 +383,27 @@ def bimodality(
     ------
     InvalidInputError
         For fewer than 20 values, a value that is not finite, or ``prompt_ids`` of another shape.
+
+    Examples
+    --------
+    Two separated modes are bimodal, a Gaussian sample unimodal, and equal values unimodal:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis.bimodality import bimodality
+    >>> rng = np.random.default_rng(0)
+    >>> two = np.concatenate([rng.normal(0.2, 0.02, 500), rng.normal(0.6, 0.02, 500)])
+    >>> one = rng.normal(0.2, 0.02, 1000)
+    >>> bimodality(two).verdict, bimodality(one).verdict, bimodality(np.full(30, 0.5)).verdict
+    ('bimodal', 'unimodal', 'unimodal')
+
+    Values of 40 prompts of 25 tokens, each prompt at its own offset: as independent tokens the prompts'
+    offsets look like modes to the dip test; counted by prompt (about 40 effective values) they do not:
+
+    >>> values = np.repeat(rng.normal(0.3, 0.05, 40), 25) + rng.normal(0, 0.005, 1000)
+    >>> prompt_ids = np.repeat(np.arange(40), 25)
+    >>> independent, clustered = bimodality(values), bimodality(values, prompt_ids=prompt_ids)
+    >>> independent.votes["dip"], clustered.votes["dip"], round(clustered.n_effective, 1)
+    (True, False, 40.3)
     """
     x = np.asarray(values, dtype=np.float64).ravel()
     if len(x) < 20 or not np.all(np.isfinite(x)):
@@ -311,6 +449,17 @@ def holm(p_values: np.ndarray) -> np.ndarray:
     ------
     InvalidInputError
         For a p-value outside ``[0, 1]`` or NaN.
+
+    Examples
+    --------
+    Sorted, 0.01, 0.03 and 0.04 are multiplied by 3, 2 and 1 (0.03, 0.06, 0.04), then made non-decreasing:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis.bimodality import holm
+    >>> holm(np.array([0.01, 0.04, 0.03])).round(6).tolist()
+    [0.03, 0.06, 0.06]
+    >>> holm(np.array([0.5, 0.9])).tolist()
+    [1.0, 1.0]
     """
     p = np.asarray(p_values, dtype=np.float64)
     if p.size == 0:
@@ -339,6 +488,23 @@ def holm_adjusted(results: list[Bimodality], alpha: float = DIP_ALPHA) -> list[B
     -------
     list of Bimodality
         The same results, in order, with ``dip_p``, the ``dip`` vote and the verdict replaced.
+
+    Examples
+    --------
+    A dip test that passes at 0.05 alone (``p = 0.046``) fails in a family of three:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis.bimodality import bimodality, holm_adjusted
+    >>> rng = np.random.default_rng(0)
+    >>> borderline = bimodality(np.repeat(rng.normal(0.3, 0.05, 40), 25) + rng.normal(0, 0.005, 1000))
+    >>> family = [borderline, bimodality(rng.normal(0.2, 0.02, 500)), bimodality(rng.normal(0.2, 0.02, 500))]
+    >>> round(borderline.dip_p, 3), borderline.votes["dip"]
+    (0.046, True)
+    >>> adjusted = holm_adjusted(family)
+    >>> round(adjusted[0].dip_p, 3), adjusted[0].votes["dip"], adjusted[0].verdict
+    (0.138, False, 'inconclusive')
+    >>> [b.dip_p >= a.dip_p for a, b in zip(family, adjusted)]
+    [True, True, True]
     """
     adjusted = holm(np.array([b.dip_p for b in results]))
     out = []
@@ -377,6 +543,23 @@ def bimodality_checks(cap: Capture, layer: int, k: int = 4) -> pd.DataFrame:
     ------
     InvalidInputError
         For a sample with fewer than 20 tokens (``bimodality``).
+
+    Examples
+    --------
+    64 prompts of 8 Gaussian tokens (``d = 32``) whose first-position tokens carry a coordinate of 100 at depth 1:
+    those tokens make a second mode, which either removal takes away:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import synthetic
+    >>> from latentbook.analysis.bimodality import bimodality_checks
+    >>> rng = np.random.default_rng(0)
+    >>> ids, positions = np.repeat(np.arange(64), 8), np.tile(np.arange(8), 64)
+    >>> states = rng.standard_normal((2, 512, 32))
+    >>> states[1, positions == 0, 5] = 100.0
+    >>> checks = bimodality_checks(synthetic.as_capture(states, ids, positions, n_vectors=512), 1, k=1)
+    >>> checks[["sample", "n", "n_prompts", "verdict"]].values.tolist()
+    [['all tokens', 512, 64, 'bimodal'], ['first position removed', 448, 64, 'unimodal'],
+     ['top-1 dims removed', 512, 64, 'unimodal'], ['both removed', 448, 64, 'unimodal']]
     """
     import pandas as pd
 

@@ -37,7 +37,63 @@ from .mp_law import (
 
 @dataclass(frozen=True)
 class MPFit:
-    """A Marchenko–Pastur fit of one spectrum: the bulk's scale, ratio and edges, the spikes beyond, the misfit."""
+    """A Marchenko–Pastur fit of one spectrum: the bulk's scale, ratio and edges, the spikes beyond, the misfit.
+
+    Attributes
+    ----------
+    sigma2 : float
+        Noise variance fitted to the bulk.
+    ratio : float
+        ``q = d_bulk / n_samples`` fitted to the bulk (``d_bulk = d - n_spikes``).
+    n_samples : float
+        The effective sample size ``N = d_bulk / ratio`` the law was fitted with.
+    edges : tuple of float
+        ``sigma2 (1 -+ sqrt q)^2``.
+    threshold : float
+        The spike cut: upper edge plus the Tracy–Widom margin (``spike_threshold``); the edge test may count
+        fewer spikes above it.
+    n_spikes : int
+        Eigenvalues counted as spikes.
+    spikes : numpy.ndarray
+        Those eigenvalues, descending.
+    spike_population : numpy.ndarray
+        The population eigenvalue behind each spike (``mp_law.spike_population``).
+    ks : float
+        Kolmogorov–Smirnov distance of the bulk to the fitted MP law.
+    bulk : numpy.ndarray
+        The nonzero eigenvalues fitted as bulk, ascending.
+    alpha : float
+        False-alarm level of the spike cut.
+    settled : bool
+        False when the spikes ate more than the allowed share of the bulk (no MP bulk; ``n_spikes`` is then a
+        lower bound).
+    n_bound : float
+        The upper bound on ``N`` the ratio was fitted under (inf: none given).
+    edge_ratio : float
+        ``q`` of the law fitted to the bulk's top edge (it sets the threshold).
+    edge_sigma2 : float
+        ``sigma2`` of that law.
+    bbp_threshold : float
+        Population eigenvalue needed to be detectable at this ``sigma2`` and ratio (a property).
+
+    Examples
+    --------
+    Two spikes of variance 10 and 6 planted in unit noise (2000 tokens, ``d = 200``): the fit finds both, the
+    noise variance 1, the ratio 0.1 and the population eigenvalues behind the spikes:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import bulk_fit, ranks, synthetic
+    >>> lam = ranks.sample_eigvals(synthetic.spiked_covariance(2000, 200, [10.0, 6.0], seed=0).x)
+    >>> fit = bulk_fit.mp_fit(lam)
+    >>> fit.n_spikes, fit.settled, round(fit.sigma2, 2), round(fit.ratio, 2)
+    (2, True, 1.0, 0.1)
+    >>> np.round(fit.spike_population, 0).tolist()
+    [10.0, 6.0]
+    >>> bool(fit.spikes.min() > fit.threshold > fit.edges[1]), len(fit.bulk)
+    (True, 198)
+    >>> round(float(fit.bbp_threshold), 2)  # sigma2 (1 + sqrt q)
+    1.32
+    """
 
     sigma2: float  # noise variance fitted to the bulk
     ratio: float  # q = d_bulk / n_samples fitted to the bulk (d_bulk = d - n_spikes)
@@ -208,6 +264,52 @@ def mp_fit(
     component put one eigenvalue per prompt beyond the within-prompt bulk: no law of the spectrum alone tells
     those from structure; ``parallel_analysis`` (which sees the prompts) does.
     Introduced in: chapter 4.
+
+    Parameters
+    ----------
+    eigvals : numpy.ndarray
+        One covariance spectrum (``cap.eigvals(l)``, ``np.linalg.eigvalsh(C)``), finite and nonnegative, in any
+        order.
+    n_samples : float, optional
+        None fits the effective number of tokens freely; a number ``>= 2`` is an upper bound on it (or, with
+        ``fit_ratio=False``, the ``N`` of the i.i.d. law).
+    alpha : float
+        False-alarm level of the spike cut and of the edge test, in ``(0, 1)``.
+    trim : float
+        Share of the bulk's top left out of the robust first stage, in ``[0, 0.9)``.
+    min_bulk : float
+        Smallest share of the nonzero eigenvalues that must stay in the bulk, in ``(0, 1]``.
+    zero_tol : float
+        Eigenvalues below this times the largest are zeros (the atom at 0), in ``[0, 1)``.
+    edge_window : float
+        Share of the bulk's top the edge stage fits the law to (at least 20 eigenvalues), in ``(0, 1]``.
+    fit_ratio : bool
+        Fit the ratio (True) or fix ``q = d_b / n_samples`` (False; needs ``n_samples``).
+
+    Returns
+    -------
+    MPFit
+        The fitted law, the spikes above it and the misfit of the bulk.
+
+    Raises
+    ------
+    InvalidInputError
+        For a spectrum that is not 1-D, finite and nonnegative, fewer than 3 nonzero eigenvalues, options out of
+        range, or ``fit_ratio=False`` without ``n_samples``.
+
+    Examples
+    --------
+    A null spectrum (2000 Gaussian tokens, ``d = 200``) has no spike and its ratio 0.1; two planted spikes are
+    found, with the i.i.d. ratio fixed too (``q = 198 / 2000``):
+
+    >>> from latentbook.analysis import bulk_fit, ranks, synthetic
+    >>> null = bulk_fit.mp_fit(ranks.sample_eigvals(synthetic.gaussian(2000, 200, seed=0)))
+    >>> null.n_spikes, round(null.sigma2, 2), round(null.ratio, 2)
+    (0, 1.0, 0.1)
+    >>> lam = ranks.sample_eigvals(synthetic.spiked_covariance(2000, 200, [10.0, 6.0], seed=0).x)
+    >>> fit = bulk_fit.mp_fit(lam, 2000, fit_ratio=False)
+    >>> fit.n_spikes, round(fit.ratio, 3), fit.n_samples
+    (2, 0.099, 2000.0)
     """
     lam = _as_spectrum(eigvals)
     _check_fit_options(n_samples, alpha, trim, min_bulk, zero_tol, edge_window)

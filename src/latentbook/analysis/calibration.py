@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._code_hash import digest, module_hashes
 from ..errors import InvalidInputError
 from . import bimodality, contraction, cooling, planted_statistics, transition, verdict
 from .planted_statistics import BACKGROUNDS, PlantedProfile, planted_profile
@@ -304,34 +305,16 @@ def _concentration_case(claim: str, ratio: tuple[float, float], twin_too: bool =
     return run
 
 
-def slow_source_hash() -> str:
-    """``code_hash`` of the source the slow families' verdicts depend on (the spike count's call tree: ``mp_law``,
-    ``bulk_fit``, ``ranks`` and ``spectra``, the spike contrast and its helpers, the resampling it uses, the spike
-    judge, the planted samples and their constants): a table in ``results/calibration/`` is current while this
-    matches the one it records."""
-    from .._code_hash import code_hash
-    from . import bulk_fit, layer_spectra, mp_law, ranks, resampling, spectra, spectral_contrasts
+def source_hash() -> str:
+    """``_code_hash.digest`` of ``code_hashes()``: a record in ``results/calibration/`` is current while this matches
+    the one it keeps."""
+    return digest(code_hashes())
 
-    parts = [
-        mp_law,
-        bulk_fit,
-        ranks,
-        spectra,
-        spectral_contrasts.SpikeContrast,
-        spectral_contrasts.spike_contrast_of_samples,
-        spectral_contrasts._spike_count,
-        spectral_contrasts.weighted_eigvals,
-        spectral_contrasts.depth_windows,
-        layer_spectra._depth_sample,
-        resampling.cluster_weights,
-        resampling.percentile_interval,
-        resampling.recentred_interval,
-        verdict.judge_spikes,
-        planted_spike_samples,
-        _spike_case,
-    ]
-    constants = (SPIKE_SHAPE, SPIKE_RHO, SPIKE_BOOT, SPIKE_STRENGTH, SPIKE_BELOW)
-    return code_hash(parts, extra=repr(constants))
+
+def code_hashes() -> dict[str, str]:
+    """The hash of each module this module imports, itself included (``_code_hash.module_hashes``): what a record
+    of it keeps of the code that made it, so that a change is named module by module."""
+    return module_hashes(__name__)
 
 
 def _spike_case(before: int, after: int, strength: float, twin_after: int = 0) -> Callable:

@@ -43,6 +43,23 @@ def massive_ratio(cap: Capture) -> np.ndarray:
     -------
     numpy.ndarray
         The ratio at each depth held, shape ``(n_depths,)``.
+
+    Examples
+    --------
+    A capture of 32 prompts of 8 Gaussian tokens (``d = 32``) whose first-position tokens carry a coordinate of
+    1000 at depth 1 (coordinate 5): the ratio is about 1 at depth 0 and in the hundreds at depth 1:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import synthetic
+    >>> from latentbook.analysis.confounds import massive_ratio
+    >>> rng = np.random.default_rng(0)
+    >>> ids, positions = np.repeat(np.arange(32), 8), np.tile(np.arange(8), 32)
+    >>> states = rng.standard_normal((2, 256, 32))
+    >>> states[1, positions == 0, 5] = 1000.0
+    >>> cap = synthetic.as_capture(states, ids, positions, n_vectors=256)
+    >>> ratio = massive_ratio(cap)
+    >>> ratio.shape, bool(ratio[0] < 2), bool(ratio[1] > 100)
+    ((2,), True, True)
     """
     ratios = []
     for layer in cap.depths.tolist():
@@ -68,6 +85,22 @@ def massive_dims(cap: Capture, layer: int, k: int) -> np.ndarray:
     numpy.ndarray
         The ``k`` coordinate indices, ascending.
 
+    Examples
+    --------
+    A capture of 32 prompts of 8 Gaussian tokens (``d = 32``) whose first-position tokens carry a coordinate of
+    1000 at depth 1 (coordinate 5) is found:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import synthetic
+    >>> from latentbook.analysis.confounds import massive_dims
+    >>> rng = np.random.default_rng(0)
+    >>> ids, positions = np.repeat(np.arange(32), 8), np.tile(np.arange(8), 32)
+    >>> states = rng.standard_normal((2, 256, 32))
+    >>> states[1, positions == 0, 5] = 1000.0
+    >>> cap = synthetic.as_capture(states, ids, positions, n_vectors=256)
+    >>> massive_dims(cap, 1, 1).tolist(), len(massive_dims(cap, 1, 3)), 5 in massive_dims(cap, 1, 3)
+    ([5], 3, True)
+
     Raises
     ------
     InvalidInputError
@@ -92,6 +125,20 @@ def rotated(vectors: np.ndarray, seed: int = 0) -> np.ndarray:  # pragma: no mut
     -------
     numpy.ndarray
         The rotated vectors, the same shape, float64.
+
+    Examples
+    --------
+    One-hot tokens (``d = 64``, Omega ``1 - 1/8``) in a random basis: the same norms, but the Gaussian Omega:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis.confounds import rotated
+    >>> from latentbook.analysis.omega import gaussian_omega, omega
+    >>> one_hot = np.eye(64)[np.random.default_rng(0).integers(0, 64, 200)]
+    >>> turned = rotated(one_hot)
+    >>> turned.shape, bool(np.allclose(np.linalg.norm(turned, axis=1), 1.0))
+    ((200, 64), True)
+    >>> float(omega(one_hot).mean()), bool(abs(float(omega(turned).mean()) - gaussian_omega(64)) < 0.02)
+    (0.875, True)
     """
     x = np.asarray(vectors, dtype=np.float64)
     return x @ random_orthonormal(x.shape[-1], x.shape[-1], np.random.default_rng(seed))
@@ -132,6 +179,25 @@ def treatments(cap: Capture, layer: int, k: int = 4, seed: int = 0) -> dict[str,
     -------
     dict of str to float
         Mean Omega under each treatment, keyed as above.
+
+    Examples
+    --------
+    A capture of 32 prompts of 8 Gaussian tokens (``d = 32``) whose first-position tokens carry a coordinate of
+    1000 at depth 1 (coordinate 5): dropping the first position or the top coordinate brings Omega back to about
+    the Gaussian value (0.196); centring on the mean of all tokens plants the sink's spike, negated, in every
+    other token:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import synthetic
+    >>> from latentbook.analysis.confounds import treatments
+    >>> rng = np.random.default_rng(0)
+    >>> ids, positions = np.repeat(np.arange(32), 8), np.tile(np.arange(8), 32)
+    >>> states = rng.standard_normal((2, 256, 32))
+    >>> states[1, positions == 0, 5] = 1000.0
+    >>> cap = synthetic.as_capture(states, ids, positions, n_vectors=256)
+    >>> {name: round(value, 3) for name, value in treatments(cap, 1, k=1).items()}
+    {'as captured': 0.272, 'first position dropped': 0.194, 'top-1 dims dropped': 0.195, 'centred': 0.792,
+     'rotated': 0.197, 'all removed': 0.193}
 
     Raises
     ------
@@ -190,6 +256,26 @@ def cleaned_profile(
     ------
     InvalidInputError
         For a ``k`` outside ``0..d-1``, or what ``omega_profiles.profile`` refuses (e.g. tokens of one prompt only).
+
+    Examples
+    --------
+    A capture of 32 prompts of 8 Gaussian tokens (``d = 32``) whose first-position tokens carry a coordinate of
+    1000 at depth 1 (coordinate 5): the cleaned profile sits at the Gaussian value at both depths:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import synthetic
+    >>> from latentbook.analysis.confounds import cleaned_profile
+    >>> from latentbook.analysis.omega import gaussian_omega
+    >>> rng = np.random.default_rng(0)
+    >>> ids, positions = np.repeat(np.arange(32), 8), np.tile(np.arange(8), 32)
+    >>> states = rng.standard_normal((2, 256, 32))
+    >>> states[1, positions == 0, 5] = 1000.0
+    >>> cap = synthetic.as_capture(states, ids, positions, n_vectors=256)
+    >>> cleaned = cleaned_profile(cap, k=1, n_boot=200)
+    >>> cleaned.n_tokens, cleaned.n_prompts, bool(np.allclose(cleaned.m, gaussian_omega(31), atol=0.01))
+    (224, 32, True)
+    >>> bool(np.all((cleaned.low < gaussian_omega(31)) & (gaussian_omega(31) < cleaned.high)))
+    True
     """
     values = np.stack([_cleaned(cap, layer, k, centre, drop_first) for layer in cap.depths.tolist()])
     ids = cap.vectors.prompt_ids

@@ -55,6 +55,42 @@ def layer_map(x: np.ndarray, y: np.ndarray, ridge: float = 1e-8) -> np.ndarray:
     (default: numerical only). With fewer tokens than dimensions the plain problem has no unique answer:
     raise ``ridge`` (e.g. 1e-2, shrinking ``A`` towards 0 along poorly sampled directions) or use more tokens.
     Introduced in: chapter 5.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The tokens at the first depth, shape ``(n, d_x)`` with ``n >= 2``, finite.
+    y : numpy.ndarray
+        The same tokens at the second depth, shape ``(n, d_y)``, finite.
+    ridge : float
+        The relative ridge (``lambda`` in units of ``n trace(C_x) / d_x``); ``1e-8`` (numerical only) by default.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``A``, shape ``(d_y, d_x)``.
+
+    Raises
+    ------
+    InvalidInputError
+        For arrays that are not 2-D and finite, different token counts, or ``n <= d_x`` with ``ridge <= 1e-6``.
+
+    Examples
+    --------
+    A planted map is recovered from noiseless tokens, whatever the offset of ``y``; three tokens cannot fix a
+    map of four dimensions:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import flow
+    >>> rng = np.random.default_rng(0)
+    >>> x, a = rng.standard_normal((200, 4)), rng.standard_normal((3, 4))
+    >>> m = flow.layer_map(x, x @ a.T + 5.0)
+    >>> m.shape, bool(np.allclose(m, a))
+    ((3, 4), True)
+    >>> flow.layer_map(x[:3], x[:3])
+    Traceback (most recent call last):
+    ...
+    latentbook.errors.InvalidInputError: 3 tokens for a 4-dimensional map: underdetermined. ...
     """
     x, y = _matrix("x", x), _matrix("y", y)
     if x.shape[0] != y.shape[0]:
@@ -72,7 +108,38 @@ def layer_map(x: np.ndarray, y: np.ndarray, ridge: float = 1e-8) -> np.ndarray:
 
 
 def principal_basis(x: np.ndarray, k: int) -> np.ndarray:
-    """The top-``k`` principal directions of the centred tokens ``x``, orthonormal columns ``(d, k)``."""
+    """The top-``k`` principal directions of the centred tokens ``x``, orthonormal columns ``(d, k)``.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Tokens, shape ``(n, d)`` with ``n >= 2``, finite.
+    k : int
+        The number of directions, in ``[0, d)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Orthonormal columns, shape ``(d, k)``, in the order of decreasing variance.
+
+    Raises
+    ------
+    InvalidInputError
+        For tokens that are not a finite 2-D array, or ``k`` outside ``[0, d)``.
+
+    Examples
+    --------
+    Tokens spread most along the first coordinate, then along the second:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import flow
+    >>> x = np.random.default_rng(0).standard_normal((500, 3)) * np.array([5.0, 1.0, 0.2])
+    >>> basis = flow.principal_basis(x, 2)
+    >>> basis.shape, bool(np.allclose(basis.T @ basis, np.eye(2)))
+    ((3, 2), True)
+    >>> bool(abs(basis[0, 0]) > 0.99 and abs(basis[1, 1]) > 0.99)
+    True
+    """
     x = _matrix("x", x)
     _check_k(k, x.shape[1])
     # equivalent mutants here: svd flags read as booleans
@@ -81,7 +148,38 @@ def principal_basis(x: np.ndarray, k: int) -> np.ndarray:
 
 
 def class_basis(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Orthonormal basis ``(d, c-1)`` of the span of class-centroid differences (the between-class subspace)."""
+    """Orthonormal basis ``(d, c-1)`` of the span of class-centroid differences (the between-class subspace).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Tokens, shape ``(n, d)`` with ``n >= 2``, finite.
+    labels : numpy.ndarray
+        The class of each token, shape ``(n,)``, with at least two classes.
+
+    Returns
+    -------
+    numpy.ndarray
+        Orthonormal columns, shape ``(d, r)``, ``r`` the rank of the centred centroids (``c - 1`` for ``c``
+        classes whose centroids are affinely independent).
+
+    Raises
+    ------
+    InvalidInputError
+        For tokens that are not a finite 2-D array, labels not one per token, or a single class.
+
+    Examples
+    --------
+    Three classes centred at ``3 e_0``, ``3 e_1`` and 0 in ``R^4`` span the plane of the first two coordinates:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import flow
+    >>> labels = np.repeat([0, 1, 2], 5)
+    >>> x = np.array([[3.0, 0.0, 0.0, 0.0], [0.0, 3.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])[labels]
+    >>> basis = flow.class_basis(x, labels)
+    >>> basis.shape, bool(np.allclose(basis @ basis.T, np.diag([1.0, 1.0, 0.0, 0.0])))
+    ((4, 2), True)
+    """
     x, labels = _matrix("x", x), np.asarray(labels)
     if labels.shape != (x.shape[0],):
         raise InvalidInputError(
@@ -98,7 +196,27 @@ def class_basis(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 
 def complement(basis: np.ndarray) -> np.ndarray:
-    """Orthonormal basis ``(d, d - k)`` of the orthogonal complement of the columns of ``basis`` ``(d, k)``."""
+    """Orthonormal basis ``(d, d - k)`` of the orthogonal complement of the columns of ``basis`` ``(d, k)``.
+
+    Parameters
+    ----------
+    basis : numpy.ndarray
+        Orthonormal columns, shape ``(d, k)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Orthonormal columns spanning their complement, shape ``(d, d - k)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from latentbook.analysis import flow
+    >>> basis = np.array([[1.0], [0.0], [0.0]])
+    >>> rest = flow.complement(basis)
+    >>> rest.shape, bool(np.allclose(basis.T @ rest, 0.0)), bool(np.allclose(rest.T @ rest, np.eye(2)))
+    ((3, 2), True, True)
+    """
     basis = np.asarray(basis, dtype=np.float64)  # pragma: no mutate: float64 in the concatenation
     d, k = basis.shape
     q, _ = np.linalg.qr(np.concatenate([basis, np.eye(d)], axis=1))
@@ -121,7 +239,31 @@ def q_from_block_factors(factors: np.ndarray, axis: int = -1) -> np.ndarray | fl
     """``q = exp(mean_l log f_l)`` over ``axis``: the per-layer factor of the product of the per-block (per-step)
     factors ``f_l``, their geometric mean. A zero factor gives ``q = 0``; a NaN stays NaN. Every estimate of the
     theorem's ``q`` from the factors of single blocks is this one (``contraction_factor``,
-    ``contraction.transverse_gain``). Introduced in: chapter 5."""
+    ``contraction.transverse_gain``). Introduced in: chapter 5.
+
+    Parameters
+    ----------
+    factors : numpy.ndarray
+        The per-block factors ``f_l >= 0``.
+    axis : int
+        The axis of the blocks; the last by default.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        ``q``, the shape of ``factors`` without ``axis`` (a numpy float for 1-D input).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from latentbook.analysis import flow
+    >>> round(float(flow.q_from_block_factors(np.array([0.25, 1.0]))), 3)  # sqrt(0.25 * 1)
+    0.5
+    >>> float(flow.q_from_block_factors(np.array([0.5, 0.0])))  # a zero factor
+    0.0
+    >>> np.round(flow.q_from_block_factors(np.array([[0.25, 1.0], [0.4, 0.9]])), 3)  # one q per row
+    array([0.5, 0.6])
+    """
     with np.errstate(divide="ignore"):  # pragma: no mutate: errstate
         return np.exp(np.mean(np.log(factors), axis=axis))
 
@@ -129,7 +271,33 @@ def q_from_block_factors(factors: np.ndarray, axis: int = -1) -> np.ndarray | fl
 def q_from_variance_decay(layers: np.ndarray, variances: np.ndarray) -> np.ndarray | float:
     """``q = exp(b / 2)``, ``b`` the least-squares slope of ``log v_l`` on the layer ``l`` (over the last axis of
     ``variances``, one row per set of draws): the per-layer factor of a variance that decays like ``v_l ~ q^(2l)``
-    (Theorem 6.1), read from every depth of the window, not only its ends. Introduced in: chapter 5."""
+    (Theorem 6.1), read from every depth of the window, not only its ends. Introduced in: chapter 5.
+
+    Parameters
+    ----------
+    layers : numpy.ndarray
+        The layers ``l`` of the window, 1-D.
+    variances : numpy.ndarray
+        The variances ``v_l > 0`` along the last axis (the length of ``layers``); leading axes: sets of draws.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        ``q`` for each set of draws, the leading shape of ``variances`` (a numpy float for 1-D input).
+
+    Examples
+    --------
+    A variance falling like ``3 q^(2l)`` with ``q = 0.7`` gives back 0.7, and so do noisy draws of it:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import flow
+    >>> layers = np.arange(6)
+    >>> round(float(flow.q_from_variance_decay(layers, 3.0 * 0.7 ** (2 * layers))), 3)
+    0.7
+    >>> noisy = 0.7 ** (2 * layers) * np.exp(0.05 * np.random.default_rng(0).standard_normal((4, 6)))
+    >>> np.round(flow.q_from_variance_decay(layers, noisy), 1)
+    array([0.7, 0.7, 0.7, 0.7])
+    """
     x = layers - layers.mean()
     log_v = np.log(variances)
     # equivalent mutants here: a constant along centred layers
@@ -139,7 +307,29 @@ def q_from_variance_decay(layers: np.ndarray, variances: np.ndarray) -> np.ndarr
 
 @dataclass(frozen=True)
 class Contraction:
-    """Per-layer transverse factor ``q`` over an interval, with the step-by-step factors behind it."""
+    """Per-layer transverse factor ``q`` over an interval, with the step-by-step factors behind it.
+
+    Attributes
+    ----------
+    q : float
+        The geometric mean of ``per_step`` (``q_from_block_factors``).
+    per_step : numpy.ndarray
+        ``q_l`` of each step ``l -> l+1`` in ``[start, stop)``.
+    start, stop : int
+        The first and the last depth of the interval.
+    method : str
+        The estimator, ``"map"`` or ``"variance"``.
+
+    Examples
+    --------
+    ``contraction_factor`` returns one; here over depths 1 to 4 of a chain planted with ``q = 0.6``:
+
+    >>> from latentbook.analysis import flow, synthetic
+    >>> chain = synthetic.contraction_chain(n=400, d=12, n_steps=4, q=0.6, k_signal=2)
+    >>> result = flow.contraction_factor(chain.states, k=2, start=1)
+    >>> result.start, result.stop, result.method, result.per_step.shape, round(result.q, 3)
+    (1, 4, 'map', (3,), 0.6)
+    """
 
     q: float  # geometric mean of per_step
     per_step: np.ndarray  # q_l for the steps l -> l+1 in [start, stop)
@@ -171,6 +361,50 @@ def contraction_factor(
       (``transverse_variance``). Needs no map, but noise injected between layers props ``v`` up.
 
     ``q`` is the geometric mean of the ``q_l`` (``q_from_block_factors``). Introduced in: chapter 5.
+
+    Parameters
+    ----------
+    states : numpy.ndarray
+        The same tokens at every depth, shape ``(n_depths, n_tokens, d)`` with ``n_depths, n_tokens >= 2``.
+    k : int
+        The relevant dimensions (the top-``k`` principal subspace), in ``[0, d)``; 0 makes every direction
+        transverse.
+    start, stop : int
+        The interval of depths, ``0 <= start < stop <= n_depths - 1``; ``stop`` None is the last depth.
+    method : str
+        ``"map"`` or ``"variance"``, as above.
+    labels : numpy.ndarray, optional
+        The class of each token; given, the relevant subspace is the class subspace (``class_basis``) and ``k``
+        is not used for it.
+    norm : str
+        ``"rms"`` or ``"spectral"``, for ``method="map"``.
+    ridge : float
+        The relative ridge of ``layer_map``.
+
+    Returns
+    -------
+    Contraction
+        ``q``, the per-step factors, the interval and the method.
+
+    Raises
+    ------
+    InvalidInputError
+        For states of another shape, an interval out of range, an unknown ``method`` or ``norm``, or ``k``
+        outside ``[0, d)``.
+
+    Examples
+    --------
+    A planted chain keeps 2 directions and contracts the other 10 by ``q = 0.6`` per step; both estimators
+    read 0.6 at every step:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import flow, synthetic
+    >>> chain = synthetic.contraction_chain(n=400, d=12, n_steps=4, q=0.6, k_signal=2)
+    >>> result = flow.contraction_factor(chain.states, k=2)
+    >>> round(result.q, 3), np.round(result.per_step, 3)
+    (0.6, array([0.6, 0.6, 0.6, 0.6]))
+    >>> round(flow.contraction_factor(chain.states, k=2, method="variance").q, 3)
+    0.6
     """
     states = _states(states)
     n_depths, _, d = states.shape
@@ -204,6 +438,39 @@ def transverse_variance(source, k: int) -> np.ndarray:
     ``source``: a ``Capture`` (all its captured tokens), eigenvalues ``(n_depths, d)`` sorted descending,
     or states ``(n_depths, n_tokens, d)``. Under Theorem 6.1 it decays like ``q^(2n)`` over ``n`` layers.
     Introduced in: chapter 5.
+
+    Parameters
+    ----------
+    source : Capture or numpy.ndarray
+        A ``Capture``, eigenvalues ``(n_depths, d)``, or states ``(n_depths, n_tokens, d)``.
+    k : int
+        The relevant dimensions left out, in ``[0, d)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The transverse variance per dimension at each depth, shape ``(n_depths,)``.
+
+    Raises
+    ------
+    InvalidInputError
+        For an array of another rank, or ``k`` outside ``[0, d)``.
+
+    Examples
+    --------
+    From eigenvalues, the mean of all but the largest ``k``; from the states of a chain planted with
+    ``q = 0.6``, a fall by ``q^2 = 0.36`` per layer, read the same from a ``Capture`` of those states:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import flow, synthetic
+    >>> flow.transverse_variance(np.array([[5.0, 1.0, 1.0], [4.0, 0.5, 0.5]]), k=1).tolist()
+    [1.0, 0.5]
+    >>> chain = synthetic.contraction_chain(n=400, d=12, n_steps=4, q=0.6, k_signal=2)
+    >>> v = flow.transverse_variance(chain.states, k=2)
+    >>> np.round(v[1:] / v[:-1], 2)
+    array([0.36, 0.36, 0.36, 0.36])
+    >>> bool(np.allclose(flow.transverse_variance(synthetic.as_capture(chain.states), k=2), v, rtol=1e-3))
+    True
     """
     if hasattr(source, "all_eigvals"):
         eig = source.all_eigvals()
@@ -233,6 +500,39 @@ def distance_correlation(
     ``hidden`` is ``(n_prompts, T, d)`` for one depth or ``(n_depths, n_prompts, T, d)`` for many (then the
     result is ``(n_depths, max_distance + 1)``). Get such arrays with ``capturing.states.sequence_states``.
     Introduced in: chapter 5.
+
+    Parameters
+    ----------
+    hidden : numpy.ndarray
+        Token vectors ``(n_prompts, T, d)`` of one depth, or ``(n_depths, n_prompts, T, d)``.
+    mask : numpy.ndarray, optional
+        Boolean ``(n_prompts, T)``, the real positions; None: every position.
+    max_distance : int
+        The largest distance ``r``, in ``[1, T - 1]``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``C(r)`` for ``r = 0..max_distance``, shape ``(max_distance + 1,)``, or ``(n_depths, max_distance + 1)``.
+
+    Raises
+    ------
+    InvalidInputError
+        For arrays of another shape, ``max_distance`` outside ``[1, T - 1]``, or a distance at which no prompt
+        has two real tokens.
+
+    Examples
+    --------
+    AR(1) sequences planted with correlation ``0.5^r`` at distance ``r`` (``synthetic.correlated_sequences``):
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import flow, synthetic
+    >>> h = synthetic.correlated_sequences(n_prompts=200, length=12, d=64, rho=0.5)
+    >>> corr = flow.distance_correlation(h, max_distance=4)
+    >>> corr.shape, bool(np.allclose(corr, 0.5 ** np.arange(5), atol=0.02))
+    ((5,), True)
+    >>> flow.distance_correlation(np.stack([h, h]), max_distance=4).shape  # two depths
+    (2, 5)
     """
     hidden = np.asarray(hidden, dtype=np.float64)
     if hidden.ndim == 4:
@@ -264,6 +564,34 @@ def correlation_length(corr: np.ndarray, floor: float = 0.05) -> float | np.ndar
 
     Uses ``r >= 1`` up to the first ``C(r) <= floor`` (noise dominates below it). Returns ``inf`` for a
     curve that does not decay and one value per row for ``(n_depths, R)`` input. Introduced in: chapter 5.
+
+    Parameters
+    ----------
+    corr : numpy.ndarray
+        ``C(r)`` for ``r = 0..R`` (``C(0)`` is not used), or one such curve per row, ``(n_depths, R + 1)``.
+    floor : float
+        The level at and below which ``C(r)`` is not used.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``xi`` (``inf`` for a curve that does not decay, 0 when ``C(1) <= floor``), or one per row.
+
+    Examples
+    --------
+    Exact exponentials give back their length; AR(1) sequences with ``rho = 0.5`` have ``xi = -1 / log 0.5``:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import flow, synthetic
+    >>> r = np.arange(11)
+    >>> round(flow.correlation_length(np.exp(-r / 3.0)), 3), flow.correlation_length(np.ones(5))
+    (3.0, inf)
+    >>> flow.correlation_length(np.stack([np.exp(-r / 2.0), np.exp(-r / 4.0)])).round(3).tolist()
+    [2.0, 4.0]
+    >>> h = synthetic.correlated_sequences(n_prompts=200, length=12, d=64, rho=0.5)
+    >>> xi = flow.correlation_length(flow.distance_correlation(h, max_distance=8))
+    >>> bool(abs(xi + 1 / np.log(0.5)) < 0.1)
+    True
     """
     corr = np.asarray(corr, dtype=np.float64)
     if corr.ndim == 2:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import _code_hash
+from .._code_hash import digest, module_hashes
 from . import planted_statistics, transition, verdict
 
 if TYPE_CHECKING:
@@ -91,21 +91,12 @@ def power_table(n_cases: int = 20, seed: int = 0) -> pd.DataFrame:
 
 
 def source_hash() -> str:
-    """``code_hash`` of what a power table runs through: the planting, the fit, the judges, this module."""
-    import sys
+    """``_code_hash.digest`` of ``code_hashes()``: a record in ``results/calibration/`` is current while this matches
+    the one it keeps."""
+    return digest(code_hashes())
 
-    return _code_hash.code_hash(
-        (
-            planted_statistics,
-            transition,
-            sys.modules[__name__],
-            verdict.judge_jump,
-            verdict.jump_power,
-            verdict.judge_power,
-            verdict.largest_jump,
-            verdict.weigh_jump,
-            verdict.min_jump,
-            verdict.paper_jump,
-        ),
-        extra=repr((verdict.MIN_POWER, verdict.NOT_FOUND, verdict.MIN_TRANSITION, verdict.MIN_JUMP)),
-    )
+
+def code_hashes() -> dict[str, str]:
+    """The hash of each module this module imports, itself included (``_code_hash.module_hashes``): what a record
+    of it keeps of the code that made it, so that a change is named module by module."""
+    return module_hashes(__name__)

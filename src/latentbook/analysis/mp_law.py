@@ -41,7 +41,38 @@ def _check_ratio(q: float, sigma2: float) -> tuple[float, float]:
 
 
 def mp_edges(q: float, sigma2: float = 1.0) -> tuple[float, float]:
-    """Bulk edges ``lambda_pm = sigma2 (1 pm sqrt q)^2``, ratio ``q = d/N``, noise variance ``sigma2``."""
+    """Bulk edges ``lambda_pm = sigma2 (1 pm sqrt q)^2``, ratio ``q = d/N``, noise variance ``sigma2``.
+
+    Parameters
+    ----------
+    q : float
+        The ratio ``d / N`` of dimensions to tokens, ``> 0``.
+    sigma2 : float
+        The noise variance, ``> 0``.
+
+    Returns
+    -------
+    tuple of float
+        ``(lambda_-, lambda_+)``, the lower and upper edge of the bulk.
+
+    Raises
+    ------
+    InvalidInputError
+        For a ratio or a scale that is not a finite positive number.
+
+    Examples
+    --------
+    At ratio 0.25 the edges are ``(1 - 0.5)^2`` and ``(1 + 0.5)^2``; they scale with ``sigma2``, and the lower
+    edge touches 0 at ``q = 1``:
+
+    >>> from latentbook.analysis import mp_law
+    >>> tuple(round(float(e), 3) for e in mp_law.mp_edges(0.25))
+    (0.25, 2.25)
+    >>> tuple(round(float(e), 3) for e in mp_law.mp_edges(0.25, sigma2=2.0))
+    (0.5, 4.5)
+    >>> tuple(round(float(e), 3) for e in mp_law.mp_edges(1.0))
+    (0.0, 4.0)
+    """
     q, sigma2 = _check_ratio(q, sigma2)
     return sigma2 * (1 - np.sqrt(q)) ** 2, sigma2 * (1 + np.sqrt(q)) ** 2
 
@@ -50,6 +81,39 @@ def mp_density(x: np.ndarray | float, q: float, sigma2: float = 1.0) -> np.ndarr
     """Continuous part of the MP law: ``rho(x) = sqrt((lambda_+ - x)(x - lambda_-)) / (2 pi sigma2 q x)``.
 
     Zero outside the edges; it integrates to ``min(1, 1/q)`` (the rest is the atom at 0 when ``q > 1``).
+
+    Parameters
+    ----------
+    x : array_like or float
+        Where to evaluate the density.
+    q : float
+        The ratio ``d / N``, ``> 0``.
+    sigma2 : float
+        The noise variance, ``> 0``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``rho(x)``, float64, of the shape of ``x``; 0 outside ``(lambda_-, lambda_+)``.
+
+    Examples
+    --------
+    The density integrates to 1 at ``q = 0.25`` and to ``1/q = 0.25`` at ``q = 4`` (the atom at 0 holds the
+    rest); at ``x = 1``, ``q = 0.25`` it is ``sqrt(1.25 * 0.75) / (2 pi 0.25)``, and it is 0 beyond the edge:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import mp_law
+    >>> x = np.linspace(0.0, 3.0, 300_001)
+    >>> round(float(np.sum(mp_law.mp_density(x, 0.25)) * (x[1] - x[0])), 3)
+    1.0
+    >>> x = np.linspace(0.0, 10.0, 1_000_001)
+    >>> round(float(np.sum(mp_law.mp_density(x, 4.0)) * (x[1] - x[0])), 3)
+    0.25
+    >>> expected = np.sqrt((2.25 - 1.0) * (1.0 - 0.25)) / (2 * np.pi * 0.25)
+    >>> round(float(mp_law.mp_density(1.0, 0.25)), 4), round(float(expected), 4)
+    (0.6164, 0.6164)
+    >>> float(mp_law.mp_density(3.0, 0.25))
+    0.0
     """
     lo, hi = mp_edges(q, sigma2)
     x = np.asarray(x, dtype=np.float64)
@@ -75,7 +139,39 @@ def _continuous_cdf(x: np.ndarray, q: float, sigma2: float) -> np.ndarray:
 
 
 def mp_cdf(x: np.ndarray | float, q: float, sigma2: float = 1.0) -> np.ndarray:
-    """CDF of the full MP law: ``(1 - 1/q)_+ [x >= 0] + int_0^x rho`` (exact, no numerical integration)."""
+    """CDF of the full MP law: ``(1 - 1/q)_+ [x >= 0] + int_0^x rho`` (exact, no numerical integration).
+
+    Parameters
+    ----------
+    x : array_like or float
+        Where to evaluate the CDF.
+    q : float
+        The ratio ``d / N``, ``> 0``.
+    sigma2 : float
+        The noise variance, ``> 0``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``F(x)``, float64, of the shape of ``x``, in ``[0, 1]``.
+
+    Raises
+    ------
+    InvalidInputError
+        For a ratio or a scale that is not a finite positive number.
+
+    Examples
+    --------
+    0 at the lower edge and 1 at the upper one; at ``q = 4`` the atom ``1 - 1/q = 0.75`` sits at 0:
+
+    >>> from latentbook.analysis import mp_law
+    >>> [round(float(v), 3) for v in mp_law.mp_cdf([0.25, 2.25], 0.25)]
+    [0.0, 1.0]
+    >>> [round(float(v), 3) for v in mp_law.mp_cdf([-1.0, 0.0, 9.0], 4.0)]
+    [0.0, 0.75, 1.0]
+    >>> bool(0.0 < mp_law.mp_cdf(1.0, 0.25) < 1.0)
+    True
+    """
     q, sigma2 = _check_ratio(q, sigma2)
     x = np.asarray(x, dtype=np.float64)
     atom = np.where(x >= 0, max(0.0, 1.0 - 1.0 / q), 0.0)
@@ -133,6 +229,26 @@ def tracy_widom1_cdf(s: float) -> float:
     """GOE Tracy–Widom CDF: ``F_1(s) = det(I - K)`` on ``L^2(s, inf)``, ``K(x, y) = Ai((x+y)/2) / 2``.
 
     Nyström discretisation, 60 Gauss–Legendre nodes on ``[s, s + 16]`` (Bornemann 2010); accurate to ~1e-10.
+
+    Parameters
+    ----------
+    s : float
+        Where to evaluate the CDF.
+
+    Returns
+    -------
+    float
+        ``F_1(s)``, in ``[0, 1]``.
+
+    Examples
+    --------
+    Johnstone's (2001) quantiles 0.9793 and 2.0234 are the 0.95 and 0.99 points; the CDF runs from 0 to 1:
+
+    >>> from latentbook.analysis import mp_law
+    >>> round(mp_law.tracy_widom1_cdf(0.9793), 3), round(mp_law.tracy_widom1_cdf(2.0234), 3)
+    (0.95, 0.99)
+    >>> round(mp_law.tracy_widom1_cdf(-8.0), 4), round(mp_law.tracy_widom1_cdf(8.0), 4)
+    (0.0, 1.0)
     """
     t, w = np.polynomial.legendre.leggauss(60)
     x, w = s + (t + 1) * 8.0, w * 8.0
@@ -145,7 +261,31 @@ def tracy_widom1_cdf(s: float) -> float:
 
 @lru_cache(maxsize=32)
 def tracy_widom1_quantile(p: float) -> float:
-    """``F_1^{-1}(p)``; e.g. 0.95 -> 0.9793, 0.99 -> 2.0234 (Johnstone 2001, Table 1)."""
+    """``F_1^{-1}(p)``; e.g. 0.95 -> 0.9793, 0.99 -> 2.0234 (Johnstone 2001, Table 1).
+
+    Parameters
+    ----------
+    p : float
+        The level, in ``(0, 1)``.
+
+    Returns
+    -------
+    float
+        The ``p`` quantile of the GOE Tracy–Widom law (root of ``tracy_widom1_cdf(s) = p``, cached).
+
+    Raises
+    ------
+    InvalidInputError
+        For a level outside ``(0, 1)``.
+
+    Examples
+    --------
+    >>> from latentbook.analysis import mp_law
+    >>> round(mp_law.tracy_widom1_quantile(0.95), 4), round(mp_law.tracy_widom1_quantile(0.99), 4)
+    (0.9793, 2.0234)
+    >>> round(mp_law.tracy_widom1_cdf(mp_law.tracy_widom1_quantile(0.5)), 6)
+    0.5
+    """
     if not 0 < p < 1:
         raise InvalidInputError(f"A quantile level must lie in (0, 1), got {p!r}.")
     from scipy.optimize import brentq
@@ -158,6 +298,38 @@ def tracy_widom_scale(sigma2: float, q: float, n_samples: float) -> float:
 
     From Johnstone (2001): ``lambda_max ~ sigma2 (1 + sqrt q)^2 + scale * TW_1`` for the covariance of ``N``
     i.i.d. Gaussian tokens in ``d = q N`` dimensions.
+
+    Parameters
+    ----------
+    sigma2 : float
+        The noise variance, ``> 0``.
+    q : float
+        The ratio ``d / N``, ``> 0``.
+    n_samples : float
+        The number of tokens ``N``.
+
+    Returns
+    -------
+    float
+        The scale of ``lambda_max - sigma2 (1 + sqrt q)^2``, in units of the eigenvalues.
+
+    Raises
+    ------
+    InvalidInputError
+        For a ratio or a scale that is not a finite positive number.
+
+    Examples
+    --------
+    At ``q = 1`` and ``N = 1000`` the scale is ``1000^(-2/3) * 2 * 2^(1/3)``; the largest eigenvalue of 400
+    Gaussian tokens in 100 dimensions lies within a few such units of the edge 2.25:
+
+    >>> from latentbook.analysis import mp_law, ranks, synthetic
+    >>> round(float(mp_law.tracy_widom_scale(1.0, 1.0, 1000)), 4), round(2 * 2 ** (1 / 3) / 100, 4)
+    (0.0252, 0.0252)
+    >>> scale = mp_law.tracy_widom_scale(1.0, 0.25, 400)
+    >>> lam = ranks.sample_eigvals(synthetic.gaussian(400, 100, seed=0))
+    >>> bool(abs(lam[0] - 2.25) < 4 * scale)
+    True
     """
     q, sigma2 = _check_ratio(q, sigma2)
     return sigma2 * n_samples ** (-2 / 3) * (1 + np.sqrt(q)) * (1 + 1 / np.sqrt(q)) ** (1 / 3)
@@ -167,6 +339,42 @@ def spike_threshold(sigma2: float, q: float, n_samples: float, alpha: float = 0.
     """Cut above which an eigenvalue is a spike: ``sigma2 (1 + sqrt q)^2 + F_1^{-1}(1 - alpha) * TW scale``.
 
     Under the null the largest eigenvalue exceeds it with probability ``alpha`` (0.01: 2.02 TW units).
+
+    Parameters
+    ----------
+    sigma2 : float
+        The noise variance, ``> 0``.
+    q : float
+        The ratio ``d / N``, ``> 0``.
+    n_samples : float
+        The number of tokens ``N``.
+    alpha : float
+        The false-alarm level, in ``(0, 1)``.
+
+    Returns
+    -------
+    float
+        The cut: eigenvalues above it are spikes.
+
+    Raises
+    ------
+    InvalidInputError
+        For a ratio or a scale that is not a finite positive number, or ``alpha`` outside ``(0, 1)``.
+
+    Examples
+    --------
+    The upper edge 2.25 (``q = 0.25``) plus 2.0234 Tracy–Widom units; the top eigenvalue of 400 Gaussian
+    tokens in 100 dimensions stays below it, that of a planted spike of variance 5 does not:
+
+    >>> from latentbook.analysis import mp_law, ranks, synthetic
+    >>> cut = mp_law.spike_threshold(1.0, 0.25, 400)
+    >>> round(float(cut), 3), round(float(2.25 + 2.0234 * mp_law.tracy_widom_scale(1.0, 0.25, 400)), 3)
+    (2.331, 2.331)
+    >>> bool(ranks.sample_eigvals(synthetic.gaussian(400, 100, seed=0))[0] < cut)
+    True
+    >>> spiked = synthetic.spiked_covariance(400, 100, [5.0], seed=0)
+    >>> bool(ranks.sample_eigvals(spiked.x)[0] > cut)
+    True
     """
     return mp_edges(q, sigma2)[1] + tracy_widom1_quantile(1.0 - alpha) * tracy_widom_scale(
         sigma2, q, n_samples
@@ -174,7 +382,35 @@ def spike_threshold(sigma2: float, q: float, n_samples: float, alpha: float = 0.
 
 
 def bbp_threshold(sigma2: float, q: float) -> float:
-    """Smallest population eigenvalue that separates from the bulk: ``sigma2 (1 + sqrt q)`` (BBP 2005)."""
+    """Smallest population eigenvalue that separates from the bulk: ``sigma2 (1 + sqrt q)`` (BBP 2005).
+
+    Parameters
+    ----------
+    sigma2 : float
+        The noise variance, ``> 0``.
+    q : float
+        The ratio ``d / N``, ``> 0``.
+
+    Returns
+    -------
+    float
+        The population eigenvalue at the BBP transition.
+
+    Raises
+    ------
+    InvalidInputError
+        For a ratio or a scale that is not a finite positive number.
+
+    Examples
+    --------
+    At ``q = 0.25`` a spike must exceed ``1.5 sigma2``; at the threshold it lands on the upper edge:
+
+    >>> from latentbook.analysis import mp_law
+    >>> float(mp_law.bbp_threshold(1.0, 0.25)), float(mp_law.bbp_threshold(2.0, 0.25))
+    (1.5, 3.0)
+    >>> float(mp_law.spike_location(1.5, 1.0, 0.25)), float(mp_law.mp_edges(0.25)[1])
+    (2.25, 2.25)
+    """
     q, sigma2 = _check_ratio(q, sigma2)
     return sigma2 * (1 + np.sqrt(q))
 
@@ -183,6 +419,34 @@ def spike_location(ell: np.ndarray | float, sigma2: float, q: float) -> np.ndarr
     """Where a population eigenvalue ``ell = sigma2 (1 + theta)`` lands in the sample spectrum (N, d -> inf).
 
     ``sigma2 (1 + theta)(1 + q / theta)`` above the BBP threshold ``theta > sqrt q``; the upper edge below it.
+
+    Parameters
+    ----------
+    ell : array_like or float
+        Population eigenvalues.
+    sigma2 : float
+        The noise variance, ``> 0``.
+    q : float
+        The ratio ``d / N``, ``> 0``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The limiting sample eigenvalue of each, float64, of the shape of ``ell``.
+
+    Raises
+    ------
+    InvalidInputError
+        For a ratio or a scale that is not a finite positive number.
+
+    Examples
+    --------
+    At ``q = 0.25``: ``ell = 3`` (``theta = 2``) lands at ``3 (1 + 0.25 / 2) = 3.375``; spikes up to the BBP
+    threshold 1.5 stay at the edge 2.25:
+
+    >>> from latentbook.analysis import mp_law
+    >>> [round(float(v), 3) for v in mp_law.spike_location([1.2, 1.5, 3.0], 1.0, 0.25)]
+    [2.25, 2.25, 3.375]
     """
     q, sigma2 = _check_ratio(q, sigma2)
     theta = np.asarray(ell, dtype=np.float64) / sigma2 - 1.0
@@ -195,6 +459,36 @@ def spike_population(lam: np.ndarray | float, sigma2: float, q: float) -> np.nda
     """Inverse of ``spike_location``: the population eigenvalue behind a sample spike ``lam > lambda_+``.
 
     Solves ``theta^2 - (lam/sigma2 - 1 - q) theta + q = 0`` for its larger root; NaN inside the bulk.
+
+    Parameters
+    ----------
+    lam : array_like or float
+        Sample eigenvalues.
+    sigma2 : float
+        The noise variance, ``> 0``.
+    q : float
+        The ratio ``d / N``, ``> 0``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The population eigenvalue behind each, float64, of the shape of ``lam``; NaN for those not above
+        ``lambda_+``.
+
+    Raises
+    ------
+    InvalidInputError
+        For a ratio or a scale that is not a finite positive number.
+
+    Examples
+    --------
+    It undoes ``spike_location``; an eigenvalue inside the bulk (edge 2.25 at ``q = 0.25``) has none:
+
+    >>> from latentbook.analysis import mp_law
+    >>> [round(float(v), 3) for v in mp_law.spike_population([2.0, 3.375], 1.0, 0.25)]
+    [nan, 3.0]
+    >>> round(float(mp_law.spike_population(mp_law.spike_location(7.0, 2.0, 0.1), 2.0, 0.1)), 3)
+    7.0
     """
     q, sigma2 = _check_ratio(q, sigma2)
     b = np.asarray(lam, dtype=np.float64) / sigma2 - 1.0 - q
@@ -221,6 +515,37 @@ def edge_statistic(eigvals: np.ndarray, k: int) -> float:
     local law at its top (edge universality), and ``T`` is free of location and scale, so its null law is one
     table (``edge_quantile``) whatever the bulk, with the error of the fitted edge inside it. ``inf`` when the
     fitted scale is not positive and ``lam_k`` lies above the window.
+
+    Parameters
+    ----------
+    eigvals : numpy.ndarray
+        One spectrum, finite and nonnegative, in any order.
+    k : int
+        Which eigenvalue to test (1 for the largest), ``1 <= k <= d - EDGE_POINTS``.
+
+    Returns
+    -------
+    float
+        ``T_k``; compare it with ``edge_quantile(alpha)``.
+
+    Raises
+    ------
+    InvalidInputError
+        For a spectrum that is not 1-D, finite and nonnegative, or ``k`` out of range.
+
+    Examples
+    --------
+    A planted spike of variance 5 (2000 tokens, ``d = 200``) stands far out of the bulk's top, the top of a
+    null spectrum does not; ``T`` does not change when the spectrum is scaled and shifted:
+
+    >>> from latentbook.analysis import mp_law, ranks, synthetic
+    >>> lam = ranks.sample_eigvals(synthetic.spiked_covariance(2000, 200, [5.0], seed=0).x)
+    >>> null = ranks.sample_eigvals(synthetic.gaussian(2000, 200, seed=0))
+    >>> cut = mp_law.edge_quantile(0.01)
+    >>> bool(mp_law.edge_statistic(lam, 1) > cut), bool(mp_law.edge_statistic(null, 1) < cut)
+    (True, True)
+    >>> round(mp_law.edge_statistic(2 * lam + 1, 1) / mp_law.edge_statistic(lam, 1), 6)
+    1.0
     """
     lam = _as_spectrum(eigvals)
     if not 1 <= k <= len(lam) - EDGE_POINTS:
@@ -241,7 +566,34 @@ def _edge_statistic(lam: np.ndarray, k: int) -> float:
 
 def edge_quantile(alpha: float) -> float:
     """``1 - alpha`` quantile of ``edge_statistic`` under the null (a bulk with no spike), interpolated in
-    ``log alpha`` in the simulated table (``0.001 <= alpha <= 0.1``; above 0.1 the 0.1 quantile, conservative)."""
+    ``log alpha`` in the simulated table (``0.001 <= alpha <= 0.1``; above 0.1 the 0.1 quantile, conservative).
+
+    Parameters
+    ----------
+    alpha : float
+        The false-alarm level, in ``[0.001, 1)``.
+
+    Returns
+    -------
+    float
+        The cut on ``edge_statistic``.
+
+    Raises
+    ------
+    InvalidInputError
+        For ``alpha`` outside ``[0.001, 1)``.
+
+    Examples
+    --------
+    The table's own levels come back exactly, a level between two of them lies between their quantiles, and
+    levels above 0.1 get the 0.1 quantile:
+
+    >>> from latentbook.analysis import mp_law
+    >>> mp_law.edge_quantile(0.01), mp_law.edge_quantile(0.05), mp_law.edge_quantile(0.5)
+    (2.705, 1.513, 0.935)
+    >>> bool(mp_law.edge_quantile(0.05) < mp_law.edge_quantile(0.02) < mp_law.edge_quantile(0.01))
+    True
+    """
     if not 0.001 <= alpha < 1:
         raise InvalidInputError(f"The edge test's table covers alpha >= 0.001, got {alpha!r}.")
     log_alpha = np.log(min(alpha, 0.1))

@@ -101,7 +101,7 @@ def gaussian_omega(d: int) -> float:
 
     ``h / ||h||`` is uniform on the sphere and independent of ``||h||``, so
     ``E[||h||_1 / ||h||_2] = E||h||_1 / E||h||_2 = d sqrt(2/pi) / (sqrt(2) Gamma((d+1)/2) / Gamma(d/2))``.
-    Tends to ``1 - sqrt(2/pi) = 0.2021`` as ``d -> inf`` (0.1766 at d = 8).
+    Tends to ``1 - sqrt(2/pi) = 0.2021`` as ``d -> inf`` (0.1769 at d = 8).
 
     Parameters
     ----------
@@ -112,6 +112,19 @@ def gaussian_omega(d: int) -> float:
     -------
     float
         ``E[Omega(h)]`` at that dimension.
+
+    Examples
+    --------
+    The exact value at ``d = 8``, the large-d limit ``1 - sqrt(2/pi)``, and the mean Omega of Gaussian vectors
+    drawn at ``d = 8``, within sampling error of the exact value:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis.omega import gaussian_omega, omega
+    >>> round(gaussian_omega(8), 4), round(gaussian_omega(10**6), 4), round(float(1 - np.sqrt(2 / np.pi)), 4)
+    (0.1769, 0.2021, 0.2021)
+    >>> h = np.random.default_rng(0).standard_normal((4000, 8))
+    >>> bool(abs(float(omega(h).mean()) - gaussian_omega(8)) < 0.005)
+    True
     """
     from scipy.special import gammaln
 
@@ -141,6 +154,21 @@ def reference_values(d: int, k: int | None = None) -> dict[str, float]:
     ------
     InvalidInputError
         For a ``d`` that is not a positive integer or a ``k`` outside ``1..d``.
+
+    Examples
+    --------
+    At ``d = 64``: the one-hot maximum ``1 - 1/8``, and a vector of four equal-magnitude coordinates has the
+    ``k_sparse`` value ``1 - sqrt(4/64)``:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis.omega import omega, reference_values
+    >>> ref = reference_values(64, k=4)
+    >>> ref["one_hot"], ref["constant"], ref["k_sparse"]
+    (0.875, 0.0, 0.75)
+    >>> round(ref["gaussian"], 3), round(ref["gaussian_limit"], 4)
+    (0.199, 0.2021)
+    >>> float(omega(np.array([1.0, -1.0, 1.0, -1.0] + [0.0] * 60)))
+    0.75
     """
     if not isinstance(d, (int, np.integer)) or d < 1:
         raise InvalidInputError(f"d must be a positive integer, got {d!r}.")
@@ -181,6 +209,22 @@ def hoyer(x: Any) -> Any:
     ------
     InvalidInputError
         For fewer than two coordinates.
+
+    Examples
+    --------
+    A one-hot vector gives 1 at ``d = 4`` and at ``d = 1024``, where its Omega is ``1 - 1/32``; equal magnitudes
+    give 0:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis.omega import hoyer, omega
+    >>> round(float(hoyer(np.eye(4)[0])), 6), round(float(hoyer(np.eye(1024)[0])), 6)
+    (1.0, 1.0)
+    >>> float(omega(np.eye(1024)[0]))
+    0.96875
+    >>> float(hoyer(np.ones(16)))
+    0.0
+    >>> hoyer(np.eye(8)).shape  # one value per vector
+    (8,)
     """
     h = np.asarray(x, dtype=np.float64)
     d = h.shape[-1]
@@ -219,6 +263,17 @@ def level_at_width(level: float, d: int, d_from: int = PAPER_WIDTH, structure: s
     InvalidInputError
         For a ``level`` out of range, a ``"massive"`` level at or below a Gaussian vector's Omega, or another
         ``structure``.
+
+    Examples
+    --------
+    The paper's level 0.69 (read at width 5120) carried to width 896: the same Hoyer sparseness is a slightly
+    lower Omega at the narrower width, while the same massive coordinate weighs more in the narrower vector:
+
+    >>> from latentbook.analysis.omega import level_at_width
+    >>> round(level_at_width(0.69, 5120), 6)  # the same width: the same level
+    0.69
+    >>> round(level_at_width(0.69, 896), 3), round(level_at_width(0.69, 896, structure="massive"), 3)
+    (0.676, 0.835)
     """
     from scipy.optimize import brentq
 
@@ -251,6 +306,20 @@ def massive_omega(d: int, c: float) -> float:
     -------
     float
         The large-d Omega of that vector.
+
+    Examples
+    --------
+    Without a massive coordinate it is the Gaussian value; with one of 1000 s.d. at ``d = 4096`` it matches the
+    mean Omega of such vectors drawn at random:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis.omega import massive_omega, omega
+    >>> round(massive_omega(4096, 0.0), 4)
+    0.2022
+    >>> h = np.random.default_rng(0).standard_normal((200, 4096))
+    >>> h[:, 0] = 1000.0
+    >>> round(massive_omega(4096, 1000.0), 3), round(float(omega(h).mean()), 3)
+    (0.933, 0.933)
     """
     return float(1 - (c + (d - 1) * np.sqrt(2 / np.pi)) / (np.sqrt(d) * np.sqrt(c**2 + d - 1)))
 
@@ -281,6 +350,22 @@ def permutation_null(x: np.ndarray, seed: int = 0) -> np.ndarray:  # pragma: no 
     ------
     InvalidInputError
         For a sample that is not of shape ``(n >= 2, d)``.
+
+    Examples
+    --------
+    Gaussian tokens with unequal coordinate scales keep their mean Omega under the permutation (it comes from
+    the scales), one-hot tokens lose most of theirs (it comes from within each token):
+
+    >>> import numpy as np
+    >>> from latentbook.analysis.omega import omega, permutation_null
+    >>> rng = np.random.default_rng(0)
+    >>> scaled = rng.standard_normal((500, 64)) * np.linspace(0.1, 10, 64)
+    >>> round(float(omega(scaled).mean()), 2), round(float(permutation_null(scaled).mean()), 2)
+    (0.3, 0.3)
+    >>> one_hot = np.eye(64)[rng.integers(0, 64, 500)]
+    >>> null = permutation_null(one_hot)
+    >>> null.shape, round(float(omega(one_hot).mean()), 3), bool(null.mean() < 0.6)
+    ((500,), 0.875, True)
     """
     h = np.asarray(x, dtype=np.float64)
     if h.ndim != 2 or len(h) < 2:
@@ -308,6 +393,22 @@ def gaussian_null(x: np.ndarray, seed: int = 0) -> np.ndarray:
     ------
     InvalidInputError
         For a sample that is not of shape ``(n >= 2, d)``.
+
+    Examples
+    --------
+    Gaussian tokens with unequal coordinate scales are their own Gaussian null; one-hot tokens along random axes
+    (a covariance near ``I / 64``) fall to near the Gaussian value:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis.omega import gaussian_null, gaussian_omega, omega
+    >>> rng = np.random.default_rng(0)
+    >>> scaled = rng.standard_normal((500, 64)) * np.linspace(0.1, 10, 64)
+    >>> round(float(omega(scaled).mean()), 2), round(float(gaussian_null(scaled).mean()), 2)
+    (0.3, 0.3)
+    >>> one_hot = np.eye(64)[rng.integers(0, 64, 500)]
+    >>> null = gaussian_null(one_hot)
+    >>> null.shape, bool(abs(float(null.mean()) - gaussian_omega(64)) < 0.03)
+    ((500,), True)
     """
     h = np.asarray(x, dtype=np.float64)
     if h.ndim != 2 or len(h) < 2:
@@ -339,6 +440,17 @@ def top_dims(vectors: np.ndarray, k: int) -> np.ndarray:
     ------
     InvalidInputError
         For vectors that are not 2-D or a ``k`` outside ``0..d-1``.
+
+    Examples
+    --------
+    Two coordinates planted large in a few Gaussian tokens are found:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis.omega import top_dims
+    >>> x = np.random.default_rng(0).standard_normal((100, 16))
+    >>> x[:3, 7], x[5, 3] = 50.0, -40.0
+    >>> top_dims(x, 2).tolist(), top_dims(x, 1).tolist(), top_dims(x, 0).tolist()
+    ([3, 7], [7], [])
     """
     x = np.asarray(vectors, dtype=np.float64)
     if x.ndim != 2 or not 0 <= k < x.shape[1]:
@@ -367,6 +479,19 @@ def omega_without_top_dims(vectors: np.ndarray, k: int, dims: np.ndarray | None 
     ------
     InvalidInputError
         For ``dims`` that do not hold ``k`` indices, or what ``top_dims`` refuses.
+
+    Examples
+    --------
+    Tokens held by one massive coordinate look object-like; without it they are Gaussian-like again:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis.omega import omega, omega_without_top_dims
+    >>> x = np.random.default_rng(0).standard_normal((100, 16))
+    >>> x[:, 7] = 50.0
+    >>> bool(np.all(omega(x) > 0.6)), bool(np.all(omega_without_top_dims(x, 1) < 0.4))
+    (True, True)
+    >>> bool(np.array_equal(omega_without_top_dims(x, 1, dims=np.array([7])), omega(np.delete(x, 7, axis=1))))
+    True
     """
     x = np.asarray(vectors, dtype=np.float64)
     drop = top_dims(x, k) if dims is None else np.asarray(dims, dtype=np.int64)
@@ -404,6 +529,29 @@ def samples(
         Omega of each kept token, shape ``(n_tokens,)``.
     prompt_ids : numpy.ndarray
         The prompt each of those tokens comes from, shape ``(n_tokens,)``.
+
+    Examples
+    --------
+    A capture of 32 prompts of 8 Gaussian tokens (``d = 32``) whose first-position tokens carry a massive
+    coordinate at depth 1: removing either confound brings the mean Omega down to the Gaussian value:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import synthetic
+    >>> from latentbook.analysis.omega import gaussian_omega, samples
+    >>> rng = np.random.default_rng(0)
+    >>> ids, positions = np.repeat(np.arange(32), 8), np.tile(np.arange(8), 32)
+    >>> states = rng.standard_normal((2, 256, 32))
+    >>> states[1, positions == 0, 5] = 1000.0
+    >>> cap = synthetic.as_capture(states, ids, positions, n_vectors=256)
+    >>> values, prompt_ids = samples(cap, 1)
+    >>> values.shape, prompt_ids.shape, round(float(values.mean()), 2)
+    ((256,), (256,), 0.27)
+    >>> values, prompt_ids = samples(cap, 1, drop_first=True)
+    >>> values.shape, round(float(values.mean()), 3), round(gaussian_omega(32), 3)
+    ((224,), 0.194, 0.196)
+    >>> without_top, _ = samples(cap, 1, drop_top_dims=1)
+    >>> without_top.shape, bool(abs(float(without_top.mean()) - gaussian_omega(31)) < 0.01)
+    ((256,), True)
     """
     if drop_top_dims:
         dims = np.sort(np.argsort(cap.abs_max(layer), kind="stable")[::-1][:drop_top_dims])

@@ -26,7 +26,36 @@ from .mp_law import _as_spectrum, tracy_widom1_quantile
 
 @dataclass(frozen=True)
 class ParallelAnalysis:
-    """Observed eigenvalues against those of prompt-block permuted copies of the same tokens."""
+    """Observed eigenvalues against those of prompt-block permuted copies of the same tokens.
+
+    Attributes
+    ----------
+    eigvals : numpy.ndarray
+        The observed eigenvalues, shape ``(d,)``, descending.
+    null : numpy.ndarray
+        The eigenvalues of each permuted copy, shape ``(n_perm, d)``, each row descending.
+    null_quantile : float
+        The ``1 - alpha`` quantile of the largest null eigenvalue: the spike cut.
+    n_spikes : int
+        Observed eigenvalues above it.
+    alpha : float
+        The false-alarm level.
+    n_prompts : int
+        The number of prompts whose blocks were permuted.
+
+    Examples
+    --------
+    One planted direction of variance 8 among 40 (600 tokens of 30 prompts) is the one spike:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import ranks, synthetic
+    >>> x = synthetic.spiked_covariance(600, 40, [8.0], seed=0).x
+    >>> pa = ranks.parallel_analysis(x, np.repeat(np.arange(30), 20), n_perm=20)
+    >>> pa.n_spikes, pa.n_prompts, pa.null.shape
+    (1, 30, (20, 40))
+    >>> bool(pa.eigvals[0] > pa.null_quantile > pa.eigvals[1])
+    True
+    """
 
     eigvals: np.ndarray  # (d,) observed, descending
     null: np.ndarray  # (n_perm, d) eigenvalues of each permuted copy, descending
@@ -49,6 +78,37 @@ def sample_eigvals(x: np.ndarray, centered: bool = True) -> np.ndarray:
     """The ``d`` eigenvalues, descending, of ``X^T X / n`` (``X`` centred when ``centered``), ``x`` of shape ``(n, d)``.
 
     When ``n < d`` they come from the ``n x n`` Gram matrix (the same nonzero eigenvalues), padded with zeros.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Token vectors, shape ``(n, d)``, ``n >= 2``, finite.
+    centered : bool
+        Subtract the mean token first (the covariance) or not (the second moment).
+
+    Returns
+    -------
+    numpy.ndarray
+        The ``d`` eigenvalues, float64, descending, clipped at 0.
+
+    Raises
+    ------
+    InvalidInputError
+        For an array that is not 2-D, has fewer than 2 rows or is not finite.
+
+    Examples
+    --------
+    The eigenvalues of numpy's maximum-likelihood covariance; 5 centred tokens in 8 dimensions span at most 4,
+    so the other 4 eigenvalues are zeros:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import ranks, synthetic
+    >>> x = synthetic.gaussian(50, 8, seed=0)
+    >>> bool(np.allclose(ranks.sample_eigvals(x), np.linalg.eigvalsh(np.cov(x.T, bias=True))[::-1]))
+    True
+    >>> lam = ranks.sample_eigvals(synthetic.gaussian(5, 8, seed=0))
+    >>> int(np.sum(lam > 1e-12)), lam[4:].tolist()
+    (4, [0.0, 0.0, 0.0, 0.0])
     """
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2 or x.shape[0] < 2 or not np.all(np.isfinite(x)):
@@ -81,6 +141,45 @@ def parallel_analysis(
     with the ``i``-th null one would count the top of the bulk once spikes are found: it sits above the null's
     ``i``-th). Coordinates of unequal variance are not structure here (the
     null is diagonal, not isotropic), so one massive coordinate is not a spike. Introduced in: chapter 4.
+
+    Parameters
+    ----------
+    vectors : numpy.ndarray
+        Token vectors, shape ``(n, d)``, finite.
+    prompt_ids : numpy.ndarray
+        The prompt of each token, shape ``(n,)``; at least 3 prompts.
+    n_perm : int
+        Permuted copies, at least 20.
+    alpha : float
+        The false-alarm level, in ``(0, 1)``.
+    centered : bool
+        Eigenvalues of the covariance (True) or of the second moment (False).
+    seed : int
+        Seed of the permutations.
+
+    Returns
+    -------
+    ParallelAnalysis
+        The observed and null eigenvalues, the cut and the spike count.
+
+    Raises
+    ------
+    InvalidInputError
+        For vectors that are not 2-D and finite, not one prompt id per vector, ``n_perm < 20``, ``alpha`` out of
+        range, or fewer than 3 prompts.
+
+    Examples
+    --------
+    Gaussian tokens of 30 prompts have no spike; a planted direction of variance 8 is one:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import ranks, synthetic
+    >>> prompts = np.repeat(np.arange(30), 20)
+    >>> ranks.parallel_analysis(synthetic.gaussian(600, 40, seed=0), prompts, n_perm=20).n_spikes
+    0
+    >>> x = synthetic.spiked_covariance(600, 40, [8.0], seed=0).x
+    >>> ranks.parallel_analysis(x, prompts, n_perm=20).n_spikes
+    1
     """
     x = np.asarray(vectors, dtype=np.float64)
     ids = np.asarray(prompt_ids)
@@ -115,7 +214,27 @@ def parallel_analysis(
 
 @dataclass(frozen=True)
 class RankEstimate:
-    """Kritchman & Nadler's rank: the number of eigenvalues that pass their sequential Tracy–Widom test."""
+    """Kritchman & Nadler's rank: the number of eigenvalues that pass their sequential Tracy–Widom test.
+
+    Attributes
+    ----------
+    n_spikes : int
+        The number of signals: the last ``k`` whose test passes.
+    sigma2 : float
+        Noise variance estimated with that many signals.
+    alpha : float
+        The level of each test.
+    n_samples : float
+        The (effective) number of samples the tests assumed.
+
+    Examples
+    --------
+    >>> from latentbook.analysis import ranks, synthetic
+    >>> lam = ranks.sample_eigvals(synthetic.spiked_covariance(2000, 200, [10.0, 6.0], seed=0).x)
+    >>> estimate = ranks.kritchman_nadler(lam, 2000)
+    >>> estimate.n_spikes, round(estimate.sigma2, 2), estimate.alpha, estimate.n_samples
+    (2, 1.0, 0.01, 2000.0)
+    """
 
     n_spikes: int
     sigma2: float  # noise variance estimated with that many signals
@@ -154,6 +273,36 @@ def kritchman_nadler(eigvals: np.ndarray, n_samples: float, alpha: float = 0.01)
     signals (``_kn_noise``); the count is the last ``k`` that passes. ``eigvals`` of ``X^T X / n``; ``n`` the
     (effective) number of samples: correlated tokens need the effective one (``mp_fit(...).n_samples``).
     Introduced in: chapter 4.
+
+    Parameters
+    ----------
+    eigvals : numpy.ndarray
+        The spectrum of ``X^T X / n``, finite and nonnegative, in any order.
+    n_samples : float
+        The (effective) number of samples, ``>= 2``.
+    alpha : float
+        The level of each test, in ``(0, 1)``.
+
+    Returns
+    -------
+    RankEstimate
+        The number of signals and the noise variance estimated with them.
+
+    Raises
+    ------
+    InvalidInputError
+        For a spectrum that is not 1-D, finite and nonnegative, ``n_samples < 2`` or ``alpha`` out of range.
+
+    Examples
+    --------
+    Two planted spikes (variance 10 and 6, 2000 tokens, ``d = 200``) give rank 2, Gaussian tokens rank 0:
+
+    >>> from latentbook.analysis import ranks, synthetic
+    >>> lam = ranks.sample_eigvals(synthetic.spiked_covariance(2000, 200, [10.0, 6.0], seed=0).x)
+    >>> ranks.kritchman_nadler(lam, 2000).n_spikes
+    2
+    >>> ranks.kritchman_nadler(ranks.sample_eigvals(synthetic.gaussian(2000, 200, seed=0)), 2000).n_spikes
+    0
     """
     lam = _as_spectrum(eigvals)
     if not np.isfinite(n_samples) or n_samples < 2:
@@ -179,19 +328,106 @@ def kritchman_nadler(eigvals: np.ndarray, n_samples: float, alpha: float = 0.01)
 
 
 def effective_rank(eigvals: np.ndarray) -> float:
-    """``exp(-sum p_i log p_i)``, ``p_i = lambda_i / sum lambda`` (Roy & Vetterli 2007); between 1 and d."""
+    """``exp(-sum p_i log p_i)``, ``p_i = lambda_i / sum lambda`` (Roy & Vetterli 2007); between 1 and d.
+
+    Parameters
+    ----------
+    eigvals : numpy.ndarray
+        One spectrum, finite and nonnegative, in any order.
+
+    Returns
+    -------
+    float
+        The effective rank, in ``[1, d]``.
+
+    Raises
+    ------
+    InvalidInputError
+        For a spectrum that is not 1-D, finite and nonnegative.
+
+    Examples
+    --------
+    The identity in 8 dimensions has effective rank 8, a single direction 1:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import ranks
+    >>> round(ranks.effective_rank(np.linalg.eigvalsh(np.eye(8))), 6)
+    8.0
+    >>> round(ranks.effective_rank(np.array([3.0, 0.0, 0.0, 0.0])), 6)
+    1.0
+    >>> round(ranks.effective_rank(np.array([4.0, 2.0, 1.0, 1.0])), 3)  # exp(entropy of (1/2, 1/4, 1/8, 1/8))
+    3.364
+    """
     lam = _as_spectrum(eigvals)
     p = lam[lam > 0] / lam.sum()
     return float(np.exp(-np.sum(p * np.log(p))))
 
 
 def participation_ratio(eigvals: np.ndarray) -> float:
-    """``(sum lambda)^2 / sum lambda^2``; d for an isotropic spectrum, 1 for a single direction."""
+    """``(sum lambda)^2 / sum lambda^2``; d for an isotropic spectrum, 1 for a single direction.
+
+    Parameters
+    ----------
+    eigvals : numpy.ndarray
+        One spectrum, finite and nonnegative, in any order.
+
+    Returns
+    -------
+    float
+        The participation ratio, in ``[1, d]``.
+
+    Raises
+    ------
+    InvalidInputError
+        For a spectrum that is not 1-D, finite and nonnegative.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from latentbook.analysis import ranks
+    >>> round(ranks.participation_ratio(np.ones(50)), 6)  # isotropic in 50 dimensions
+    50.0
+    >>> round(ranks.participation_ratio(np.array([1.0, 0.0, 0.0])), 6)  # a single direction
+    1.0
+    >>> round(ranks.participation_ratio(np.array([4.0, 2.0, 1.0, 1.0])), 4), round(64 / 22, 4)
+    (2.9091, 2.9091)
+    """
     lam = _as_spectrum(eigvals)
     return float(lam.sum() ** 2 / np.sum(lam**2))
 
 
 def stable_rank(eigvals: np.ndarray) -> float:
-    """``sum lambda / max lambda`` = ``||X||_F^2 / ||X||_2^2`` of the centred data matrix ``X``."""
+    """``sum lambda / max lambda`` = ``||X||_F^2 / ||X||_2^2`` of the centred data matrix ``X``.
+
+    Parameters
+    ----------
+    eigvals : numpy.ndarray
+        One spectrum, finite and nonnegative, in any order.
+
+    Returns
+    -------
+    float
+        The stable rank, in ``[1, d]``.
+
+    Raises
+    ------
+    InvalidInputError
+        For a spectrum that is not 1-D, finite and nonnegative.
+
+    Examples
+    --------
+    ``(4 + 2 + 1 + 1) / 4 = 2``; of tokens' covariance, the ratio of the centred data's Frobenius and spectral
+    norms squared:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import ranks, synthetic
+    >>> ranks.stable_rank(np.array([4.0, 2.0, 1.0, 1.0]))
+    2.0
+    >>> x = synthetic.gaussian(100, 10, seed=0)
+    >>> xc = x - x.mean(0)
+    >>> ratio = np.linalg.norm(xc, "fro") ** 2 / np.linalg.norm(xc, 2) ** 2
+    >>> bool(np.isclose(ranks.stable_rank(ranks.sample_eigvals(x)), ratio))
+    True
+    """
     lam = _as_spectrum(eigvals)
     return float(lam.sum() / lam[0])

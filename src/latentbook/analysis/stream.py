@@ -41,6 +41,22 @@ def rms_norm(cap: Capture) -> np.ndarray:
     -------
     numpy.ndarray
         The RMS coordinate at each depth held, shape ``(n_depths,)``.
+
+    Examples
+    --------
+    Gaussian tokens of scale ``2^l`` at depth ``l``: the RMS coordinate is the direct root mean square of every
+    coordinate of every token, about 1, 2 and 4:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import synthetic
+    >>> from latentbook.analysis.stream import rms_norm
+    >>> rng = np.random.default_rng(0)
+    >>> states = np.stack([2.0**depth * rng.standard_normal((500, 16)) for depth in range(3)])
+    >>> rms = rms_norm(synthetic.as_capture(states))
+    >>> bool(np.allclose(rms, np.sqrt((states**2).mean(axis=(1, 2))), rtol=1e-5)), rms.round(1).tolist()
+    (True, [1.0, 2.0, 4.0])
+    >>> rms_norm(synthetic.as_capture(np.full((2, 10, 4), 3.0))).tolist()  # every coordinate 3
+    [3.0, 3.0]
     """
     return np.array([_rms(stats) for stats in cap.layers])
 
@@ -67,6 +83,33 @@ def final_norm_effect(cap: Capture) -> dict[str, float]:
     ------
     InvalidInputError
         For a capture without a final norm.
+
+    Examples
+    --------
+    A final norm planted by hand: an RMSNorm without gain sets every token's RMS to 1, so the ratio is the last
+    depth's RMS, and leaves Omega (scale-free) unchanged:
+
+    >>> import numpy as np
+    >>> import torch
+    >>> from latentbook.analysis import synthetic
+    >>> from latentbook.analysis.stream import final_norm_effect
+    >>> from latentbook.capturing import LayerStats
+    >>> rng = np.random.default_rng(0)
+    >>> states = np.stack([2.0**depth * rng.standard_normal((500, 16)) for depth in range(3)])
+    >>> cap = synthetic.as_capture(states)
+    >>> normed = states[-1] / np.sqrt((states[-1] ** 2).mean(1, keepdims=True))
+    >>> cap.final_norm = LayerStats(16)
+    >>> omega = cap.final_norm.add(torch.from_numpy(normed.astype(np.float32)))
+    >>> effect = final_norm_effect(cap)
+    >>> round(effect["rms_after"], 4), round(effect["rms_ratio"], 1)
+    (1.0, 4.0)
+    >>> bool(abs(effect["omega_after"] - effect["omega_before"]) < 1e-6), len(effect)
+    (True, 7)
+    >>> cap.final_norm = None
+    >>> final_norm_effect(cap)
+    Traceback (most recent call last):
+    ...
+    latentbook.errors.InvalidInputError: synthetic has no final norm in this capture ...
     """
     if cap.final_norm is None:
         raise InvalidInputError(

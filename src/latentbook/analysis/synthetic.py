@@ -45,7 +45,35 @@ def _positive(name: str, value: float) -> float:
 
 
 def random_orthonormal(d: int, k: int, rng: np.random.Generator) -> np.ndarray:
-    """``k`` random orthonormal columns in ``R^d``, shape ``(d, k)`` (Haar: QR of a Gaussian matrix)."""
+    """``k`` random orthonormal columns in ``R^d``, shape ``(d, k)`` (Haar: QR of a Gaussian matrix).
+
+    Parameters
+    ----------
+    d : int
+        The dimension.
+    k : int
+        The number of columns, at most ``d``.
+    rng : numpy.random.Generator
+        The random generator drawn from.
+
+    Returns
+    -------
+    numpy.ndarray
+        Orthonormal columns, shape ``(d, k)``.
+
+    Raises
+    ------
+    InvalidInputError
+        For ``k > d``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from latentbook.analysis import synthetic
+    >>> u = synthetic.random_orthonormal(5, 3, np.random.default_rng(0))
+    >>> u.shape, bool(np.allclose(u.T @ u, np.eye(3)))
+    ((5, 3), True)
+    """
     if k > d:
         raise InvalidInputError(f"Cannot draw {k} orthonormal directions in dimension {d}: use k <= d.")
     q, r = np.linalg.qr(rng.standard_normal((d, k)))
@@ -58,6 +86,39 @@ def gaussian(n: int, d: int, sigma2: float = 1.0, seed: int = 0) -> np.ndarray:
     Their sample covariance follows the Marchenko–Pastur law with ratio ``q = d/n`` and scale ``sigma2``;
     their Omega concentrates at ``1 - sqrt(2/pi)`` for large ``d`` (book/paper.md, "Order parameter").
     Introduced in: chapter 3 (Omega reference) and chapter 4 (MP null).
+
+    Parameters
+    ----------
+    n : int
+        The number of tokens.
+    d : int
+        Their dimension.
+    sigma2 : float
+        The variance of each coordinate, positive.
+    seed : int
+        Seed of the draw.
+
+    Returns
+    -------
+    numpy.ndarray
+        The tokens, shape ``(n, d)``.
+
+    Raises
+    ------
+    InvalidInputError
+        For ``n`` or ``d`` not a positive integer, or ``sigma2`` not positive and finite.
+
+    Examples
+    --------
+    The coordinates have variance ``sigma2``, and Omega sits at its Gaussian value ``1 - sqrt(2/pi) = 0.20``:
+
+    >>> import latentbook as lb
+    >>> from latentbook.analysis import synthetic
+    >>> x = synthetic.gaussian(2000, 50, sigma2=4.0)
+    >>> x.shape, round(float(x.var()), 1)
+    ((2000, 50), 4.0)
+    >>> round(float(lb.omega(x).mean()), 2)
+    0.2
     """
     n, d = _positive_int("n", n), _positive_int("d", d)
     rng = np.random.default_rng(seed)
@@ -66,7 +127,31 @@ def gaussian(n: int, d: int, sigma2: float = 1.0, seed: int = 0) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Spiked:
-    """Tokens ``x`` (n, d) with population covariance ``sigma2 I + sum_i (spikes_i - sigma2) u_i u_i^T``."""
+    """Tokens ``x`` (n, d) with population covariance ``sigma2 I + sum_i (spikes_i - sigma2) u_i u_i^T``.
+
+    Attributes
+    ----------
+    x : numpy.ndarray
+        The tokens, shape ``(n, d)``.
+    spikes : numpy.ndarray
+        The planted population eigenvalues, descending.
+    directions : numpy.ndarray
+        Their orthonormal eigenvectors ``u_i``, shape ``(d, n_spikes)``.
+    sigma2 : float
+        The noise variance.
+
+    Examples
+    --------
+    ``spiked_covariance`` returns one; the population covariance has the planted eigenpairs:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import synthetic
+    >>> planted = synthetic.spiked_covariance(500, 20, [6.0, 3.0])
+    >>> u, ell = planted.directions, planted.spikes
+    >>> population = planted.sigma2 * np.eye(20) + (u * (ell - planted.sigma2)) @ u.T
+    >>> planted.x.shape, ell.tolist(), bool(np.allclose(population @ u, u * ell))
+    ((500, 20), [6.0, 3.0], True)
+    """
 
     x: np.ndarray
     spikes: np.ndarray  # planted population eigenvalues, descending
@@ -84,6 +169,45 @@ def spiked_covariance(
     ``theta > sqrt(q)`` (BBP) and then sits near ``sigma2 (1 + theta)(1 + q/theta)``
     (see ``mp_law.spike_location``).
     Introduced in: chapter 4.
+
+    Parameters
+    ----------
+    n : int
+        The number of tokens.
+    d : int
+        Their dimension.
+    spikes : list of float or numpy.ndarray
+        The planted population eigenvalues, each above ``sigma2``.
+    sigma2 : float
+        The noise variance, positive.
+    seed : int
+        Seed of the draw.
+
+    Returns
+    -------
+    Spiked
+        The tokens with the spikes (descending), their directions and ``sigma2``.
+
+    Raises
+    ------
+    InvalidInputError
+        For ``n`` or ``d`` not a positive integer, ``sigma2`` not positive and finite, or a spike not above it.
+
+    Examples
+    --------
+    With ``q = d/n = 0.05`` both spikes lie above the BBP threshold: the top sample eigenvalues sit near
+    ``mp_law.spike_location`` (10.06 and 5.06), the next at the bulk's edge ``(1 + sqrt q)^2 = 1.50``, and the
+    top eigenvector lines up with the planted direction:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import mp_law, synthetic
+    >>> planted = synthetic.spiked_covariance(2000, 100, [10.0, 5.0])
+    >>> eigvals, eigvecs = np.linalg.eigh(np.cov(planted.x, rowvar=False, bias=True))
+    >>> expected = mp_law.spike_location(planted.spikes, 1.0, 100 / 2000)
+    >>> bool(np.allclose(eigvals[::-1][:2], expected, rtol=0.05)), bool(abs(eigvals[-3] - 1.5) < 0.1)
+    (True, True)
+    >>> bool(abs(eigvecs[:, -1] @ planted.directions[:, 0]) > 0.99)
+    True
     """
     n, d = _positive_int("n", n), _positive_int("d", d)
     sigma2 = _positive("sigma2", sigma2)
@@ -101,7 +225,28 @@ def spiked_covariance(
 
 @dataclass(frozen=True)
 class Clustered:
-    """Tokens grouped in prompts, correlated within a prompt: ``x = sqrt(rho) b_prompt + sqrt(1 - rho) w``."""
+    """Tokens grouped in prompts, correlated within a prompt: ``x = sqrt(rho) b_prompt + sqrt(1 - rho) w``.
+
+    Attributes
+    ----------
+    x : numpy.ndarray
+        The tokens, shape ``(n_prompts * tokens_per_prompt, d)``, prompt after prompt.
+    prompt_ids : numpy.ndarray
+        The prompt of each token, shape ``(n,)``.
+    positions : numpy.ndarray
+        The position of each token in its prompt, shape ``(n,)``.
+    rho : float
+        The intra-prompt correlation of every coordinate.
+
+    Examples
+    --------
+    ``clustered_tokens`` returns one, prompt after prompt:
+
+    >>> from latentbook.analysis import synthetic
+    >>> clustered = synthetic.clustered_tokens(n_prompts=3, tokens_per_prompt=2, d=4, rho=0.5)
+    >>> clustered.x.shape, clustered.prompt_ids.tolist(), clustered.positions.tolist(), clustered.rho
+    ((6, 4), [0, 0, 1, 1, 2, 2], [0, 1, 0, 1, 0, 1], 0.5)
+    """
 
     x: np.ndarray  # (n_prompts * tokens_per_prompt, d)
     prompt_ids: np.ndarray  # (n,) prompt of each token
@@ -119,6 +264,45 @@ def clustered_tokens(
     i.i.d. data of ``N / (1 + (m - 1) rho^2)`` tokens (``m`` tokens per prompt; see
     ``spectra.effective_sample_size``): the null model for real captures, whose tokens share a prompt.
     Introduced in: chapter 4.
+
+    Parameters
+    ----------
+    n_prompts : int
+        The number of prompts.
+    tokens_per_prompt : int
+        ``m``, the tokens of each prompt.
+    d : int
+        The dimension.
+    rho : float
+        The intra-prompt correlation, in ``[0, 1]``.
+    sigma2 : float
+        The variance of each coordinate, positive.
+    seed : int
+        Seed of the draw.
+
+    Returns
+    -------
+    Clustered
+        The tokens, their prompts and positions, and ``rho``.
+
+    Raises
+    ------
+    InvalidInputError
+        For counts that are not positive integers, ``sigma2`` not positive and finite, or ``rho`` outside
+        ``[0, 1]``.
+
+    Examples
+    --------
+    Two tokens of one prompt are correlated by ``rho = 0.3``, tokens of different prompts not at all:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import synthetic
+    >>> clustered = synthetic.clustered_tokens(n_prompts=500, tokens_per_prompt=4, d=20, rho=0.3)
+    >>> first, second = clustered.x[clustered.positions == 0], clustered.x[clustered.positions == 1]
+    >>> same = np.corrcoef(first.ravel(), second.ravel())[0, 1]
+    >>> other = np.corrcoef(first[1:].ravel(), second[:-1].ravel())[0, 1]
+    >>> bool(abs(same - 0.3) < 0.03), bool(abs(other) < 0.03)
+    (True, True)
     """
     n_prompts, m = (
         _positive_int("n_prompts", n_prompts),
@@ -137,7 +321,26 @@ def clustered_tokens(
 
 @dataclass(frozen=True)
 class Manifold:
-    """Tokens on a curved manifold of known dimension (``curved_manifold``)."""
+    """Tokens on a curved manifold of known dimension (``curved_manifold``).
+
+    Attributes
+    ----------
+    x : numpy.ndarray
+        The tokens, shape ``(n_prompts * tokens_per_prompt, d)``.
+    prompt_ids : numpy.ndarray
+        The prompt of each token, shape ``(n,)``.
+    dimension : int
+        The manifold's dimension ``d0``.
+
+    Examples
+    --------
+    ``curved_manifold`` returns one:
+
+    >>> from latentbook.analysis import synthetic
+    >>> manifold = synthetic.curved_manifold(5, 4, 2, 10)
+    >>> manifold.x.shape, manifold.prompt_ids[:6].tolist(), manifold.dimension
+    ((20, 10), [0, 0, 0, 0, 1, 1], 2)
+    """
 
     x: np.ndarray  # (n_prompts * tokens_per_prompt, d)
     prompt_ids: np.ndarray  # (n,) prompt of each token
@@ -160,6 +363,49 @@ def curved_manifold(
     ``z_i z_j`` (``i <= j``), ``A`` and ``B`` orthonormal maps into ``R^d`` (independent columns) and ``e ~ N(0, I_d)``.
     A smooth ``d0``-dimensional manifold (a graph over ``A z``), bent by ``curvature``, thickened by ``noise``.
     Introduced in: chapter 9.
+
+    Parameters
+    ----------
+    n_prompts : int
+        The number of prompts.
+    tokens_per_prompt : int
+        The tokens of each prompt.
+    dimension : int
+        ``d0``, the manifold's dimension.
+    d : int
+        The ambient dimension, at least ``d0 + d0 (d0 + 1) / 2``.
+    rho : float
+        The correlation of the latent ``z`` of two tokens of one prompt, in ``[0, 1)``.
+    curvature : float
+        The weight of the quadratic part, ``>= 0`` (0: a flat ``d0``-dimensional subspace).
+    noise : float
+        The standard deviation of the isotropic noise, ``>= 0``.
+    seed : int
+        Seed of the draw.
+
+    Returns
+    -------
+    Manifold
+        The tokens, their prompts and ``d0``.
+
+    Raises
+    ------
+    InvalidInputError
+        For counts that are not positive integers, ``d`` below ``d0 + d0 (d0 + 1) / 2``, or ``rho``,
+        ``curvature`` or ``noise`` out of range.
+
+    Examples
+    --------
+    Without noise a flat manifold spans ``d0`` dimensions, a curved one ``d0 + d0 (d0 + 1) / 2`` (its
+    quadratic products), and noise fills all ``d``:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import synthetic
+    >>> [
+    ...     int(np.linalg.matrix_rank(synthetic.curved_manifold(50, 4, 2, 10, curvature=c, noise=s).x))
+    ...     for c, s in ((0.0, 0.0), (0.5, 0.0), (0.5, 0.1))
+    ... ]
+    [2, 5, 10]
     """
     n_prompts, m = (
         _positive_int("n_prompts", n_prompts),
@@ -184,7 +430,30 @@ def curved_manifold(
 
 @dataclass(frozen=True)
 class Mixture:
-    """Tokens of a k-prototype mixture: ``x = prototypes[labels] + noise``."""
+    """Tokens of a k-prototype mixture: ``x = prototypes[labels] + noise``.
+
+    Attributes
+    ----------
+    x : numpy.ndarray
+        The tokens, shape ``(n, d)``.
+    labels : numpy.ndarray
+        The prototype of each token, ints in ``0..k-1``, shape ``(n,)``.
+    prototypes : numpy.ndarray
+        The prototypes, shape ``(k, d)``.
+    sigma2 : float
+        The noise variance.
+    signal_eigenvalue : float
+        Each of the ``k - 1`` nonzero eigenvalues of the between-class covariance, ``r^2 / k``.
+
+    Examples
+    --------
+    ``mixture`` returns one:
+
+    >>> from latentbook.analysis import synthetic
+    >>> mix = synthetic.mixture(n=12, d=5, k=3, separation=2.0)
+    >>> mix.x.shape, sorted(set(mix.labels.tolist())), mix.prototypes.shape, mix.sigma2
+    ((12, 5), [0, 1, 2], (3, 5), 1.0)
+    """
 
     x: np.ndarray  # (n, d)
     labels: np.ndarray  # (n,) ints in 0..k-1
@@ -203,6 +472,46 @@ def mixture(n: int, d: int, k: int, separation: float, sigma2: float = 1.0, seed
     ``sigma2 + r^2/k`` (Theorem 6.3: at most ``k - 1`` signal eigenvalues). Labels are balanced
     (``n // k`` or one more each), then shuffled.
     Introduced in: chapter 6.
+
+    Parameters
+    ----------
+    n : int
+        The number of tokens.
+    d : int
+        Their dimension, at least ``k``.
+    k : int
+        The number of prototypes.
+    separation : float
+        The distance between two prototypes, in noise standard deviations, ``>= 0``.
+    sigma2 : float
+        The noise variance, positive.
+    seed : int
+        Seed of the draw.
+
+    Returns
+    -------
+    Mixture
+        The tokens, their labels, the prototypes, ``sigma2`` and the between-class eigenvalue ``r^2 / k``.
+
+    Raises
+    ------
+    InvalidInputError
+        For counts that are not positive integers, ``sigma2`` not positive and finite, ``separation`` negative
+        or not finite, or ``k > d``.
+
+    Examples
+    --------
+    Balanced labels, every pair of prototypes ``separation sqrt(sigma2) = 4 sqrt 2`` apart, and the
+    between-class eigenvalue ``separation^2 sigma2 / (2 k) = 16/3``:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import synthetic
+    >>> mix = synthetic.mixture(n=300, d=20, k=3, separation=4.0, sigma2=2.0)
+    >>> np.bincount(mix.labels).tolist(), round(float(mix.signal_eigenvalue), 3)
+    ([100, 100, 100], 5.333)
+    >>> distances = np.linalg.norm(mix.prototypes[:, None] - mix.prototypes[None], axis=-1)
+    >>> bool(np.allclose(distances[~np.eye(3, dtype=bool)], 4.0 * np.sqrt(2.0)))
+    True
     """
     n, d, k = _positive_int("n", n), _positive_int("d", d), _positive_int("k", k)
     sigma2 = _positive("sigma2", sigma2)
@@ -218,7 +527,30 @@ def mixture(n: int, d: int, k: int, separation: float, sigma2: float = 1.0, seed
 
 @dataclass(frozen=True)
 class Chain:
-    """States of a linear depth chain ``h^(l+1) = A h^(l) + eps^(l)``, with ``A`` planted."""
+    """States of a linear depth chain ``h^(l+1) = A h^(l) + eps^(l)``, with ``A`` planted.
+
+    Attributes
+    ----------
+    states : numpy.ndarray
+        The same tokens at every step, shape ``(n_steps + 1, n, d)``.
+    q : float
+        The transverse contraction factor per step.
+    signal_basis : numpy.ndarray
+        Orthonormal ``(d, k_signal)``: the relevant subspace, kept (factor 1).
+    transverse_basis : numpy.ndarray
+        Orthonormal ``(d, d - k_signal)``: its complement, contracted by ``q``.
+    maps : numpy.ndarray
+        The map ``A``, shape ``(d, d)``, the same at every step.
+
+    Examples
+    --------
+    ``contraction_chain`` returns one:
+
+    >>> from latentbook.analysis import synthetic
+    >>> chain = synthetic.contraction_chain(n=50, d=6, n_steps=3, q=0.5, k_signal=2)
+    >>> chain.states.shape, chain.q, chain.signal_basis.shape, chain.transverse_basis.shape, chain.maps.shape
+    ((4, 50, 6), 0.5, (6, 2), (6, 4), (6, 6))
+    """
 
     states: np.ndarray  # (n_steps + 1, n, d)
     q: float  # transverse contraction factor per step
@@ -244,6 +576,52 @@ def contraction_chain(
     ``signal_scale^2`` along the signal subspace and 1 transversally; ``eps ~ N(0, noise^2 I)``.
     Without noise the transverse covariance after ``n`` steps is ``q^(2n)`` times its start (Theorem 6.1).
     Introduced in: chapter 5.
+
+    Parameters
+    ----------
+    n : int
+        The number of tokens.
+    d : int
+        Their dimension.
+    n_steps : int
+        The steps of the chain (``n_steps + 1`` depths).
+    q : float
+        The transverse factor per step, ``>= 0``.
+    k_signal : int
+        The dimension of the kept subspace, below ``d``.
+    noise : float
+        The standard deviation of ``eps``, ``>= 0``.
+    signal_scale : float
+        The standard deviation of ``h^(0)`` along the signal subspace.
+    seed : int
+        Seed of the draw.
+
+    Returns
+    -------
+    Chain
+        The states, ``q``, the two bases and the map.
+
+    Raises
+    ------
+    InvalidInputError
+        For counts that are not positive integers, ``k_signal >= d``, or a negative ``q`` or ``noise``.
+
+    Examples
+    --------
+    ``A`` acts on the transverse subspace with every singular value ``q`` and keeps the signal one; without
+    noise the transverse variance falls by exactly ``q^2`` per step:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import synthetic
+    >>> chain = synthetic.contraction_chain(n=200, d=10, n_steps=3, q=0.5, k_signal=2)
+    >>> t, s = chain.transverse_basis, chain.signal_basis
+    >>> np.linalg.svd(t.T @ chain.maps @ t, compute_uv=False).round(3).tolist()
+    [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
+    >>> np.linalg.svd(s.T @ chain.maps @ s, compute_uv=False).round(3).tolist()
+    [1.0, 1.0]
+    >>> variance = np.array([np.var(h @ t, axis=0).sum() for h in chain.states])
+    >>> (variance / variance[0]).round(4).tolist()
+    [1.0, 0.25, 0.0625, 0.0156]
     """
     n, d, n_steps = _positive_int("n", n), _positive_int("d", d), _positive_int("n_steps", n_steps)
     k_signal = _positive_int("k_signal", k_signal)
@@ -271,14 +649,63 @@ def contraction_chain(
 def sigmoid_profile(
     gamma: np.ndarray, gamma_c: float, width: float, amplitude: float, base: float
 ) -> np.ndarray:
-    """``m(gamma) = base + amplitude / (1 + exp(-(gamma - gamma_c) / width))`` (the transition model)."""
+    """``m(gamma) = base + amplitude / (1 + exp(-(gamma - gamma_c) / width))`` (the transition model).
+
+    Parameters
+    ----------
+    gamma : numpy.ndarray
+        The depths.
+    gamma_c : float
+        The midpoint of the transition.
+    width : float
+        Its width (nonzero).
+    amplitude : float
+        The rise from ``base`` to the far side.
+    base : float
+        The level before the transition.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``m(gamma)``, the shape of ``gamma``.
+
+    Examples
+    --------
+    ``base`` well before the transition, ``base + amplitude / 2`` at ``gamma_c``, ``base + amplitude`` after:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import synthetic
+    >>> synthetic.sigmoid_profile(np.array([0.0, 0.42, 1.0]), 0.42, 0.03, 0.2, 0.69).round(3).tolist()
+    [0.69, 0.79, 0.89]
+    """
     z = np.clip((np.asarray(gamma, dtype=np.float64) - gamma_c) / width, -500, 500)
     return base + amplitude / (1.0 + np.exp(-z))
 
 
 @dataclass(frozen=True)
 class Curve:
-    """An order-parameter curve ``m(gamma)`` with its planted transition."""
+    """An order-parameter curve ``m(gamma)`` with its planted transition.
+
+    Attributes
+    ----------
+    gamma : numpy.ndarray
+        The depths ``l / n_layers``, ``l = 0..n_layers``.
+    m : numpy.ndarray
+        The curve at those depths.
+    gamma_c, width, amplitude, base : float
+        The planted ``sigmoid_profile``.
+    noise : float
+        The standard deviation of the noise added.
+
+    Examples
+    --------
+    ``order_parameter_curve`` returns one:
+
+    >>> from latentbook.analysis import synthetic
+    >>> curve = synthetic.order_parameter_curve(n_layers=10)
+    >>> curve.gamma.shape, curve.m.shape, curve.gamma_c, curve.amplitude, curve.noise
+    ((11,), (11,), 0.42, 0.2, 0.01)
+    """
 
     gamma: np.ndarray
     m: np.ndarray
@@ -303,6 +730,48 @@ def order_parameter_curve(
     ``amplitude = 0`` gives a flat curve (no transition). Defaults echo the paper's claim 1
     (m from ~0.69 to ~0.89 at gamma_c ~ 0.42).
     Introduced in: chapter 3.
+
+    Parameters
+    ----------
+    gamma_c : float
+        The midpoint of the transition, in ``[0, 1]``.
+    width : float
+        Its width, positive.
+    amplitude : float
+        The rise across it (0: no transition).
+    base : float
+        The level before it.
+    noise : float
+        The standard deviation of the Gaussian noise, ``>= 0``.
+    n_layers : int
+        ``L``; the curve has ``L + 1`` depths.
+    seed : int
+        Seed of the noise.
+
+    Returns
+    -------
+    Curve
+        The depths, the curve and the planted parameters.
+
+    Raises
+    ------
+    InvalidInputError
+        For ``n_layers`` not a positive integer, ``gamma_c`` outside ``[0, 1]``, a ``width`` not positive, or
+        negative ``noise``.
+
+    Examples
+    --------
+    Without noise the curve is the sigmoid itself; ``amplitude = 0`` gives a flat curve:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import synthetic
+    >>> clean = synthetic.order_parameter_curve(noise=0.0)
+    >>> bool(np.allclose(clean.m, synthetic.sigmoid_profile(clean.gamma, 0.42, 0.03, 0.2, 0.69)))
+    True
+    >>> round(float(clean.m[0]), 2), round(float(clean.m[-1]), 2)
+    (0.69, 0.89)
+    >>> np.unique(synthetic.order_parameter_curve(amplitude=0.0, noise=0.0).m).tolist()
+    [0.69]
     """
     n_layers = _positive_int("n_layers", n_layers)
     if not 0.0 <= gamma_c <= 1.0:
@@ -325,6 +794,42 @@ def correlated_sequences(n_prompts: int, length: int, d: int, rho: float, seed: 
     A stationary AR(1) chain per prompt: ``h_0 ~ N(0, I)``, ``h_(t+1) = rho h_t + sqrt(1 - rho^2) eps_t``, so
     ``E[h_t . h_(t+r)] / d = rho^r`` and the correlation length is ``-1 / log rho``.
     Introduced in: chapter 5.
+
+    Parameters
+    ----------
+    n_prompts : int
+        The number of sequences.
+    length : int
+        The positions of each.
+    d : int
+        The dimension.
+    rho : float
+        The correlation at distance 1, in ``[0, 1)``.
+    seed : int
+        Seed of the draw.
+
+    Returns
+    -------
+    numpy.ndarray
+        The token vectors, shape ``(n_prompts, length, d)``.
+
+    Raises
+    ------
+    InvalidInputError
+        For counts that are not positive integers, or ``rho`` outside ``[0, 1)``.
+
+    Examples
+    --------
+    Unit variance, and ``E[h_t . h_(t+r)] / d`` near ``0.6^r``:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import synthetic
+    >>> h = synthetic.correlated_sequences(n_prompts=200, length=10, d=32, rho=0.6)
+    >>> h.shape, round(float(h.var()), 1)
+    ((200, 10, 32), 1.0)
+    >>> lagged = np.array([np.mean(h[:, :-r] * h[:, r:]) for r in (1, 2, 3)])
+    >>> bool(np.allclose(lagged, 0.6 ** np.arange(1, 4), atol=0.02))
+    True
     """
     n_prompts, length = _positive_int("n_prompts", n_prompts), _positive_int("length", length)
     d = _positive_int("d", d)
@@ -341,7 +846,30 @@ def correlated_sequences(n_prompts: int, length: int, d: int, rho: float, seed: 
 
 @dataclass(frozen=True)
 class LabelledStates:
-    """Token states of labelled items at several reasoning steps and depths (the layout of ``token_states``)."""
+    """Token states of labelled items at several reasoning steps and depths (the layout of ``token_states``).
+
+    Attributes
+    ----------
+    states : numpy.ndarray
+        The token states, shape ``(n_items * n_steps, n_depths, d)``, item after item.
+    labels : numpy.ndarray
+        The class of each token, the same for every token of an item.
+    steps : numpy.ndarray
+        The reasoning step of each token.
+    items : numpy.ndarray
+        The item each token belongs to.
+    prototypes : numpy.ndarray
+        The unit class directions, shape ``(k, d)``.
+
+    Examples
+    --------
+    ``class_trajectories`` returns one, item after item and step after step:
+
+    >>> from latentbook.analysis import synthetic
+    >>> labelled = synthetic.class_trajectories(n_items=3, n_steps=2, n_depths=4, d=8, k=2)
+    >>> labelled.states.shape, labelled.steps.tolist(), labelled.items.tolist(), labelled.prototypes.shape
+    ((6, 4, 8), [0, 1, 0, 1, 0, 1], [0, 0, 1, 1, 2, 2], (2, 8))
+    """
 
     states: np.ndarray  # (n_items * n_steps, n_depths, d)
     labels: np.ndarray  # (n_items * n_steps,) class of each token, fixed per item
@@ -367,6 +895,49 @@ def class_trajectories(
     Object: class stability 1 for large separation); with ``persistent=False`` steps after 0 show an
     independent random class, so centroids fitted at step 0 predict later steps at chance (``1/k``).
     Introduced in: chapter 6.
+
+    Parameters
+    ----------
+    n_items : int
+        The number of items (each a class, balanced over the ``k`` classes).
+    n_steps : int
+        The reasoning steps of each item.
+    n_depths : int
+        The depths of each token.
+    d : int
+        The dimension, at least ``k``.
+    k : int
+        The number of classes.
+    separation : float or numpy.ndarray
+        The distance between prototypes in noise units, one number or one per depth, ``>= 0``.
+    persistent : bool
+        Whether the item's class shows at every step (True) or only at step 0 (False).
+    seed : int
+        Seed of the draw.
+
+    Returns
+    -------
+    LabelledStates
+        The states, labels, steps, items and prototypes.
+
+    Raises
+    ------
+    InvalidInputError
+        For counts that are not positive integers, a negative or infinite ``separation``, or ``k > d``.
+
+    Examples
+    --------
+    An item's class is fixed across its steps, the classes are balanced, and a token lies ``sep / sqrt 2``
+    along its class's prototype (up to the noise):
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import synthetic
+    >>> labelled = synthetic.class_trajectories(n_items=300, n_steps=2, n_depths=3, d=16, k=3, separation=4.0)
+    >>> bool(np.all(labelled.labels[0::2] == labelled.labels[1::2])), np.bincount(labelled.labels).tolist()
+    (True, [200, 200, 200])
+    >>> along = np.einsum("ntd,nd->nt", labelled.states, labelled.prototypes[labelled.labels])
+    >>> bool(abs(along.mean() - 4.0 / np.sqrt(2.0)) < 0.1)
+    True
     """
     n_items, n_steps = _positive_int("n_items", n_items), _positive_int("n_steps", n_steps)
     n_depths, d, k = _positive_int("n_depths", n_depths), _positive_int("d", d), _positive_int("k", k)
@@ -397,7 +968,39 @@ BINDING_CODES = ("stable", "per step", "bag", "first value", "none")  # planted_
 
 @dataclass(frozen=True)
 class PlantedBinding:
-    """Token states of planted programs and what each token is (as ``capturing.states.TokenStates``)."""
+    """Token states of planted programs and what each token is (as ``capturing.states.TokenStates``).
+
+    Attributes
+    ----------
+    states : numpy.ndarray
+        float32 token states, shape ``(n_tokens, n_depths, d)``, program after program.
+    labels : numpy.ndarray
+        The value bound to each token (its chain's value), shape ``(n_tokens,)``.
+    steps : numpy.ndarray
+        The step of each token: 0 the value, ``1..n_hops`` the hops, ``n_hops + 1`` the query.
+    items : numpy.ndarray
+        The program of each token.
+    written : list of list of int
+        Each program's values in the order they are written.
+    query_step : int
+        The step of the query token, ``n_hops + 1``.
+    hop_steps : tuple of int
+        The steps of the hops, ``1..n_hops``.
+    code : str
+        The planted value code (one of ``BINDING_CODES``).
+
+    Examples
+    --------
+    ``planted_binding`` returns one; each program has ``n_chains (n_hops + 1) + 1 = 13`` tokens:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import synthetic
+    >>> planted = synthetic.planted_binding(np.random.default_rng(0), "stable", n_programs=4, d=16)
+    >>> planted.states.shape, planted.states.dtype, planted.steps[:13].tolist()
+    ((52, 8, 16), dtype('float32'), [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 4])
+    >>> planted.query_step, planted.hop_steps, planted.code, len(planted.written)
+    (4, (1, 2, 3), 'stable', 4)
+    """
 
     states: np.ndarray  # (n_tokens, n_depths, d)
     labels: np.ndarray
@@ -437,6 +1040,59 @@ def planted_binding(
       stability across steps);
     - ``"bag"``: nothing beyond the bag of values; ``"first value"``: the first value written, at every token
       (a positional shortcut); ``"none"``: no code at all.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The random generator drawn from.
+    code : str
+        The value code, one of ``BINDING_CODES``.
+    n_programs : int
+        The number of programs.
+    n_values : int
+        The values a chain can hold.
+    n_chains : int
+        The chains of each program.
+    n_hops : int
+        The hops of each chain.
+    n_depths : int
+        The depths of each token.
+    d : int
+        The dimension, at least ``n_values``.
+    strength : float
+        The norm of the value code at full strength.
+    onset : float
+        The depth fraction ``gamma`` at which the code starts to rise.
+    bag : float
+        The weight of the bag of the program's values.
+    program_noise : float
+        The standard deviation of the program offset.
+
+    Returns
+    -------
+    PlantedBinding
+        The states and what each token is.
+
+    Raises
+    ------
+    InvalidInputError
+        For a ``code`` not in ``BINDING_CODES``.
+
+    Examples
+    --------
+    The query token carries chain 0's value; with the ``"stable"`` code a nearest-centroid classifier reads
+    the hops' values at the last depth (chance is 1/8), with ``"none"`` it stays near chance:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import classes, synthetic
+    >>> for code in ("stable", "none"):
+    ...     p = synthetic.planted_binding(np.random.default_rng(0), code, n_programs=40, d=32)
+    ...     hops = np.isin(p.steps, p.hop_steps)
+    ...     accuracy = classes.nearest_centroid_accuracy(p.states[hops, -1], p.labels[hops], p.items[hops])
+    ...     query_is_chain_0 = bool(np.all(p.labels[p.steps == p.query_step] == p.labels[p.steps == 0][::3]))
+    ...     print(code, query_is_chain_0, bool(accuracy > 0.5), bool(accuracy < 0.3))
+    stable True True False
+    none True False True
     """
     if code not in BINDING_CODES:
         raise InvalidInputError(f"code must be one of {BINDING_CODES}, got {code!r}.")
@@ -500,6 +1156,47 @@ def as_capture(
     ``prompt_ids`` and ``positions`` (one per token) default to one prompt per token at position 0; the
     provenance records ``prompts_done`` (the number of distinct prompts) and ``synthetic: True``.
     Introduced in: chapter 3 (null models through the real pipeline).
+
+    Parameters
+    ----------
+    states : numpy.ndarray
+        The token vectors, shape ``(n_depths, n_tokens, d)`` with ``n_depths >= 2``.
+    prompt_ids : numpy.ndarray, optional
+        The prompt of each token; None: one prompt per token.
+    positions : numpy.ndarray, optional
+        The position of each token in its prompt; None: 0 for every token.
+    name : str
+        The model name recorded.
+    n_vectors : int
+        The size of the token-vector reservoir.
+    n_omega_samples : int
+        The size of the per-token Omega reservoir.
+
+    Returns
+    -------
+    Capture
+        The capture, of ``n_layers = n_depths - 1`` and ``d_model = d``.
+
+    Raises
+    ------
+    InvalidInputError
+        For states not ``(n_depths >= 2, n_tokens, d)``, or prompt ids or positions not one per token.
+
+    Examples
+    --------
+    The capture's statistics are those of the tokens given:
+
+    >>> import numpy as np
+    >>> import latentbook as lb
+    >>> from latentbook.analysis import synthetic
+    >>> x = synthetic.gaussian(600, 8).reshape(3, 200, 8)
+    >>> cap = synthetic.as_capture(x, np.repeat(np.arange(50), 4), np.tile(np.arange(4), 50), n_vectors=100)
+    >>> cap.n_layers, cap.d_model, cap.n_tokens, cap.gamma.tolist(), cap.provenance["prompts_done"]
+    (2, 8, 200, [0.0, 0.5, 1.0], 50)
+    >>> bool(np.allclose(cap.covariance(1), np.cov(x[1], rowvar=False, bias=True), atol=1e-5))
+    True
+    >>> bool(np.allclose(cap.omega_mean(), lb.omega(x).mean(1), atol=1e-5)), cap.token_vectors(2).shape
+    (True, (100, 8))
     """
     import torch
 

@@ -73,6 +73,21 @@ def free_energy(p: np.ndarray, energies: np.ndarray, beta: float = 1.0) -> np.nd
     ------
     InvalidInputError
         For rows that are not probabilities, or a ``beta`` that is not positive and finite.
+
+    Examples
+    --------
+    The Gibbs row attains ``F_min`` and any other row lies above it; uniform attention over 4 keys of equal
+    energy has ``F = -log 4``:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import thermo
+    >>> energies = np.array([0.0, 1.0, 2.0])
+    >>> bool(np.isclose(thermo.free_energy(thermo.gibbs(energies), energies), thermo.f_min(energies)))
+    True
+    >>> bool(thermo.free_energy(np.array([0.5, 0.3, 0.2]), energies) > thermo.f_min(energies))
+    True
+    >>> round(float(thermo.free_energy(np.full(4, 0.25), np.zeros(4))), 3), round(float(-np.log(4)), 3)
+    (-1.386, -1.386)
     """
     # equivalent mutants here: float64 by promotion
     p, energies = _simplex(p), np.asarray(energies, dtype=np.float64)  # pragma: no mutate
@@ -100,6 +115,20 @@ def gibbs(energies: np.ndarray, beta: float = 1.0) -> np.ndarray:
     ------
     InvalidInputError
         For a ``beta`` that is not positive and finite.
+
+    Examples
+    --------
+    Energies 0 and ``log 2`` give weights in the ratio 2 : 1; a large ``beta`` puts all the weight on the lowest
+    energy, and huge energies do not overflow:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import thermo
+    >>> np.round(thermo.gibbs(np.array([0.0, np.log(2.0)])), 3)
+    array([0.667, 0.333])
+    >>> np.round(thermo.gibbs(np.array([0.0, 1.0, 2.0]), beta=50.0), 3)
+    array([1., 0., 0.])
+    >>> np.round(thermo.gibbs(np.array([1000.0, 1001.0])), 3)
+    array([0.731, 0.269])
     """
     return special.softmax(-_beta(beta) * np.asarray(energies, dtype=np.float64), axis=-1)
 
@@ -125,6 +154,19 @@ def f_min(energies: np.ndarray, beta: float = 1.0) -> np.ndarray:
     ------
     InvalidInputError
         For a ``beta`` that is not positive and finite.
+
+    Examples
+    --------
+    ``n`` keys of equal energy ``c`` give ``c - log(n) / beta``, without overflow for huge energies:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import thermo
+    >>> round(float(thermo.f_min(np.zeros(4))), 3), round(float(thermo.f_min(np.zeros(4), beta=2.0)), 3)
+    (-1.386, -0.693)
+    >>> round(float(thermo.f_min(np.array([1000.0, 1000.0]))), 3)  # 1000 - log 2
+    999.307
+    >>> thermo.f_min(np.zeros((5, 3))).shape  # one value per row
+    (5,)
     """
     beta = _beta(beta)
     return -special.logsumexp(-beta * np.asarray(energies, dtype=np.float64), axis=-1) / beta
@@ -149,6 +191,18 @@ def entropy(p: np.ndarray) -> np.ndarray:
     ------
     InvalidInputError
         For rows that are not probabilities.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from latentbook.analysis import thermo
+    >>> h = thermo.entropy(np.array([[0.25, 0.25, 0.25, 0.25], [1.0, 0.0, 0.0, 0.0]]))
+    >>> bool(np.isclose(h[0], np.log(4))), bool(h[1] == 0)  # uniform: log n; one-hot: 0
+    (True, True)
+    >>> thermo.entropy(np.array([0.5, 0.6]))
+    Traceback (most recent call last):
+    ...
+    latentbook.errors.InvalidInputError: p must be probability rows ...
     """
     p = _simplex(p)
     return -special.xlogy(p, p).sum(-1)
@@ -175,6 +229,20 @@ def variational_gap(p: np.ndarray, energies: np.ndarray, beta: float = 1.0) -> n
     ------
     InvalidInputError
         For rows that are not probabilities, or a ``beta`` that is not positive and finite.
+
+    Examples
+    --------
+    The gap of the uniform row is its KL divergence from the Gibbs row over ``beta``; the Gibbs row's is 0:
+
+    >>> import numpy as np
+    >>> from scipy import stats
+    >>> from latentbook.analysis import thermo
+    >>> energies, uniform = np.array([0.0, 1.0, 2.0]), np.full(3, 1 / 3)
+    >>> gap = thermo.variational_gap(uniform, energies, beta=2.0)
+    >>> round(float(gap), 3), round(float(stats.entropy(uniform, thermo.gibbs(energies, beta=2.0)) / 2.0), 3)
+    (0.522, 0.522)
+    >>> abs(float(thermo.variational_gap(thermo.gibbs(energies, beta=2.0), energies, beta=2.0))) < 1e-12
+    True
     """
     return free_energy(p, energies, beta) - f_min(energies, beta)
 
@@ -194,6 +262,17 @@ def logit_scale(logits: np.ndarray) -> np.ndarray:
     -------
     numpy.ndarray
         ``beta_eff`` of each row (the population standard deviation over keys).
+
+    Examples
+    --------
+    Logits ``z = -beta E`` of energies standardised to unit spread give back ``beta``:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import thermo
+    >>> e = np.random.default_rng(0).standard_normal((4, 100))
+    >>> e = (e - e.mean(-1, keepdims=True)) / e.std(-1, keepdims=True)
+    >>> np.round(thermo.logit_scale(-3.0 * e), 3)
+    array([3., 3., 3., 3.])
     """
     return np.asarray(logits, dtype=np.float64).std(-1)
 
@@ -224,6 +303,20 @@ def fit_beta(p: np.ndarray, energies: np.ndarray, bounds: tuple[float, float] = 
     ------
     InvalidInputError
         For rows that are not probabilities, or rows whose mean energy no ``beta`` in ``bounds`` reproduces.
+
+    Examples
+    --------
+    Gibbs rows at ``beta = 2.5`` give back 2.5; uniform rows are no sharper than uniform, so no ``beta`` fits:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import thermo
+    >>> energies = np.random.default_rng(0).standard_normal((50, 10))
+    >>> round(thermo.fit_beta(thermo.gibbs(energies, beta=2.5), energies), 3)
+    2.5
+    >>> thermo.fit_beta(np.full(10, 0.1), np.arange(10.0))
+    Traceback (most recent call last):
+    ...
+    latentbook.errors.InvalidInputError: No beta in the bounds fits these rows: ...
     """
     shape = np.shape(p)  # energies broadcast against the rows as given, stacked axes included
     p = _simplex(p).reshape(-1, shape[-1])  # pragma: no mutate: negative reshape size
@@ -286,6 +379,23 @@ def row_check(
     ------
     InvalidInputError
         For shapes that differ, a row without a valid key, or a ``beta`` that is not positive and finite.
+
+    Examples
+    --------
+    Rows of random logits (query ``i`` sees keys ``0..i+2``) with the softmax weights a model would use meet
+    every identity to rounding, and random rows lie above ``F_min``:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import thermo
+    >>> logits = np.random.default_rng(0).standard_normal((4, 6))
+    >>> valid = np.tril(np.ones((4, 6), dtype=bool), k=2)
+    >>> weights = np.where(valid, np.exp(logits), 0.0)
+    >>> weights /= weights.sum(-1, keepdims=True)
+    >>> check = thermo.row_check(logits, valid, weights)
+    >>> check["rows"], check["fmin_error"] < 1e-12, check["model_gap"] < 1e-12, check["kl_identity_error"] < 1e-12
+    (4, True, True, True)
+    >>> check["min_random_gap"] > 0
+    True
     """
     beta = _beta(beta)
     # equivalent mutants here: valid as given
@@ -352,6 +462,35 @@ def cooling(attention) -> pd.DataFrame:
     ------
     InvalidInputError
         For anything without attention statistics (a capture made without ``attention=True``).
+
+    Examples
+    --------
+    Three layers of 4 heads whose queries grow 4-fold per layer against the same keys: the logit scale
+    ``beta_eff`` grows 4-fold with them and the entropy falls, which is cooling. The statistics are streamed
+    the way ``lb.capture(..., attention=True)`` streams them (``row_statistics`` plus the query and key norms):
+
+    >>> import torch
+    >>> from latentbook.analysis import thermo
+    >>> from latentbook.capturing.attention import AttentionStats, row_statistics
+    >>> g = torch.Generator().manual_seed(0)
+    >>> queries = torch.randn(2, 4, 8, 16, generator=g, dtype=torch.float64)  # (batch, heads, T, head dim)
+    >>> keys = torch.randn(2, 4, 8, 16, generator=g, dtype=torch.float64)
+    >>> causal, rows = torch.ones(8, 8, dtype=torch.bool).tril(), torch.ones(2, 8, dtype=torch.bool)
+    >>> stats = AttentionStats(3)
+    >>> for layer, scale in enumerate([0.25, 1.0, 4.0]):
+    ...     q = scale * queries
+    ...     logits = q @ keys.transpose(-1, -2) / 4.0
+    ...     weights = torch.softmax(logits.masked_fill(~causal, float("-inf")), dim=-1)
+    ...     totals = row_statistics(logits, causal, weights, rows)
+    ...     totals["query_norm"], totals["key_norm"] = q.norm(dim=-1).sum((0, 2)), keys.norm(dim=-1).sum((0, 2))
+    ...     stats.add(layer, totals)
+    >>> frame = thermo.cooling(stats)
+    >>> frame["layer"].tolist(), frame["gamma"].round(3).tolist()
+    ([1, 2, 3], [0.333, 0.667, 1.0])
+    >>> (frame["beta_eff"] / frame["beta_eff"][0]).round(3).tolist()
+    [1.0, 4.0, 16.0]
+    >>> bool(frame["entropy"].is_monotonic_decreasing), bool((frame["normalized_entropy"] <= 1).all())
+    (True, True)
     """
     import pandas as pd
 
@@ -397,6 +536,17 @@ def cooling_trend(gamma: np.ndarray, values: np.ndarray) -> dict[str, float]:
     ------
     InvalidInputError
         For arrays that are not 1-D of the same length, or fewer than 3 depths.
+
+    Examples
+    --------
+    A quantity falling linearly with depth has ``rho = -1`` and slope ``-1``:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import thermo
+    >>> gamma = np.linspace(0.1, 1.0, 10)
+    >>> trend = thermo.cooling_trend(gamma, 2.0 - gamma)
+    >>> round(trend["rho"], 3), round(trend["slope"], 3), trend["p_value"] < 1e-6
+    (-1.0, -1.0, True)
     """
     # pragma: no mutate start (float64 inside scipy and numpy)
     gamma, values = np.asarray(gamma, dtype=np.float64), np.asarray(values, dtype=np.float64)

@@ -54,6 +54,53 @@ class Transition:
     ``amplitude_ci`` are percentile intervals at ``level`` (``ci_method`` says from what), inside the fitted depth
     range and ``[-1, 1]``, and always containing their estimate. They describe a transition only when
     ``has_transition`` is true; otherwise ``reason`` says which test failed.
+
+    Attributes
+    ----------
+    gamma_c : float
+        Centre of the best jump.
+    ci : tuple of float
+        Percentile interval of ``gamma_c`` at ``level``.
+    amplitude : float
+        The signed jump ``b``: the gap between the two lines at ``gamma_c``.
+    amplitude_ci : tuple of float
+        Percentile interval of ``amplitude`` at ``level``, inside ``[-1, 1]``.
+    width : float
+        The switch's width ``w``; 0 for a step between two depths.
+    base : float
+        The fitted ``m`` just before the jump (the left line at ``gamma_c``).
+    has_transition : bool
+        Whether the criterion of ``critical_depth`` holds.
+    reason : str
+        Empty for a transition; otherwise the first test that failed, in words.
+    noise : float
+        Residual standard deviation of the jump fit.
+    delta_bic : dict of str to float
+        ``BIC(null) - BIC(jump)`` for each smooth null.
+    bic : dict of str to float
+        Every model's BIC, ``"jump"`` included.
+    level : float
+        Coverage of the intervals.
+    ci_method : str
+        ``"prompt bootstrap + misfit"`` or ``"parametric (AR(1) misfit)"``.
+    fitted_gamma : numpy.ndarray
+        The depths fitted (edges dropped).
+    fitted : numpy.ndarray
+        The jump model at ``fitted_gamma``.
+
+    Examples
+    --------
+    The paper's planted curve (``m`` from 0.69 to 0.89 at ``gamma_c = 0.42``, 41 depths, noise 0.01):
+
+    >>> from latentbook.analysis import synthetic, transition
+    >>> curve = synthetic.order_parameter_curve(seed=0)
+    >>> t = transition.critical_depth(curve.gamma, curve.m, n_boot=20)
+    >>> t.has_transition, t.reason, t.ci_method
+    (True, '', 'parametric (AR(1) misfit)')
+    >>> round(t.gamma_c, 2), bool(t.ci[0] <= 0.42 <= t.ci[1]), round(t.amplitude, 1)
+    (0.42, True, 0.2)
+    >>> bool(min(t.delta_bic.values()) >= transition.BIC_MARGIN), t.fitted.shape == t.fitted_gamma.shape
+    (True, True)
     """
 
     gamma_c: float
@@ -87,6 +134,14 @@ def is_testable(n_depths: int, skip: tuple[int, int] = SKIP) -> bool:
     -------
     bool
         Whether ``critical_depth`` can fit a profile of that many depths.
+
+    Examples
+    --------
+    Eight depths must remain once the edges are dropped:
+
+    >>> from latentbook.analysis import transition
+    >>> transition.is_testable(11), transition.is_testable(10), transition.is_testable(10, skip=(1, 1))
+    (True, False, True)
     """
     return n_depths - sum(skip) >= MIN_FITTED
 
@@ -287,6 +342,25 @@ def critical_depth(
         For a profile that is not 1-D, finite and strictly increasing in ``gamma``, ``draws`` of the wrong shape
         or not finite, fewer than ``MIN_FITTED`` (8) depths left after ``skip``, or ``n_boot``, ``level`` or
         ``max_width`` out of range.
+
+    Examples
+    --------
+    A step of 0.2 planted between the depths 0.5 and 0.55 of 21 (on a slope, noise 0.005) is found there, as a
+    step; a flat curve has no transition, and ``reason`` says why:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import synthetic, transition
+    >>> g = np.arange(21) / 20
+    >>> m = 0.5 + 0.1 * g + 0.2 * (g > 0.5) + 0.005 * np.random.default_rng(0).standard_normal(21)
+    >>> t = transition.critical_depth(g, m, n_boot=20, skip=(0, 0))
+    >>> t.has_transition, t.gamma_c, t.width, t.ci
+    (True, 0.525, 0.0, (0.5, 0.55))
+    >>> round(t.amplitude, 1), bool(t.amplitude_ci[0] <= 0.2 <= t.amplitude_ci[1])
+    (0.2, True)
+    >>> flat = synthetic.order_parameter_curve(amplitude=0.0, seed=0)
+    >>> t = transition.critical_depth(flat.gamma, flat.m, n_boot=20)
+    >>> t.has_transition, t.reason
+    (False, 'a constant model explains m(gamma) about as well as a jump (BIC difference ... < 10)')
     """
     gamma, m, draws = _as_profile(gamma, m, draws, n_boot, seed)
     if not isinstance(n_boot, (int, np.integer)) or n_boot < 20:
@@ -403,6 +477,20 @@ def local_gaps(g: np.ndarray, y: np.ndarray, centre: float, width: float) -> lis
     list of float
         One gap (right minus left at ``centre``) per fit of ``LOCAL_FITS`` that both sides have depths for; empty
         when none has.
+
+    Examples
+    --------
+    A step of 0.2 on a straight line: every local fit (lines and quadratics) recovers it exactly, and a centre
+    with too few depths on one side has none:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import transition
+    >>> g = np.linspace(0.0, 1.0, 21)
+    >>> y = 0.5 + 0.1 * g + 0.2 * (g > 0.5)
+    >>> [round(gap, 6) for gap in transition.local_gaps(g, y, 0.525, 0.0)]
+    [0.2, 0.2, 0.2, 0.2, 0.2]
+    >>> transition.local_gaps(g, y, 0.1, 0.0)
+    []
     """
     left = np.flatnonzero(g < centre - 2 * width)[::-1]
     right = np.flatnonzero(g > centre + 2 * width)
@@ -454,6 +542,22 @@ def local_interval(
     -------
     tuple of float
         ``(low, high)``, or ``(nan, nan)``.
+
+    Examples
+    --------
+    Perturbed copies (noise 0.01) of a step of 0.2 on a line give an interval around 0.2; a centre with too
+    few depths on one side gives none:
+
+    >>> import numpy as np
+    >>> from latentbook.analysis import transition
+    >>> g = np.linspace(0.0, 1.0, 21)
+    >>> y = 0.5 + 0.1 * g + 0.2 * (g > 0.5)
+    >>> profiles = y + 0.01 * np.random.default_rng(0).standard_normal((50, 21))
+    >>> low, high = transition.local_interval(g, y, y, profiles, 0.525, 0.0, 0.9)
+    >>> bool(0.15 < low < 0.2 < high < 0.25)
+    True
+    >>> transition.local_interval(g, y, y, profiles, 0.1, 0.0, 0.9)
+    (nan, nan)
     """
     own = local_gaps(g, y, centre, width)
     if not own:

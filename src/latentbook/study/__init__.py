@@ -24,5 +24,6 @@ __all__ = [
     "run_landmarks",
     "runs",
     "slow_calibration",
+    "statistic_families",
     "verdict_table",
 ]

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._code_hash import code_hash
+from .._code_hash import digest, module_hashes
 from ..analysis.resampling import wilson_interval
 from ..analysis.synthetic import as_capture, curved_manifold
 from ..errors import InvalidInputError
@@ -157,37 +157,15 @@ def confusion(records: list[dict]) -> pd.DataFrame:
 
 
 def source_hash() -> str:
-    """``code_hash`` of the code a landmark calibration runs through (the planted cases, the landmark estimators, the
-    Omega fit and the judge): a table in ``results/calibration/`` is current while this matches its record."""
-    from ..analysis import (
-        bimodality,
-        intrinsic_dimension,
-        landmarks,
-        omega,
-        omega_profiles,
-        standardisation,
-        transition,
-        verdict,
-    )
-    from . import run_landmarks
+    """``_code_hash.digest`` of ``code_hashes()``: a record in ``results/calibration/`` is current while this matches
+    the one it keeps."""
+    return digest(code_hashes())
 
-    parts = (
-        intrinsic_dimension,
-        landmarks,
-        omega,
-        omega_profiles,
-        standardisation,
-        bimodality,
-        transition,
-        run_landmarks,
-        verdict.judge_landmark,
-        verdict.coincides,
-        verdict.judge_massive_step,
-        Family,
-        planted_case,
-        run_case,
-    )
-    return code_hash(parts, extra=repr((FAMILIES, N_DEPTHS, N_BOOT)))
+
+def code_hashes() -> dict[str, str]:
+    """The hash of each module this module imports, itself included (``_code_hash.module_hashes``): what a record
+    of it keeps of the code that made it, so that a change is named module by module."""
+    return module_hashes(__name__)
 
 
 def load_record(results_dir: str | Path) -> PlantedTable:

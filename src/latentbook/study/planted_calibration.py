@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._code_hash import code_hash
+from .._code_hash import digest, module_hashes
 from ..analysis.calibration import MAX_FALSE_HOLDS, MIN_FOUND
 from ..analysis.planted_statistics import PLANTED_Q
 from ..analysis.verdict import VERDICTS, wilson_interval
@@ -615,100 +615,15 @@ def _one_thread() -> None:
 
 
 def source_hash() -> str:
-    """``code_hash`` of the code a planted calibration runs through (planting, capture, the estimators and the
-    spectra and resampling helpers they call, the judges and rows it reads, the families and the case runner of
-    this module, not the tables made from its records; docstrings and comments left out): a table in
-    ``results/calibration/`` is current while this matches the one it records."""
-    from ..analysis import (
-        bimodality,
-        bulk_fit,
-        contraction,
-        cooling,
-        layer_spectra,
-        learned_basis,
-        mp_law,
-        omega,
-        omega_profiles,
-        ranks,
-        resampling,
-        spectra,
-        spectral_contrasts,
-        standardisation,
-        transition,
-        verdict,
-    )
-    from ..capturing import accumulators, attention, capture, jacobian
-    from ..capturing.cache import BOOK_GAIN_PROMPTS, BOOK_GAIN_SETTINGS
-    from . import measure, rows
+    """``_code_hash.digest`` of ``code_hashes()``: a record in ``results/calibration/`` is current while this matches
+    the one it keeps."""
+    return digest(code_hashes())
 
-    parts = (
-        planted,
-        planted_flow,
-        capture,
-        attention,
-        jacobian,
-        contraction,
-        cooling,
-        accumulators,
-        omega,
-        omega_profiles,
-        standardisation,
-        bimodality,
-        transition,
-        layer_spectra,
-        spectral_contrasts,
-        mp_law,
-        bulk_fit,
-        ranks,
-        spectra,
-        resampling,
-        measure,
-        Family,
-        _code,
-        _artefact,
-        _twin_with_code,
-        _class_code,
-        _twin_writing_as_much,
-        _outliers,
-        _solid_code,
-        _atom_code,
-        _contraction,
-        _sharpening,
-        _twin_with_flow,
-        families,
-        base_spec,
-        measure_spec,
-        MeasuredOnce,
-        run_case,
-        verdict.judge_jump,
-        verdict.judge_critical_depth,
-        verdict.judge_concentration,
-        verdict.beside_cleaned,
-        verdict.min_jump,
-        verdict.judge_liquid,
-        verdict.solid_threshold,
-        rows.claim_rows,
-        rows.contraction_row,
-        rows.cooling_row,
-        rows.learned_row,
-        learned_basis,
-    )
-    return code_hash(
-        parts,
-        extra=repr(
-            (
-                CAPTURE,
-                LAYERS,
-                WIDTHS,
-                SHARPENING,
-                PLANTED_Q,
-                CODE_SHARE,
-                ATOM_K,
-                BOOK_GAIN_PROMPTS,
-                BOOK_GAIN_SETTINGS,
-            )
-        ),
-    )
+
+def code_hashes() -> dict[str, str]:
+    """The hash of each module this module imports, itself included (``_code_hash.module_hashes``): what a record
+    of it keeps of the code that made it, so that a change is named module by module."""
+    return module_hashes(__name__)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._code_hash import code_hash
+from .._code_hash import digest, module_hashes
 from ..analysis import verdict
 from ..models import planted, planted_spread
 from . import evidence, planted_calibration
@@ -145,35 +145,15 @@ def counts(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def source_hash() -> str:
-    """``code_hash`` of the spread plant, the case runner of this module (not the tables made from its records) and
-    the weighing, with ``planted_calibration.source_hash()`` (the planting, capture, estimators, judges and rows the
-    end-to-end calibration runs through) and the settings as its extra."""
-    parts = (
-        planted_spread,
-        measure_spread,
-        case_specs,
-        run_case,
-        confirmation_table,
-        evidence.with_power,
-        evidence._fits,
-        verdict.weigh_jump,
-        verdict.jump_power,
-        verdict.judge_power,
-        verdict.largest_jump,
-        verdict.paper_jump,
-    )
-    settings = (
-        LAYERS,
-        WIDTHS,
-        GAMMA,
-        D,
-        STRENGTH,
-        evidence.JUMP_CLAIMS,
-        verdict.MIN_POWER,
-        verdict.NOT_FOUND,
-    )
-    extra = repr((planted_calibration.source_hash(), settings))
-    return code_hash(parts, extra=extra)
+    """``_code_hash.digest`` of ``code_hashes()``: a record in ``results/calibration/`` is current while this matches
+    the one it keeps."""
+    return digest(code_hashes())
+
+
+def code_hashes() -> dict[str, str]:
+    """The hash of each module this module imports, itself included (``_code_hash.module_hashes``): what a record
+    of it keeps of the code that made it, so that a change is named module by module."""
+    return module_hashes(__name__)
 
 
 @dataclass(frozen=True)

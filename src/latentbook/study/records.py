@@ -3,15 +3,16 @@
 A record is computed offline (hours of both cores: planted models, training a ladder) and kept in ``results/`` with
 the hash of the code that computed it; the book shows it and says when that code has changed since. ``RECORDS``
 names each one: its file, the command that writes it again (and, where its producer can, the command that keeps it
-for new code once a few of its cases reproduce: ``restamp``), and the reader that says whether it is current (each
-record's own ``source_hash`` or ``measured_by``). ``status()`` reads them all, ``latentbook records status``
+for new code once a few of its cases reproduce: ``restamp``), and the reader that says whether it is current: a
+calibration record keeps the hash of every module its producer imports (``_code_hash.module_hashes``, read from the
+import graph), so its state names the module that changed; the ladder's records keep their own ``measured_by``. ``status()`` reads them all, ``latentbook records status``
 prints them, and ``latentbook records run NAME`` / ``restamp NAME`` run a record's producer from the repository
 (``producer_argv``):
 
     name                   state     file                                       rerun with
     planted calibration    current   results/calibration/planted_models.json    python tools/calibrate_planted.py ...
 
-A state is "current", "stale: <why>" (the code it hashes changed since; for the ladder, how many of its models),
+A state is "current", "stale: <why>" ("stale: latentbook.analysis.omega changed"; for the ladder, how many of its models),
 or "missing" / "unreadable: <why>".
 Introduced in: the contributing guide (records and their producers).
 """
@@ -52,38 +53,15 @@ class Record:
         return re.sub(r"[^a-z0-9]+", "-", self.name.lower()).strip("-")
 
 
-def _current(flag: bool) -> str:
-    return CURRENT if flag else CHANGED
+def _code_state(file: str, producer: str, results: Path) -> str:
+    """ "current" while the record's ``provenance["code"]`` is ``_code_hash.module_hashes(producer)`` now, else
+    "stale: <modules> changed" (``_code_hash.stale_because``)."""
+    import json
 
+    from .._code_hash import module_hashes, stale_because
 
-def _planted(results: Path) -> str:
-    from . import planted_calibration
-
-    return _current(planted_calibration.load_record(results).current)
-
-
-def _power_confirmation(results: Path) -> str:
-    from . import power_confirmation
-
-    return _current(power_confirmation.load_confirmation(results).current)
-
-
-def _jump_power(results: Path) -> str:
-    from . import power_record
-
-    return _current(power_record.load_power_record(results).current)
-
-
-def _landmarks(results: Path) -> str:
-    from . import landmark_calibration
-
-    return _current(landmark_calibration.load_record(results).current)
-
-
-def _slow(results: Path) -> str:
-    from . import slow_calibration
-
-    return _current(slow_calibration.slow_families(results).current)
+    provenance = json.loads((results / file).read_text(encoding="utf-8"))["provenance"]
+    return stale_because(provenance.get("code"), module_hashes(producer)) or CURRENT
 
 
 def _ladder_measurements(folder: str, results: Path) -> str:
@@ -99,7 +77,7 @@ def _ladder_landmarks(folder: str, results: Path) -> str:
     from . import ladder_landmarks
 
     record = ladder_landmarks.load_record(results / folder / ladder_landmarks.FILE)
-    return _current(ladder_landmarks.is_current(record))
+    return CURRENT if ladder_landmarks.is_current(record) else CHANGED
 
 
 RECORDS: tuple[Record, ...] = (
@@ -107,23 +85,39 @@ RECORDS: tuple[Record, ...] = (
         "planted calibration",
         "calibration/planted_models.json",
         "python tools/calibrate_planted.py --jobs 2",
-        _planted,
+        partial(_code_state, "calibration/planted_models.json", "latentbook.study.planted_calibration"),
         restamp="python tools/calibrate_planted.py --jobs 2 --restamp",
     ),
     Record(
         "power confirmation",
         "calibration/power_confirmation.json",
         "python tools/confirm_power.py",
-        _power_confirmation,
+        partial(_code_state, "calibration/power_confirmation.json", "latentbook.study.power_confirmation"),
     ),
-    Record("jump power", "calibration/jump_power.json", "python tools/jump_power.py", _jump_power),
+    Record(
+        "jump power",
+        "calibration/jump_power.json",
+        "python tools/jump_power.py",
+        partial(_code_state, "calibration/jump_power.json", "latentbook.analysis.jump_power"),
+    ),
     Record(
         "landmark calibration",
         "calibration/landmarks.json",
         "python tools/calibrate_landmarks.py",
-        _landmarks,
+        partial(_code_state, "calibration/landmarks.json", "latentbook.study.landmark_calibration"),
     ),
-    Record("slow families", "calibration/slow_families.json", "python tools/calibrate_slow.py", _slow),
+    Record(
+        "statistic calibration",
+        "calibration/statistic_families.json",
+        "python tools/calibrate_statistics.py",
+        partial(_code_state, "calibration/statistic_families.json", "latentbook.analysis.calibration"),
+    ),
+    Record(
+        "slow families",
+        "calibration/slow_families.json",
+        "python tools/calibrate_slow.py",
+        partial(_code_state, "calibration/slow_families.json", "latentbook.analysis.calibration"),
+    ),
     Record(
         "ladder measurements (ladder)",
         "ladder/measurements.json",

@@ -1,5 +1,5 @@
 """The slow calibration families as the book shows them: read from ``results/calibration/``, with whether the
-code they ran on is still the code of the package (``analysis.calibration.slow_source_hash``).
+code they ran on is still the code of the package (``analysis.calibration.source_hash``).
 
 ``tools/calibrate_slow.py`` writes the file; the criteria appendix of chapter 8 calls ``slow_families()``
 (a ``table_record.TableRecord`` with the summary it glues).
@@ -50,5 +50,5 @@ class SlowFamilies(TableRecord):
 
 def slow_families(results_dir: str | Path) -> SlowFamilies:
     """``results_dir / calibration / slow_families.json`` as a table (the columns of ``calibration.calibrate_statistics``)."""
-    record = load_table_record(results_dir, SLOW_FILE, calibration.slow_source_hash(), "calibrate_slow.py")
+    record = load_table_record(results_dir, SLOW_FILE, calibration.source_hash(), "calibrate_slow.py")
     return SlowFamilies(record.table, record.provenance, record.current)

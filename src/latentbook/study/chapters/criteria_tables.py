@@ -4,8 +4,9 @@ its confirmation on planted models and the statistic-level calibration, as table
 Usage: ``glue_frame("vd", criteria_constants())``; ``power_rates(power)`` and ``power_glue(power)`` of
 ``power_record.load_power_record``; ``confirmation_glue(confirmation, power.table)`` of
 ``power_confirmation.load_confirmation``; ``calibration_glue(table)`` and ``wilson_view(table)`` of
-``calibration.calibrate_statistics`` (and of the slow families; ``statistic_calibration`` computes it once for the
-code and keeps it, as ``power_bands`` keeps ``bimodality_power.power_table``); ``percent_table`` shows any of them. The
+``calibration.calibrate_statistics``, kept in ``results/`` (``statistic_families``, ``slow_calibration``; when it
+ran and on what code: ``record_glue``); ``power_bands`` keeps ``bimodality_power.power_table`` for the code;
+``percent_table`` shows any of them. The
 end-to-end record's numbers are ``criteria_planted``, the flow families' ``criteria_flow``.
 Introduced in: chapter 8's appendix.
 """
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
     from ..power_confirmation import Confirmation
     from ..power_record import PowerRecord
+    from ..table_record import TableRecord
 
 CALIBRATION_COLUMNS = ("claim", "family", "planted", "n", "holds", "holds_ci_low", "holds_ci_high", "target")
 TENTHS = ("holds_ci_low", "holds_ci_high", "holds_low", "holds_high", "absent_low", "absent_high")
@@ -155,23 +157,21 @@ def wilson_view(table: pd.DataFrame) -> pd.DataFrame:
     return table[list(CALIBRATION_COLUMNS)].assign(**{"met (Wilson)": calibration.meets_by_wilson(table)})
 
 
-def statistic_calibration(n_cases: int = 40, seed: int = 0) -> pd.DataFrame:
-    """``calibration.calibrate_statistics(n_cases, seed)``, computed once for the current code and kept beside the
-    captures (``measurement_cache.cached_frame``): the page shows it again in seconds until an estimator, a judge
-    or a planted family changes (the ``analysis`` wing is in the key), and a fresh machine computes it."""
-    from ...analysis import calibration
-    from ..measurement_cache import cached_frame
-
-    return cached_frame(
-        "statistic_calibration",
-        lambda: calibration.calibrate_statistics(n_cases=n_cases, seed=seed),
-        settings={"n_cases": n_cases, "seed": seed},
-    )
+def record_glue(record: TableRecord, script: str) -> dict[str, str]:
+    """When a table record of ``results/`` ran and on what code, as the appendix says it: ``date`` (its day) and
+    ``current`` ("the current code", or code that has changed since, naming the ``script`` that runs it again)."""
+    return {
+        "date": str(record.provenance["date"])[:10],
+        "current": "the current code"
+        if record.current
+        else f"code that has changed since: rerun tools/{script}",
+    }
 
 
 def power_bands(samples: Sequence[int], separations: Sequence[float], n_depths: int) -> pd.DataFrame:
-    """``bimodality_power.power_table(samples, separations, n_depths=n_depths)``, kept as ``statistic_calibration``
-    keeps its table."""
+    """``bimodality_power.power_table(samples, separations, n_depths=n_depths)``, computed once for the current code
+    and kept beside the captures (``measurement_cache.cached_frame``): a few seconds, so not a record of
+    ``results/``, and a fresh machine computes it."""
     from ...analysis import bimodality_power
     from ..measurement_cache import cached_frame
 
