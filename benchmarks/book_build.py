@@ -116,12 +116,16 @@ def _pages(log: Path, root: Path, env: dict[str, str]) -> dict:
     """What the build log and the execution cache of the checkout ``root`` say of the pages."""
     text = log.read_text(errors="replace")
     done = re.findall(r"execute_pages: done in (\d+) s", text)
+    warmed = re.findall(r"warm_book: done in (\d+) s", text)
     cache = root / "_build" / ".jupyter_cache"
     return {
         "pages": page_seconds(cache, root) if cache.is_dir() else {},
         # tools/execute_pages.py: the pages run this many at a time, for this long, before Sphinx renders them
         "page_jobs": int(env.get("LATENTBOOK_BOOK_JOBS", "2")),
         "pages_wall_s": float(done[-1]) if done else None,
+        # tools/warm_book.py: the runs' shared captures and measurements, made before the pages, and each model's
+        "shared_wall_s": float(warmed[-1]) if warmed else None,
+        "shared_models": {m: float(s) for m, s in re.findall(r"^warm_book: (\S+): (\d+) s", text, re.M)},
         # pages Sphinx executed itself: those that ask for it (execution_mode: force), and any whose cache key
         # did not match the pre-executed notebook's (a regression of tools/execute_pages.py: they run twice)
         "pages_run_in_sphinx": sorted(
@@ -236,6 +240,11 @@ def _page_line(record: dict, executed: float) -> str:
     parallel = record.get("pages_wall_s")
     rest = "Sphinx" if setup else "Sphinx and setup"
     before = f"setup {setup / 60:.1f} min; " if setup else ""
+    shared = record.get("shared_wall_s")
+    if shared is not None:  # made before the pages by tools/warm_book.py, which the pages then read
+        models = ", ".join(f"{m} {s:.0f} s" for m, s in record.get("shared_models", {}).items())
+        before += f"the runs' shared captures and measurements {shared / 60:.1f} min (`tools/warm_book.py`: {models}); "
+        setup += shared
     if parallel is None:  # executed one after the other inside Sphinx
         return (
             f"{before}pages executing {executed / 60:.1f} min, {rest} "

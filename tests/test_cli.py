@@ -336,3 +336,19 @@ def test_train_ladder_measures_the_rungs_by_name_so_each_architectures_seeds_sit
     ]
     assert main(args) == 0
     assert asked == [["l1-d64-s0", "l1-d64-s1", "l4-d64-s0", "l4-d64-s1"]]
+
+
+def test_models_prepare_dequantises_each_embedded_gguf_instead_of_listing(monkeypatch, capsys):
+    from latentbook.models import embedded
+
+    built = []
+    monkeypatch.setattr(embedded, "gemma3_gguf", lambda: ("gemma.gguf", "sha-g"))
+    monkeypatch.setattr(embedded, "smollm2_gguf", lambda: ("smollm2.gguf", None))
+    monkeypatch.setattr(
+        embedded, "gguf_cached_folder", lambda gguf, sha: built.append((gguf, sha)) or (f"/cache/{gguf}", sha)
+    )
+    assert main(["models", "--prepare"]) == 0
+    assert built == [("gemma.gguf", "sha-g"), ("smollm2.gguf", None)]
+    out = capsys.readouterr().out
+    assert "gemma3-270m: /cache/gemma.gguf" in out and "smollm2-135m: /cache/smollm2.gguf" in out
+    assert "here:" not in out  # not the zoo's listing

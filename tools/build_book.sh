@@ -18,8 +18,10 @@ $BIN/python tools/vendor_js.py
 # No progress bars in the executed pages: tqdm's (the capture's, transformers' "Loading weights") and the Hub's.
 # In a Jupyter kernel they would be saved as widget state and shown as frozen bars.
 export TQDM_DISABLE=1 HF_HUB_DISABLE_PROGRESS_BARS=1
-# The pages run LATENTBOOK_BOOK_JOBS at a time into the execution cache first (0: one after the other, in Sphinx).
+# The pages run LATENTBOOK_BOOK_JOBS at a time into the execution cache first (0: one after the other, in Sphinx),
+# after the runs' shared captures and measurements, one model per process (tools/warm_book.py), which they all read.
 if [ "${LATENTBOOK_BOOK_JOBS:-2}" != 0 ]; then
+  $BIN/python tools/warm_book.py --jobs "${LATENTBOOK_BOOK_JOBS:-2}"
   PATH="$PWD/$BIN:$PATH" $BIN/python tools/execute_pages.py --jobs "${LATENTBOOK_BOOK_JOBS:-2}" --cache _build/.jupyter_cache
 fi
 PATH="$PWD/$BIN:$PATH" $BIN/jupyter-book build . "$@"

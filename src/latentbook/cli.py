@@ -26,7 +26,7 @@ from ._text import printable
 from .cli_commands import CSV_BYTES as CSV_BYTES  # re-exported: cli_commands holds the other subcommands
 from .cli_commands import _check_csv_path as _check_csv_path
 from .cli_commands import _check_ladder_options as _check_ladder_options
-from .cli_commands import _plan, _records, _report, _train_ladder, _verdict
+from .cli_commands import _plan, _prepare_models, _records, _report, _train_ladder, _verdict
 from .cli_options import build_parser
 from .errors import InvalidInputError, LatentbookError, OutputExistsError
 
@@ -316,7 +316,9 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv[:cut] if "records" in argv[:cut] else argv)
     args.extra = passthrough
     try:
-        if args.command == "models":
+        if args.command == "models" and args.prepare:
+            _prepare_models()
+        elif args.command == "models":
             from ._text import text_table
             from .models import models
 

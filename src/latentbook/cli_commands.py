@@ -44,6 +44,19 @@ def _check_csv_path(path: Path, force: bool) -> None:
     check_output_path(path, path.name, "--csv", needed=CSV_BYTES)
 
 
+def _prepare_models() -> None:
+    """Dequantise the embedded GGUF models (SmolLM2, Gemma 3) into the model cache, each once and verified, as their
+    first ``load_model`` would: what a fresh ``make setup`` does while pip installs the book's tools."""
+    import time
+
+    from .models import embedded
+
+    for name, gguf in (("gemma3-270m", embedded.gemma3_gguf), ("smollm2-135m", embedded.smollm2_gguf)):
+        started = time.perf_counter()
+        folder, _ = embedded.gguf_cached_folder(*gguf())
+        print(f"{name}: {folder} ({time.perf_counter() - started:.0f} s)", flush=True)
+
+
 def _report(args: argparse.Namespace) -> None:
     """``latentbook report``: print what a capture holds and means (``study.capture_report.capture_report``), and with
     ``--plot`` write its figure.

@@ -37,6 +37,12 @@ def build_parser(summary: str) -> argparse.ArgumentParser:
 
     zoo = sub.add_parser("models", help="list the model zoo (fits 100 columns)")
     zoo.add_argument("--wide", action="store_true", help="one unwrapped line per model, every column")
+    zoo.add_argument(
+        "--prepare",
+        action="store_true",
+        help="dequantise the embedded GGUF models into the model cache now, as their first load would "
+        "(make setup runs it beside pip), instead of listing the zoo",
+    )
 
     cap = sub.add_parser(
         "capture",

@@ -7,6 +7,7 @@ record readers. Nothing is imported here, so ``import latentbook`` stays light.
 """
 
 __all__ = [
+    "book_cache",
     "chapters",
     "evidence",
     "ladder_landmarks",
