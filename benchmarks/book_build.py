@@ -169,11 +169,19 @@ def newcomer_env(home: Path) -> dict[str, str]:
 
 
 def setup_steps(clone: Path, env: dict[str, str]) -> list[str]:
-    """The command lines of the setup recipe, as ``make`` would run them in ``clone`` (``make -n setup``)."""
+    """The command lines of the setup recipe, as ``make`` would run them in ``clone`` (``make -n setup``): a line
+    continued with a backslash is one command with the next, as ``make`` gives it to one shell."""
     listed = subprocess.run(
         ["make", "-n", "setup"], cwd=clone, env=env, capture_output=True, text=True, check=True
     )
-    return [line for line in listed.stdout.splitlines() if line.strip()]
+    commands, lines = [], []
+    for line in listed.stdout.splitlines():
+        lines.append(line)  # kept with its backslash: the shell joins it to the next line
+        if not line.endswith("\\"):
+            if "".join(lines).strip():
+                commands.append("\n".join(lines))
+            lines = []
+    return commands
 
 
 def _timed(command: list[str], cwd: Path, env: dict[str, str], out) -> tuple[int, float]:
@@ -262,7 +270,10 @@ def _setup_table(record: dict) -> list[str]:
     steps = record.get("setup_steps", [])
     if not steps:
         return []
-    escaped = [(s["step"].replace("|", "\\|"), s["seconds"]) for s in steps]  # a pipe would end the cell
+    # one line a cell: a continued command's lines joined, a pipe escaped (it would end the cell)
+    escaped = [
+        (" ".join(s["step"].replace("\\\n", " ").split()).replace("|", "\\|"), s["seconds"]) for s in steps
+    ]
     rows = [f"| `{step}` | {seconds:.0f} |" for step, seconds in escaped]
     return ["| step | wall s |", "|---|---:|", *rows, ""]
 

@@ -66,3 +66,31 @@ def test_a_newcomer_has_the_machines_pip_configuration_and_none_of_its_caches(tm
     env = bench.newcomer_env(home)
     assert env["HOME"] == str(home) and env["PIP_FIND_LINKS"] == "/opt/wheels"
     assert not {"LATENTBOOK_CACHE", "XDG_CACHE_HOME", "HF_HOME", "PIP_CACHE_DIR"} & set(env)
+
+
+def test_the_runs_shared_work_is_its_own_part_of_the_wall_time():
+    bench = load_benchmark("book_build")
+    shared = {"shared_wall_s": 120.0, "shared_models": {"gemma3-270m": 120.0, "minilm-l6": 10.0}}
+    text = bench.markdown(
+        RECORD | {"page_jobs": 2, "pages_wall_s": 330.0, "pages_run_in_sphinx": []} | shared
+    )
+    assert (
+        "the runs' shared captures and measurements 2.0 min (`tools/warm_book.py`: gemma3-270m 120 s" in text
+    )
+    assert "Sphinx and setup 2.5 min" in text  # 600 - 120 - 330 s
+
+
+def test_a_continued_setup_line_is_one_command_and_one_cell(tmp_path):
+    bench = load_benchmark("book_build")
+    (tmp_path / "Makefile").write_text(
+        "setup:\n\techo a\n\techo b & x=$$!; \\\n\t  echo c; \\\n\t  wait $$x\n\ttouch done\n"
+    )
+    steps = bench.setup_steps(tmp_path, {"PATH": "/usr/bin:/bin"})
+    assert steps[0] == "echo a" and steps[-1] == "touch done" and len(steps) == 3
+    assert steps[1].startswith("echo b & x=$!; \\\n") and steps[1].endswith("wait $x")
+    text = bench.markdown(
+        RECORD
+        | {"model_cache": "newcomer", "page_jobs": 2, "pages_wall_s": 330.0, "pages_run_in_sphinx": []}
+        | {"setup_steps": [{"step": steps[1], "seconds": 5.0}]}
+    )
+    assert "| `echo b & x=$!; echo c; wait $x` | 5 |" in text
