@@ -73,8 +73,9 @@ class MPFit:
         ``q`` of the law fitted to the bulk's top edge (it sets the threshold).
     edge_sigma2 : float
         ``sigma2`` of that law.
-    bbp_threshold : float
-        Population eigenvalue needed to be detectable at this ``sigma2`` and ratio (a property).
+
+    The property ``bbp_threshold`` is the population eigenvalue a spike needs to be detectable at this ``sigma2``
+    and ratio.
 
     Examples
     --------

@@ -9,6 +9,7 @@ record readers. Nothing is imported here, so ``import latentbook`` stays light.
 __all__ = [
     "book_cache",
     "chapters",
+    "coverage_record",
     "evidence",
     "ladder_landmarks",
     "ladder_rows",

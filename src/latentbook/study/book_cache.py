@@ -64,7 +64,7 @@ def warm_book(
     work: Callable[[str], tuple[str, float, str | None]] = warm_model,
 ) -> list[tuple[str, float, str | None]]:
     """``work(model)`` (``warm_model``) for each of ``models`` in ``jobs`` processes (1: in this one), the costliest
-    first (``BY_COST``); each result is ``report``ed as it finishes and returned in finishing order."""
+    first (``BY_COST``); each result is given to ``report`` as it finishes, and all are returned in finishing order."""
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
     order = sorted(models, key=lambda m: BY_COST.index(m) if m in BY_COST else -1)

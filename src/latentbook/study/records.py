@@ -113,6 +113,12 @@ RECORDS: tuple[Record, ...] = (
         partial(_code_state, "calibration/statistic_families.json", "latentbook.analysis.calibration"),
     ),
     Record(
+        "interval coverage",
+        "calibration/interval_coverage.json",
+        "python tools/interval_coverage.py",
+        partial(_code_state, "calibration/interval_coverage.json", "latentbook.analysis.interval_coverage"),
+    ),
+    Record(
         "slow families",
         "calibration/slow_families.json",
         "python tools/calibrate_slow.py",
