@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Build the book into _build/html. Extra arguments go to `jupyter-book build`.
 # The execution cache of jupyter-book is keyed on cell source only, so it is cleared whenever the package's
-# source changes; captures are cached separately, keyed on the same source hash (latentbook.capturing.cache).
+# source or a record in results/ changes; captures are cached separately, keyed on the same source hash (latentbook.capturing.cache).
 # LATENTBOOK_BOOK_FRESH=1 executes everything from scratch (CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
 source_hash=$($BIN/python -c "from latentbook.capturing.cache import package_source_hash; print(package_source_hash())")
+# The records in results/ too: a page reads them, and jupyter-cache keys a page on its code cells alone.
+source_hash="$source_hash $(find results -type f \( -name '*.json' -o -name '*.md' -o -name '*.csv' \) -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-64)"
 mkdir -p _build
 if [ "${LATENTBOOK_BOOK_FRESH:-0}" = 1 ] || [ "$(cat _build/.package-source-hash 2>/dev/null)" != "$source_hash" ]; then
   rm -rf _build/.jupyter_cache _build/.doctrees _build/html _build/jupyter_execute  # doctrees too: Sphinx must re-read every page
