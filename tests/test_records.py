@@ -135,3 +135,15 @@ def test_a_record_that_offers_a_restamp_has_a_producer_that_takes_one(record):
     argv = records.producer_argv(record, "restamp", ROOT, ["--help"])
     shown = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert "--restamp" in shown
+
+
+def test_each_calibration_record_names_the_producer_whose_modules_it_hashed():
+    """A record's registered ``producer`` is the module its script ran: the modules its committed ``code`` hashes
+    are that module's imports, so a wrong producer in ``RECORDS`` cannot read a record as current."""
+    from latentbook._code_hash import imported_modules
+
+    producers = [record for record in records.RECORDS if record.producer is not None]
+    assert len(producers) == 7
+    for record in producers:
+        code = json.loads((RESULTS / record.file).read_text())["provenance"]["code"]
+        assert sorted(code) == list(imported_modules(record.producer)), record.name

@@ -35,16 +35,24 @@ CHANGED = "stale: the code it hashes has changed since"
 
 @dataclass(frozen=True)
 class Record:
-    """A long-run record: ``file`` under the results folder, the ``command`` that writes it, and ``check(results)``,
-    its state ("current" or "stale: ..."); a reader's ``LatentbookError`` makes it "missing" or "unreadable".
-    ``restamp``: the command that keeps the record for new code once its spot cases reproduce, None where its
-    producer has none."""
+    """A long-run record: ``file`` under the results folder, the ``command`` that writes it, and how its state is
+    read ("current" or "stale: ..."): from the hashes of the modules that ``producer`` imports (``_code_state``),
+    or by ``check(results)`` for a record that keeps other hashes (the ladder's); a reader's ``LatentbookError``
+    makes it "missing" or "unreadable". ``restamp``: the command that keeps the record for new code once its spot
+    cases reproduce, None where its producer has none."""
 
     name: str
     file: str
     command: str
-    check: Callable[[Path], str]
+    producer: str | None = None
+    check: Callable[[Path], str] | None = None
     restamp: str | None = None
+
+    def state(self, results: Path) -> str:
+        """ "current" or "stale: <why>" of the record under ``results`` (the file exists)."""
+        if self.check is not None:
+            return self.check(results)
+        return _code_state(self.file, self.producer, results)
 
     @property
     def slug(self) -> str:
@@ -85,63 +93,63 @@ RECORDS: tuple[Record, ...] = (
         "planted calibration",
         "calibration/planted_models.json",
         "python tools/calibrate_planted.py --jobs 2",
-        partial(_code_state, "calibration/planted_models.json", "latentbook.study.planted_calibration"),
+        producer="latentbook.study.planted_calibration",
         restamp="python tools/calibrate_planted.py --jobs 2 --restamp",
     ),
     Record(
         "power confirmation",
         "calibration/power_confirmation.json",
         "python tools/confirm_power.py",
-        partial(_code_state, "calibration/power_confirmation.json", "latentbook.study.power_confirmation"),
+        producer="latentbook.study.power_confirmation",
     ),
     Record(
         "jump power",
         "calibration/jump_power.json",
         "python tools/jump_power.py",
-        partial(_code_state, "calibration/jump_power.json", "latentbook.analysis.jump_power"),
+        producer="latentbook.analysis.jump_power",
     ),
     Record(
         "landmark calibration",
         "calibration/landmarks.json",
         "python tools/calibrate_landmarks.py",
-        partial(_code_state, "calibration/landmarks.json", "latentbook.study.landmark_calibration"),
+        producer="latentbook.study.landmark_calibration",
     ),
     Record(
         "statistic calibration",
         "calibration/statistic_families.json",
         "python tools/calibrate_statistics.py",
-        partial(_code_state, "calibration/statistic_families.json", "latentbook.analysis.calibration"),
+        producer="latentbook.analysis.calibration",
     ),
     Record(
         "interval coverage",
         "calibration/interval_coverage.json",
         "python tools/interval_coverage.py",
-        partial(_code_state, "calibration/interval_coverage.json", "latentbook.analysis.interval_coverage"),
+        producer="latentbook.analysis.interval_coverage",
     ),
     Record(
         "slow families",
         "calibration/slow_families.json",
         "python tools/calibrate_slow.py",
-        partial(_code_state, "calibration/slow_families.json", "latentbook.analysis.calibration"),
+        producer="latentbook.analysis.calibration",
     ),
     Record(
         "ladder measurements (ladder)",
         "ladder/measurements.json",
         "latentbook train-ladder --measure",  # ladder.report.COMMAND
-        partial(_ladder_measurements, "ladder"),
+        check=partial(_ladder_measurements, "ladder"),
     ),
     Record(
         "ladder measurements (ladder-v2)",
         "ladder-v2/measurements.json",
         "latentbook train-ladder --out results/ladder-v2 --seeds 0,1,2 --balanced --checkpoint-every 500 "
         "--checkpoint-rungs l4-d64,l8-d64 --jobs 2 --measure",  # ladder.report.V2_COMMAND
-        partial(_ladder_measurements, "ladder-v2"),
+        check=partial(_ladder_measurements, "ladder-v2"),
     ),
     Record(
         "ladder landmarks (ladder-v2)",
         "ladder-v2/landmarks.json",
         "python tools/ladder_landmarks.py",
-        partial(_ladder_landmarks, "ladder-v2"),
+        check=partial(_ladder_landmarks, "ladder-v2"),
     ),
 )
 
@@ -168,7 +176,7 @@ def status(results_dir: str | Path | None = None) -> list[RecordStatus]:
             state = MISSING
         else:
             try:
-                state = record.check(results)
+                state = record.state(results)
             except (LatentbookError, ValueError, KeyError, TypeError) as exc:
                 state = f"unreadable: {exc}"
         lines.append(RecordStatus(record.name, state, str(path), record.command))
