@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from latentbook.errors import InvalidInputError
 from latentbook.study import book_cache
 from latentbook.study.runs import KINDS
 
@@ -44,5 +45,5 @@ def test_each_run_of_a_model_is_warmed_in_order(monkeypatch):
 
 
 def test_jobs_below_one_are_refused():
-    with pytest.raises(ValueError, match="at least 1"):
+    with pytest.raises(InvalidInputError, match="at least 1"):
         book_cache.warm_book(0, work=_fake_work)

@@ -23,6 +23,6 @@ if __name__ == "__main__":
         statistic_families.SCRIPT,
         ROOT / "results" / statistic_families.FILE,
         statistic_families.N_CASES,
-        calibration.__name__,
+        statistic_families.PRODUCER,
         lambda n_cases, seed: calibration.calibrate_statistics(n_cases=n_cases, seed=seed),
     )

@@ -29,14 +29,13 @@ def fresh_value(code: str) -> str:
     ).stdout.strip()
 
 
-def fresh_hashes(producer: str, function: str = "latentbook._code_hash.module_hashes") -> dict[str, str]:
-    """``module_hashes(producer)`` of the files as they are now, read in a new interpreter; with ``function`` a
-    calibration module's ``code_hashes``, called without arguments (``producer`` is then its module)."""
+def fresh_hashes(module: str, function: str, *args: str) -> dict[str, str]:
+    """``module.function(*args)``, a map of module hashes, for the files as they are now: read in a new
+    interpreter (``_code_hash.module_hashes`` of a producer, or a calibration module's own ``code_hashes``)."""
     import json
 
-    module, _, name = function.rpartition(".")
-    call = f"{name}({producer!r})" if function.startswith("latentbook._code_hash.") else f"{name}()"
-    return json.loads(fresh_value(f"import json; from {module} import {name}; print(json.dumps({call}))"))
+    call = f"{function}(*{list(args)!r})"
+    return json.loads(fresh_value(f"import json; from {module} import {function}; print(json.dumps({call}))"))
 
 
 def run_provenance(code: dict[str, str], n_cases: int, seed: int, seconds: float, **settings) -> dict:
@@ -103,7 +102,7 @@ def table_main(
 
     ran_on = module_hashes(producer)  # of the code just imported: the code that runs
     table = make_table(args.n_cases, args.seed)
-    if fresh_hashes(producer) != ran_on:
+    if fresh_hashes("latentbook._code_hash", "module_hashes", producer) != ran_on:
         raise SystemExit(
             "The code changed while the table ran, so it belongs to no version of it: nothing written to "
             f"{args.out}. Rerun tools/{script} once the code has settled."
@@ -195,7 +194,7 @@ def calibration_main(module, script: str, description: str, **settings) -> None:
             log.flush()
             os.fsync(log.fileno())
             done[case], seconds, last = records, seconds + now - last, now
-    if fresh_hashes(module.__name__, f"{module.__name__}.code_hashes") != code:
+    if fresh_hashes(module.__name__, "code_hashes") != code:
         raise SystemExit(
             "The code changed while the calibration ran, so the records belong to no version of it: nothing "
             f"written to {args.out}. Delete {checkpoint} and rerun tools/{script} once the code has settled."
@@ -255,7 +254,7 @@ def restamp(module, args, script: str, code: dict[str, str], settings: dict) -> 
             print(f"{args.out} was written by the current code: nothing to restamp.")
             return
     kept = kept_families(module, args.out, (), args.n_cases, args.seed, args.jobs, script)
-    if fresh_hashes(module.__name__, f"{module.__name__}.code_hashes") != code:
+    if fresh_hashes(module.__name__, "code_hashes") != code:
         raise SystemExit(f"The code changed while the spot check ran: nothing written to {args.out}.")
     restamped = {"spot_cases": list(SPOT_CASES), "kept_from": kept["provenance"]}
     provenance = run_provenance(

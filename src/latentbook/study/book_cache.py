@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 
 from ..capturing.cache import BOOK_MODELS
+from ..errors import InvalidInputError
 from .runs import Run, book_runs
 
 # The models by the CPU time their runs take on one core (Gemma 3 about 400 s, SmolLM2 350 s, MiniLM 40 s), the
@@ -29,14 +30,13 @@ BY_COST = ("gemma3-270m", "smollm2-135m", "minilm-l6")
 
 
 def warm_run(run: Run) -> None:
-    """Everything the book reads of ``run``: its capture (with attention statistics, for a model and its twin), the
-    gains and binding-prompt states of its model (not for shuffled words), its measurements and landmarks."""
+    """Everything the book reads of ``run``: its measurements, which make its capture (with attention statistics,
+    for a model and its twin) and its model's gains first, the binding-prompt states of its model (not for
+    shuffled words) and its landmarks."""
     from .measurement_cache import landmarks_of, measurements_of
 
-    run.capture()
-    run.gains()
-    run.binding_states()
     measurements_of(run, capture_missing=True)
+    run.binding_states()
     landmarks_of(run)
 
 
@@ -66,7 +66,9 @@ def warm_book(
     """``work(model)`` (``warm_model``) for each of ``models`` in ``jobs`` processes (1: in this one), the costliest
     first (``BY_COST``); each result is given to ``report`` as it finishes, and all are returned in finishing order."""
     if jobs < 1:
-        raise ValueError(f"jobs must be at least 1, got {jobs}")
+        raise InvalidInputError(
+            f"jobs must be at least 1 (1: one model after the other, in this process), got {jobs}."
+        )
     order = sorted(models, key=lambda m: BY_COST.index(m) if m in BY_COST else -1)
     results = []
     if jobs == 1:

@@ -28,6 +28,7 @@ from functools import partial
 from pathlib import Path
 
 from ..errors import InvalidInputError, LatentbookError
+from . import coverage_record, statistic_families
 
 CURRENT, MISSING = "current", "missing"
 CHANGED = "stale: the code it hashes has changed since"
@@ -118,13 +119,13 @@ RECORDS: tuple[Record, ...] = (
         "statistic calibration",
         "calibration/statistic_families.json",
         "python tools/calibrate_statistics.py",
-        producer="latentbook.analysis.calibration",
+        producer=statistic_families.PRODUCER,
     ),
     Record(
         "interval coverage",
         "calibration/interval_coverage.json",
         "python tools/interval_coverage.py",
-        producer="latentbook.analysis.interval_coverage",
+        producer=coverage_record.PRODUCER,
     ),
     Record(
         "slow families",

@@ -1,5 +1,5 @@
 """The judges' calibration on planted statistics as the book shows it: read from ``results/calibration/``, with
-whether the code it ran on is still the package's (``analysis.calibration.source_hash``).
+whether the code it ran on is still the package's (the hash of every module ``PRODUCER`` imports).
 
 ``calibration.calibrate_statistics(n_cases=N_CASES, seed=0)`` takes some 140 s of one core, the longest part of
 the criteria appendix on a fresh machine, so ``tools/calibrate_statistics.py`` runs it once for the code and keeps
@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..analysis import calibration
+from .._code_hash import digest, module_hashes
 from .table_record import TableRecord, load_table_record
 
 FILE = Path("calibration") / "statistic_families.json"
 SCRIPT = "calibrate_statistics.py"
+PRODUCER = "latentbook.analysis.calibration"
 N_CASES = 40  # cases per family (half as many for the costly ones: calibrate_statistics' n_token_cases)
 
 
@@ -41,4 +42,4 @@ def statistic_families(results_dir: str | Path) -> TableRecord:
     >>> int(record.provenance["n_cases"]), sorted(set(record.table["planted"]))
     (40, ['absent', 'present'])
     """
-    return load_table_record(results_dir, FILE, calibration.source_hash(), SCRIPT)
+    return load_table_record(results_dir, FILE, digest(module_hashes(PRODUCER)), SCRIPT)
